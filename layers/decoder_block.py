@@ -1,0 +1,168 @@
+"""Transformer decoder block: masked self-attention, cross-attention, feed-forward."""
+
+import keras
+
+from layers.add_norm import AddNorm
+from layers.encoder_block import check_heads
+from layers.feed_forward import FeedForward
+from layers.masks import merge_masks
+from layers.multi_head_attention import MultiHeadAttention
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class DecoderBlock(keras.layers.Layer):
+    """One decoder layer, each sub-layer wrapped in Add & Norm:
+
+        x = AddNorm(x, MaskedSelfAttention(x))
+        x = AddNorm(x, CrossAttention(x, encoder_output))
+        x = AddNorm(x, FFN(x))
+
+    Self-attention is always causal (the look-ahead mask). For incremental
+    decoding pass a self-attention `cache` (zeros of shape (batch, 2,
+    max_length, num_heads, hidden_dim // num_heads) at the start) with
+    `cache_update_index` = the position of the first new token: the block
+    writes the new keys/values there and returns the updated cache, and its
+    output equals the full-prefix call's output at those positions. The
+    encoder side is constant while decoding: `compute_cross_attention_cache`
+    projects its keys/values once, to pass as `cross_attention_cache`.
+
+    Args:
+        num_heads: number of attention heads.
+        intermediate_dim: inner width of the feed-forward network.
+        dropout: dropout on attention probabilities, the FFN's inner
+            activations and each sub-layer's output.
+        activation: the FFN's activation.
+        norm_first: pre-norm instead of the paper's post-norm.
+        epsilon: LayerNorm's epsilon.
+
+    Call arguments:
+        inputs: (batch, target_length, hidden_dim).
+        encoder_output: (batch, source_length, hidden_dim); may be None when
+            `cross_attention_cache` is given.
+        padding_mask: bool (batch, target_length), or (batch, cache_length)
+            with a cache: True on real target tokens.
+        encoder_padding_mask: bool (batch, source_length).
+        cache: self-attention cache (batch, 2, cache_length, num_heads, head_dim).
+        cache_update_index: position of `inputs`' first token in the cache.
+        cross_attention_cache: from `compute_cross_attention_cache`.
+        training: whether dropout is active.
+        return_attention_scores: also return (self_scores, cross_scores).
+
+    Returns:
+        outputs (batch, target_length, hidden_dim); then (self_scores,
+        cross_scores) if asked; then the updated cache if one was passed.
+
+    Example:
+    >>> block = DecoderBlock(num_heads=4, intermediate_dim=64)
+    >>> y = block(keras.random.normal((2, 7, 16)), keras.random.normal((2, 9, 16)))
+
+    Reference: Vaswani et al., "Attention Is All You Need", 2017, section 3.1.
+    """
+
+    def __init__(
+        self, num_heads, intermediate_dim, dropout=0.1, activation="relu", norm_first=False, epsilon=1e-5, **kwargs
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.activation = activation
+        self.norm_first = norm_first
+        self.epsilon = epsilon
+        self.feed_forward = FeedForward(
+            intermediate_dim, activation, dropout, dtype=self.dtype_policy, name="feed_forward"
+        )
+        self.self_attention_add_norm = self._add_norm("self_attention_add_norm")
+        self.cross_attention_add_norm = self._add_norm("cross_attention_add_norm")
+        self.feed_forward_add_norm = self._add_norm("feed_forward_add_norm")
+        self.self_attention = None
+        self.cross_attention = None
+
+    def _add_norm(self, name):
+        return AddNorm(self.dropout, self.epsilon, self.norm_first, dtype=self.dtype_policy, name=name)
+
+    def _attention(self, key_dim, name):
+        return MultiHeadAttention(self.num_heads, key_dim, dropout=self.dropout, dtype=self.dtype_policy, name=name)
+
+    def build(self, inputs_shape, encoder_output_shape=None):
+        key_dim = check_heads(inputs_shape[-1], self.num_heads)
+        self.self_attention = self._attention(key_dim, "self_attention")
+        self.self_attention.build(inputs_shape, inputs_shape)
+        self.cross_attention = self._attention(key_dim, "cross_attention")
+        self.cross_attention.build(inputs_shape, encoder_output_shape or inputs_shape)
+        for layer in (self.self_attention_add_norm, self.cross_attention_add_norm, self.feed_forward_add_norm):
+            layer.build(inputs_shape)
+        self.feed_forward.build(inputs_shape)
+        self.built = True
+
+    def compute_cross_attention_cache(self, encoder_output):
+        """Cross-attention keys/values of `encoder_output`, computed once per sentence."""
+        return self.cross_attention.compute_cache(encoder_output)
+
+    def call(
+        self,
+        inputs,
+        encoder_output=None,
+        padding_mask=None,
+        encoder_padding_mask=None,
+        cache=None,
+        cache_update_index=None,
+        cross_attention_cache=None,
+        training=None,
+        return_attention_scores=False,
+    ):
+        if encoder_output is None and cross_attention_cache is None:
+            raise ValueError("DecoderBlock needs `encoder_output` or a `cross_attention_cache`.")
+        if cache is not None and cache_update_index is None:
+            raise ValueError("A self-attention `cache` needs `cache_update_index` (the position of the new tokens).")
+        caching = {} if cache is None else {"cache": cache, "cache_update_index": cache_update_index}
+        x = self.self_attention_add_norm.normalize(inputs)
+        attended, self_scores, *new_cache = self.self_attention(
+            x,
+            x,
+            attention_mask=merge_masks(None, padding_mask),
+            use_causal_mask=True,
+            return_attention_scores=True,
+            training=training,
+            **caching,
+        )
+        x = self.self_attention_add_norm(inputs, attended, training=training)
+
+        residual = x
+        x = self.cross_attention_add_norm.normalize(x)
+        cross_mask = merge_masks(None, encoder_padding_mask)
+        if cross_attention_cache is None:
+            attended, cross_scores = self.cross_attention(
+                x, encoder_output, attention_mask=cross_mask, return_attention_scores=True, training=training
+            )
+        else:
+            attended, cross_scores, _ = self.cross_attention(
+                x,
+                None,
+                attention_mask=cross_mask,
+                cache=cross_attention_cache,
+                return_attention_scores=True,
+                training=training,
+            )
+        x = self.cross_attention_add_norm(residual, attended, training=training)
+
+        outputs = self.feed_forward_add_norm(
+            x, self.feed_forward(self.feed_forward_add_norm.normalize(x), training=training), training=training
+        )
+        results = (outputs,)
+        if return_attention_scores:
+            results += ((self_scores, cross_scores),)
+        results += tuple(new_cache)
+        return results[0] if len(results) == 1 else results
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            intermediate_dim=self.intermediate_dim,
+            dropout=self.dropout,
+            activation=keras.activations.serialize(keras.activations.get(self.activation)),
+            norm_first=self.norm_first,
+            epsilon=self.epsilon,
+        )
+        return config

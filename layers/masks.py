@@ -1,0 +1,107 @@
+"""Padding, look-ahead and attention masks.
+
+One convention everywhere: a mask is boolean and True means "may attend"
+(for `padding_mask`: "is a real token"), as in Keras.
+"""
+
+from keras import ops
+
+
+def _check_rank(name, value, rank):
+    if len(value.shape) != rank:
+        raise ValueError(
+            f"`{name}` must have rank {rank}, got shape {tuple(value.shape)}."
+        )
+
+
+def padding_mask(token_ids, pad_id=0):
+    """True on real tokens, False on padding.
+
+    Args:
+        token_ids: int tensor (batch, seq).
+        pad_id: the id used for padding.
+
+    Returns:
+        bool tensor (batch, seq).
+
+    Example:
+    >>> padding_mask([[5, 7, 0]])  # [[True, True, False]]
+    """
+    token_ids = ops.convert_to_tensor(token_ids)
+    _check_rank("token_ids", token_ids, 2)
+    return ops.not_equal(token_ids, pad_id)
+
+
+def look_ahead_mask(length, memory_length=0, window=None):
+    """Causal mask: query i may attend key j iff j <= memory_length + i.
+
+    Keys are `memory_length` cached positions followed by the `length` current
+    ones (Transformer-XL's [memory; segment]); with `memory_length=0` this is
+    the lower triangle, diagonal included. `window` additionally limits every
+    query to its last `window` keys (Transformer-XL's `same_length`).
+
+    Args:
+        length: number of queries (current positions).
+        memory_length: number of positions before them.
+        window: optional int, how many keys (itself included) a query sees.
+
+    Returns:
+        bool tensor (length, memory_length + length).
+
+    Example:
+    >>> look_ahead_mask(3)  # [[1,0,0],[1,1,0],[1,1,1]] as booleans
+    """
+    query = ops.arange(length)[:, None] + memory_length
+    key = ops.arange(memory_length + length)[None, :]
+    mask = ops.less_equal(key, query)
+    if window is not None:
+        mask = ops.logical_and(mask, ops.greater(key, query - window))
+    return mask
+
+
+def attention_mask(query_mask, key_mask, causal=False):
+    """Combines per-token masks into a (batch, q, k) attention mask.
+
+    Args:
+        query_mask: bool (batch, q), True on real query tokens.
+        key_mask: bool (batch, k), True on real key tokens.
+        causal: also forbid attending to later positions (requires q == k).
+
+    Returns:
+        bool tensor (batch, q, k).
+
+    Example:
+    >>> m = padding_mask([[4, 2, 0]])
+    >>> attention_mask(m, m, causal=True).shape  # (1, 3, 3)
+    """
+    query_mask = ops.cast(query_mask, "bool")
+    key_mask = ops.cast(key_mask, "bool")
+    _check_rank("query_mask", query_mask, 2)
+    _check_rank("key_mask", key_mask, 2)
+    mask = ops.logical_and(query_mask[:, :, None], key_mask[:, None, :])
+    if causal:
+        mask = ops.logical_and(mask, look_ahead_mask(ops.shape(query_mask)[1])[None])
+    return mask
+
+
+def merge_masks(attention_mask=None, padding_mask=None):
+    """One attention mask from an optional (batch, q, k) mask and key padding.
+
+    Args:
+        attention_mask: bool (batch, q, k) or None.
+        padding_mask: bool (batch, k), True on real keys, or None.
+
+    Returns:
+        bool (batch, q or 1, k), or None when both are None.
+    """
+    if padding_mask is not None:
+        padding_mask = ops.cast(padding_mask, "bool")
+        _check_rank("padding_mask", padding_mask, 2)
+        padding_mask = padding_mask[:, None, :]
+    if attention_mask is None:
+        return padding_mask
+    attention_mask = ops.cast(attention_mask, "bool")
+    _check_rank("attention_mask", attention_mask, 3)
+    if padding_mask is None:
+        return attention_mask
+    return ops.logical_and(attention_mask, padding_mask)

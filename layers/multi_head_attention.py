@@ -1,0 +1,151 @@
+"""Multi-head scaled dot-product attention with a key/value cache."""
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class MultiHeadAttention(keras.layers.MultiHeadAttention):
+    """`keras.layers.MultiHeadAttention` with float32 softmax and a key/value cache.
+
+    softmax(Q K^T / sqrt(key_dim)) V over `num_heads` heads, joined by W_O.
+    Constructor and call signature are Keras's; the additions are:
+
+    - the softmax always runs in float32 and masked positions get a -1e9 bias,
+      so mixed precision is stable and a fully masked row stays finite;
+    - `cache` / `cache_update_index` for incremental decoding, where the keys
+      and values of earlier positions are kept instead of recomputed;
+    - `compute_cache(value)`, the projected keys/values of a fixed sequence
+      (the encoder output, for cross-attention), computed once per sentence.
+
+    Args:
+        num_heads: number of attention heads.
+        key_dim: size of each head's queries and keys.
+        value_dim: size of each head's values (default key_dim; must equal
+            key_dim when a cache is used).
+        dropout: dropout rate on the attention probabilities.
+        **kwargs: the other arguments of `keras.layers.MultiHeadAttention`
+            (initializers, regularizers, `use_bias`, `output_shape`, ...),
+            except `use_gate`, `sliding_window` and `flash_attention`, which
+            the cached path does not implement.
+
+    Call arguments:
+        query: (batch, q, query_dim).
+        value: (batch, k, value_dim); may be None when `cache` holds
+            precomputed keys/values (`cache_update_index=None`).
+        key: (batch, k, key_input_dim), default `value`.
+        attention_mask: bool (batch, q, k), True where attention is allowed.
+        return_attention_scores: also return the probabilities
+            (batch, num_heads, q, k), float32.
+        training: whether dropout is active.
+        use_causal_mask: forbid attending to later positions.
+        cache: (batch, 2, cache_length, num_heads, key_dim): keys at [:, 0],
+            values at [:, 1].
+        cache_update_index: position at which the keys/values of this call's
+            `value` are written into `cache`; None uses `cache` as it is.
+
+    Returns:
+        `output` (batch, q, query_dim); then the scores if asked; then the
+        updated cache if one was passed (a tuple when more than one).
+
+    Example:
+    >>> mha = MultiHeadAttention(num_heads=8, key_dim=32)
+    >>> x = keras.random.normal((2, 10, 256))
+    >>> y, scores = mha(x, x, use_causal_mask=True, return_attention_scores=True)
+
+    Reference: Vaswani et al., "Attention Is All You Need", 2017, section 3.2.
+    """
+
+    def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, **kwargs):
+        for name in ("use_gate", "sliding_window", "flash_attention"):
+            if kwargs.get(name):
+                raise ValueError(f"{name}={kwargs[name]!r} is not supported by the zoo's MultiHeadAttention.")
+        super().__init__(num_heads, key_dim, value_dim=value_dim, dropout=dropout, **kwargs)
+
+    def call(
+        self,
+        query,
+        value,
+        key=None,
+        attention_mask=None,
+        return_attention_scores=False,
+        training=None,
+        use_causal_mask=False,
+        cache=None,
+        cache_update_index=None,
+    ):
+        if attention_mask is not None and len(attention_mask.shape) != 3:
+            raise ValueError(
+                "`attention_mask` must have shape (batch, query_length, key_length), "
+                f"got shape {tuple(attention_mask.shape)}."
+            )
+        if cache is None:
+            return super().call(
+                query,
+                value,
+                key=key,
+                attention_mask=attention_mask,
+                return_attention_scores=return_attention_scores,
+                training=training,
+                use_causal_mask=use_causal_mask,
+            )
+        if self.value_dim != self.key_dim:
+            raise ValueError(
+                f"A cache needs value_dim == key_dim, got value_dim={self.value_dim}, key_dim={self.key_dim}."
+            )
+        if cache_update_index is None:
+            keys, values = cache[:, 0], cache[:, 1]
+        else:
+            new_cache = self.compute_cache(value, key)
+            cache = ops.slice_update(cache, [0, 0, cache_update_index, 0, 0], new_cache)
+            keys, values = cache[:, 0], cache[:, 1]
+        if use_causal_mask:
+            start = 0 if cache_update_index is None else cache_update_index
+            query_positions = ops.arange(ops.shape(query)[1])[:, None] + start
+            causal = ops.arange(ops.shape(keys)[1])[None, :] <= query_positions  # (q, cache_length)
+            attention_mask = causal[None] if attention_mask is None else ops.logical_and(attention_mask, causal)
+        output, scores = self._compute_attention(
+            self._query_dense(query), keys, values, attention_mask, training, return_attention_scores
+        )
+        output = self._output_dense(output)
+        if return_attention_scores:
+            return output, scores, cache
+        return output, cache
+
+    def compute_cache(self, value, key=None):
+        """Projected keys and values: (batch, 2, length, num_heads, key_dim)."""
+        key = value if key is None else key
+        return ops.stack([self._key_dense(key), self._value_dense(value)], axis=1)
+
+    def _compute_attention(
+        self,
+        query,
+        key,
+        value,
+        attention_mask=None,
+        training=None,
+        return_attention_scores=False,
+        use_causal_mask=False,
+    ):
+        # Keras passes use_causal_mask=True only with no mask at all, relying
+        # on a fused kernel; this explicit path needs the mask itself.
+        if use_causal_mask and attention_mask is None:
+            attention_mask = self._compute_causal_mask(query, value)
+        query = ops.multiply(query, ops.cast(self._inverse_sqrt_key_dim, query.dtype))
+        scores = ops.einsum(self._dot_product_equation, key, query)  # (batch, heads, q, k)
+        probabilities = self._masked_softmax(scores, attention_mask)
+        dropped = self._dropout_layer(probabilities, training=training)
+        output = ops.einsum(self._combine_equation, ops.cast(dropped, value.dtype), value)
+        return output, probabilities
+
+    def _masked_softmax(self, attention_scores, attention_mask=None):
+        scores = ops.cast(attention_scores, "float32")
+        if attention_mask is not None:
+            mask = ops.cast(attention_mask, "bool")
+            mask_expansion_axis = -len(self._attention_axes) * 2 - 1
+            for _ in range(len(scores.shape) - len(mask.shape)):
+                mask = ops.expand_dims(mask, axis=mask_expansion_axis)
+            # A large negative bias, not -inf: a fully masked row stays finite.
+            scores = ops.where(mask, scores, -1e9)
+        axes = self._softmax.axis
+        return ops.exp(scores - ops.logsumexp(scores, axis=axes, keepdims=True))

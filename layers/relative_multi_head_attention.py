@@ -1,0 +1,150 @@
+"""Transformer-XL's multi-head attention with relative position encoding."""
+
+import math
+
+import keras
+from keras import ops
+
+from layers.masks import look_ahead_mask
+from layers.positional_encoding import sinusoid
+
+
+def rel_shift(x):
+    """Turns scores indexed by relative distance into scores indexed by key.
+
+    Column c of `x` holds the score for the distance k_len - 1 - c (the
+    relative encodings run from the farthest key to distance 0). Query i sits
+    at position m_len + i of the k_len keys (m_len = k_len - q_len), so its
+    score for key j is the one at distance m_len + i - j, i.e. column
+    j + q_len - 1 - i. The zero-pad-and-reshape trick of Dai et al. moves each
+    row by its own offset without a gather.
+
+    Args:
+        x: (batch, heads, q_len, k_len).
+
+    Returns:
+        (batch, heads, q_len, k_len) with out[..., i, j] = x[..., i, j + q_len - 1 - i]
+        wherever j <= i + k_len - q_len; other entries are garbage and must be
+        masked (they are the future under the causal mask).
+    """
+    batch, heads, q_len, k_len = (ops.shape(x)[i] for i in range(4))
+    x = ops.pad(x, [[0, 0], [0, 0], [0, 0], [1, 0]])  # (batch, heads, q_len, k_len + 1)
+    x = ops.reshape(x, (batch, heads, k_len + 1, q_len))
+    return ops.reshape(x[:, :, 1:, :], (batch, heads, q_len, k_len))
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class RelativeMultiHeadAttention(keras.layers.Layer):
+    """Multi-head attention over [memory; inputs] with relative positions.
+
+    For query i and key j at distance i - j (Dai et al., 2019, section 3.3):
+
+        A_ij = (W_q x_i + u)^T W_kE x_j      terms (a) + (c): content
+             + (W_q x_i + v)^T W_kR R_{i-j}  terms (b) + (d): position
+
+    softmax(A / sqrt(key_dim)) weights the values W_v x_j; heads are joined
+    by W_o. u and v (`content_bias`, `position_bias`) are learned per head,
+    R is the sinusoidal encoding of the distance (capped at `clamp_length`),
+    and W_kE (`key_dense`) and W_kR (`position_dense`) are separate. The
+    projections have no bias, as in the paper. Softmax runs in float32.
+
+    Args:
+        num_heads: number of attention heads.
+        key_dim: size of each head.
+        dropout: dropout rate on the attention probabilities.
+        clamp_length: optional int; distances beyond it use R at clamp_length.
+
+    Call arguments:
+        inputs: the current segment, (batch, q_len, hidden_dim).
+        memory: the previous segment's states, (batch, m_len, hidden_dim), or None.
+        attention_mask: bool (batch, q_len, m_len + q_len), True where allowed;
+            None means causal (`look_ahead_mask(q_len, memory_length=m_len)`).
+        training: whether dropout is active.
+        return_attention_scores: also return (batch, heads, q_len, m_len + q_len).
+
+    Returns:
+        (batch, q_len, hidden_dim), and the scores if asked.
+
+    Example:
+    >>> attention = RelativeMultiHeadAttention(num_heads=4, key_dim=8)
+    >>> x, memory = keras.random.normal((2, 6, 32)), keras.random.normal((2, 10, 32))
+    >>> attention(x, memory).shape  # (2, 6, 32)
+
+    Reference: Dai et al., "Transformer-XL: Attentive Language Models Beyond a
+    Fixed-Length Context", ACL 2019, section 3.3.
+    """
+
+    def __init__(self, num_heads, key_dim, dropout=0.0, clamp_length=None, **kwargs):
+        super().__init__(**kwargs)
+        for name, value in (("num_heads", num_heads), ("key_dim", key_dim)):
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name}={value!r} must be a positive integer.")
+        if clamp_length is not None and (not isinstance(clamp_length, int) or clamp_length <= 0):
+            raise ValueError(f"clamp_length={clamp_length!r} must be None or a positive integer.")
+        self.num_heads = num_heads
+        self.key_dim = key_dim
+        self.dropout = dropout
+        self.clamp_length = clamp_length
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+
+    def _projection(self, equation, output_shape, name):
+        return keras.layers.EinsumDense(equation, output_shape=output_shape, dtype=self.dtype_policy, name=name)
+
+    def build(self, inputs_shape, memory_shape=None):
+        hidden_dim = inputs_shape[-1]
+        heads = (None, self.num_heads, self.key_dim)
+        self.query_dense = self._projection("bqd,dnh->bqnh", heads, "query")
+        self.key_dense = self._projection("bkd,dnh->bknh", heads, "key")
+        self.value_dense = self._projection("bkd,dnh->bknh", heads, "value")
+        self.position_dense = self._projection("kd,dnh->knh", heads[1:], "position")
+        self.output_dense = self._projection("bqnh,nhd->bqd", (None, hidden_dim), "attention_output")
+        for layer in (self.query_dense, self.key_dense, self.value_dense):
+            layer.build(inputs_shape)
+        self.position_dense.build((None, hidden_dim))
+        self.output_dense.build((*inputs_shape[:-1], self.num_heads, self.key_dim))
+        bias_init = keras.initializers.RandomNormal(stddev=0.02)
+        self.content_bias = self.add_weight((self.num_heads, self.key_dim), bias_init, name="content_bias")
+        self.position_bias = self.add_weight((self.num_heads, self.key_dim), bias_init, name="position_bias")
+        self.built = True
+
+    def relative_encoding(self, key_length, hidden_dim):
+        """R for distances key_length - 1, ..., 0 (clamped), float32 (key_length, hidden_dim)."""
+        distances = key_length - 1 - ops.arange(key_length)
+        if self.clamp_length is not None:
+            distances = ops.minimum(distances, self.clamp_length)
+        return sinusoid(distances, hidden_dim)
+
+    def call(self, inputs, memory=None, attention_mask=None, training=None, return_attention_scores=False):
+        context = inputs if memory is None else ops.concatenate([ops.cast(memory, inputs.dtype), inputs], axis=1)
+        q_len, k_len = ops.shape(inputs)[1], ops.shape(context)[1]
+        if attention_mask is None:
+            attention_mask = look_ahead_mask(q_len, memory_length=k_len - q_len)[None]
+        elif len(attention_mask.shape) != 3:
+            raise ValueError(
+                "`attention_mask` must have shape (batch, q_len, m_len + q_len), "
+                f"got shape {tuple(attention_mask.shape)}."
+            )
+        query = self.query_dense(inputs)  # (batch, q_len, heads, key_dim)
+        key = self.key_dense(context)  # (batch, k_len, heads, key_dim)
+        value = self.value_dense(context)
+        relative = self.relative_encoding(k_len, inputs.shape[-1])
+        position = self.position_dense(ops.cast(relative, self.compute_dtype))  # (k_len, heads, key_dim)
+
+        u = ops.cast(self.content_bias, query.dtype)
+        v = ops.cast(self.position_bias, query.dtype)
+        content_scores = ops.einsum("bqnh,bknh->bnqk", query + u, key)  # (a) + (c)
+        position_scores = rel_shift(ops.einsum("bqnh,knh->bnqk", query + v, position))  # (b) + (d)
+        scores = ops.cast(content_scores + position_scores, "float32") / math.sqrt(self.key_dim)
+
+        scores = ops.where(ops.cast(attention_mask, "bool")[:, None], scores, -1e9)
+        probabilities = ops.softmax(scores, axis=-1)  # (batch, heads, q_len, k_len)
+        dropped = ops.cast(self.dropout_layer(probabilities, training=training), value.dtype)
+        outputs = self.output_dense(ops.einsum("bnqk,bknh->bqnh", dropped, value))
+        return (outputs, probabilities) if return_attention_scores else outputs
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads, key_dim=self.key_dim, dropout=self.dropout, clamp_length=self.clamp_length
+        )
+        return config

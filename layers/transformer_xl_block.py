@@ -1,0 +1,134 @@
+"""Transformer-XL block: relative attention over [memory; segment], then FFN."""
+
+import keras
+from keras import ops
+
+from layers.add_norm import AddNorm
+from layers.encoder_block import check_heads
+from layers.feed_forward import FeedForward
+from layers.relative_multi_head_attention import RelativeMultiHeadAttention
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class TransformerXLBlock(keras.layers.Layer):
+    """One Transformer-XL layer with segment-level recurrence.
+
+        h~ = [SG(memory); inputs]                    keys/values span both
+        x  = AddNorm(inputs, RelAttention(inputs, memory))
+        y  = AddNorm(x, FFN(x))
+        new_memory = SG(last memory_length positions of h~)
+
+    The memory is data, passed in and returned (never state on the layer):
+    the caller feeds `new_memory` to the same layer on the next segment. It
+    is cut with stop_gradient, so no gradient reaches the previous segment.
+
+    Args:
+        num_heads: number of attention heads.
+        intermediate_dim: inner width of the feed-forward network.
+        memory_length: how many positions the returned memory keeps.
+        dropout: dropout on attention probabilities, FFN activations and
+            each sub-layer's output.
+        activation: the FFN's activation.
+        norm_first: pre-norm instead of the paper's post-norm.
+        clamp_length: optional cap on relative distances.
+        epsilon: LayerNorm's epsilon.
+
+    Call arguments:
+        inputs: (batch, q_len, hidden_dim), this layer's input for the segment.
+        memory: (batch, m_len, hidden_dim), this layer's inputs for the
+            previous positions, or None.
+        attention_mask: bool (batch, q_len, m_len + q_len); None is causal.
+        training: whether dropout is active.
+        return_attention_scores: also return (batch, heads, q_len, m_len + q_len).
+
+    Returns:
+        (outputs (batch, q_len, hidden_dim)[, scores], new_memory
+        (batch, min(memory_length, m_len + q_len), hidden_dim)).
+
+    Example:
+    >>> block = TransformerXLBlock(num_heads=4, intermediate_dim=64, memory_length=16)
+    >>> y, memory = block(keras.random.normal((2, 8, 32)))
+    >>> y, memory = block(keras.random.normal((2, 8, 32)), memory)
+
+    Reference: Dai et al., "Transformer-XL: Attentive Language Models Beyond a
+    Fixed-Length Context", ACL 2019, sections 3.2-3.3.
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        intermediate_dim,
+        memory_length,
+        dropout=0.1,
+        activation="relu",
+        norm_first=False,
+        clamp_length=None,
+        epsilon=1e-5,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if not isinstance(memory_length, int) or memory_length < 0:
+            raise ValueError(f"memory_length={memory_length!r} must be a non-negative integer.")
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.memory_length = memory_length
+        self.dropout = dropout
+        self.activation = activation
+        self.norm_first = norm_first
+        self.clamp_length = clamp_length
+        self.epsilon = epsilon
+        self.feed_forward = FeedForward(
+            intermediate_dim, activation, dropout, dtype=self.dtype_policy, name="feed_forward"
+        )
+        self.attention_add_norm = self._add_norm("attention_add_norm")
+        self.feed_forward_add_norm = self._add_norm("feed_forward_add_norm")
+        self.attention = None
+
+    def _add_norm(self, name):
+        return AddNorm(self.dropout, self.epsilon, self.norm_first, dtype=self.dtype_policy, name=name)
+
+    def build(self, inputs_shape, memory_shape=None):
+        key_dim = check_heads(inputs_shape[-1], self.num_heads)
+        self.attention = RelativeMultiHeadAttention(
+            self.num_heads, key_dim, self.dropout, self.clamp_length, dtype=self.dtype_policy, name="attention"
+        )
+        self.attention.build(inputs_shape, memory_shape)
+        self.attention_add_norm.build(inputs_shape)
+        self.feed_forward.build(inputs_shape)
+        self.feed_forward_add_norm.build(inputs_shape)
+        self.built = True
+
+    def call(self, inputs, memory=None, attention_mask=None, training=None, return_attention_scores=False):
+        if memory is not None:
+            memory = ops.stop_gradient(ops.cast(memory, inputs.dtype))
+        normalize = self.attention_add_norm.normalize
+        attended, scores = self.attention(
+            normalize(inputs),
+            None if memory is None else normalize(memory),
+            attention_mask=attention_mask,
+            training=training,
+            return_attention_scores=True,
+        )
+        x = self.attention_add_norm(inputs, attended, training=training)
+        outputs = self.feed_forward_add_norm(
+            x, self.feed_forward(self.feed_forward_add_norm.normalize(x), training=training), training=training
+        )
+        context = inputs if memory is None else ops.concatenate([memory, inputs], axis=1)
+        new_memory = ops.stop_gradient(context[:, ops.shape(context)[1] - self.memory_length :])
+        if return_attention_scores:
+            return outputs, scores, new_memory
+        return outputs, new_memory
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            intermediate_dim=self.intermediate_dim,
+            memory_length=self.memory_length,
+            dropout=self.dropout,
+            activation=keras.activations.serialize(keras.activations.get(self.activation)),
+            norm_first=self.norm_first,
+            clamp_length=self.clamp_length,
+            epsilon=self.epsilon,
+        )
+        return config

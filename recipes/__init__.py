@@ -1,0 +1,1 @@
+"""Runnable programs (absl flags): sentiment, translation, Transformer-XL LM."""
