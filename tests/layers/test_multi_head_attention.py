@@ -1,0 +1,243 @@
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import layers  # noqa: E402
+from _np_ref import causal_np, mha_reference, randomize, to_np  # noqa: E402
+
+B, HID, HEADS, KD = 2, 8, 2, 4
+
+
+def _make(seed=0, q_len=5, kv_len=6, **kwargs):
+    keras.utils.set_random_seed(seed)
+    rng = np.random.default_rng(seed)
+    mha = layers.MultiHeadAttention(num_heads=HEADS, key_dim=KD, **kwargs)
+    q = rng.normal(size=(B, q_len, HID)).astype("float32")
+    v = rng.normal(size=(B, kv_len, HID)).astype("float32")
+    mha(query=q, value=v)  # build
+    # Non-zero biases so that the reference checks them too.
+    randomize([w for w in mha.weights if len(w.shape) <= 2], rng, 0.3)
+    return mha, q, v, rng
+
+
+def test_is_keras_mha_subclass_with_expected_kernels():
+    mha, q, v, _ = _make()
+    assert isinstance(mha, keras.layers.MultiHeadAttention)
+    assert tuple(mha.query_dense.kernel.shape) == (HID, HEADS, KD)
+    assert tuple(mha.key_dense.kernel.shape) == (HID, HEADS, KD)
+    assert tuple(mha.value_dense.kernel.shape) == (HID, HEADS, KD)
+    assert tuple(mha.output_dense.kernel.shape) == (HEADS, KD, HID)
+
+
+def test_matches_numpy_self_and_cross():
+    mha, q, v, rng = _make()
+    got, scores = mha(query=q, value=v, return_attention_scores=True)
+    exp, exp_p = mha_reference(mha, q, v)
+    np.testing.assert_allclose(to_np(got), exp, atol=1e-5, rtol=1e-4)
+    np.testing.assert_allclose(to_np(scores), exp_p, atol=1e-6, rtol=1e-4)
+    # self attention, no scores requested (fused path)
+    got = mha(query=q, value=q)
+    np.testing.assert_allclose(to_np(got), mha_reference(mha, q, q)[0],
+                               atol=1e-5, rtol=1e-4)
+    # distinct key and value
+    k = rng.normal(size=v.shape).astype("float32")
+    got = mha(query=q, value=v, key=k)
+    np.testing.assert_allclose(
+        to_np(got), mha_reference(mha, q, v, key=k)[0], atol=1e-5, rtol=1e-4
+    )
+
+
+def test_masked_keys_get_zero_weight():
+    mha, q, v, rng = _make(seed=1)
+    mask = rng.random(size=(B, 5, 6)) < 0.6
+    mask[:, :, 0] = True  # every row has at least one allowed key
+    out, scores = mha(query=q, value=v, attention_mask=mask,
+                      return_attention_scores=True)
+    scores = to_np(scores)
+    assert scores.shape == (B, HEADS, 5, 6)
+    assert np.all(scores[np.broadcast_to(~mask[:, None], scores.shape)] <= 1e-7)
+    np.testing.assert_allclose(scores.sum(-1), 1.0, atol=1e-5)
+    exp, exp_p = mha_reference(mha, q, v, mask=mask)
+    np.testing.assert_allclose(to_np(out), exp, atol=1e-5, rtol=1e-4)
+    np.testing.assert_allclose(scores, exp_p, atol=1e-6, rtol=1e-4)
+    # fused path (no scores) gives the same output
+    out2 = mha(query=q, value=v, attention_mask=mask)
+    np.testing.assert_allclose(to_np(out2), exp, atol=1e-5, rtol=1e-4)
+
+
+def test_masked_key_contents_do_not_matter():
+    mha, q, v, rng = _make(seed=2)
+    key_mask = np.ones((B, 6), bool)
+    key_mask[0, 4:] = False
+    key_mask[1, 1] = False
+    mask = np.broadcast_to(key_mask[:, None, :], (B, 5, 6))
+    v2 = v.copy()
+    v2[~key_mask] = rng.normal(size=v2[~key_mask].shape) * 10
+    a = to_np(mha(query=q, value=v, attention_mask=mask))
+    b = to_np(mha(query=q, value=v2, attention_mask=mask))
+    np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_fully_masked_rows_are_finite():
+    mha, q, v, rng = _make(seed=3)
+    mask = np.ones((B, 5, 6), bool)
+    mask[0, 2, :] = False
+    mask[1, :, :] = False
+    out, scores = mha(query=q, value=v, attention_mask=mask,
+                      return_attention_scores=True)
+    assert np.all(np.isfinite(to_np(out)))
+    assert np.all(np.isfinite(to_np(scores)))
+    out2 = mha(query=q, value=v, attention_mask=mask)
+    assert np.all(np.isfinite(to_np(out2)))
+    # the rows that are not fully masked are still correct
+    exp, _ = mha_reference(mha, q, v, mask=mask)
+    rows = [0, 1, 3, 4]
+    np.testing.assert_allclose(to_np(out)[0, rows], exp[0, rows],
+                               atol=1e-5, rtol=1e-4)
+
+
+def test_causal_full_call_matches_numpy():
+    mha, q, _, _ = _make(seed=4, q_len=6)
+    x = q
+    got, scores = mha(query=x, value=x, use_causal_mask=True,
+                      return_attention_scores=True)
+    exp, exp_p = mha_reference(mha, x, x, mask=np.broadcast_to(
+        causal_np(6), (B, 6, 6)))
+    np.testing.assert_allclose(to_np(got), exp, atol=1e-5, rtol=1e-4)
+    np.testing.assert_allclose(to_np(scores), exp_p, atol=1e-6, rtol=1e-4)
+    got2 = mha(query=x, value=x, use_causal_mask=True)
+    np.testing.assert_allclose(to_np(got2), exp, atol=1e-5, rtol=1e-4)
+
+
+def test_compute_cache_shape_and_values():
+    mha, q, v, _ = _make(seed=5)
+    cache = to_np(mha.compute_cache(v))
+    assert cache.shape == (B, 2, 6, HEADS, KD)
+    Wk = to_np(mha.key_dense.kernel)
+    bk = to_np(mha.key_dense.bias)
+    Wv = to_np(mha.value_dense.kernel)
+    bv = to_np(mha.value_dense.bias)
+    np.testing.assert_allclose(cache[:, 0], np.einsum("bsd,dhk->bshk", v, Wk) + bk,
+                               atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(cache[:, 1], np.einsum("bsd,dhk->bshk", v, Wv) + bv,
+                               atol=1e-5, rtol=1e-5)
+
+
+def test_cached_incremental_equals_full_causal():
+    T = 6
+    mha, x, _, _ = _make(seed=6, q_len=T)
+    full = to_np(mha(query=x, value=x, use_causal_mask=True))
+    cache = tf.zeros((B, 2, T, HEADS, KD))
+    for i in range(T):
+        xi = x[:, i:i + 1]
+        out, cache = mha(query=xi, value=xi, cache=cache,
+                         cache_update_index=i, use_causal_mask=True)
+        assert tuple(out.shape) == (B, 1, HID)
+        np.testing.assert_allclose(to_np(out)[:, 0], full[:, i],
+                                   atol=1e-5, rtol=1e-4, err_msg=f"step {i}")
+    # the final cache holds all projected keys / values
+    np.testing.assert_allclose(to_np(cache), to_np(mha.compute_cache(x)),
+                               atol=1e-5, rtol=1e-5)
+
+
+def test_cached_chunked_prefill_then_steps():
+    T = 7
+    mha, x, _, _ = _make(seed=7, q_len=T)
+    full = to_np(mha(query=x, value=x, use_causal_mask=True))
+    cache = tf.zeros((B, 2, T, HEADS, KD))
+    out, cache = mha(query=x[:, :3], value=x[:, :3], cache=cache,
+                     cache_update_index=0, use_causal_mask=True)
+    np.testing.assert_allclose(to_np(out), full[:, :3], atol=1e-5, rtol=1e-4)
+    out, cache = mha(query=x[:, 3:5], value=x[:, 3:5], cache=cache,
+                     cache_update_index=3, use_causal_mask=True)
+    np.testing.assert_allclose(to_np(out), full[:, 3:5], atol=1e-5, rtol=1e-4)
+    for i in (5, 6):
+        out, scores, cache = mha(query=x[:, i:i + 1], value=x[:, i:i + 1],
+                                 cache=cache, cache_update_index=i,
+                                 use_causal_mask=True,
+                                 return_attention_scores=True)
+        np.testing.assert_allclose(to_np(out)[:, 0], full[:, i],
+                                   atol=1e-5, rtol=1e-4)
+        s = to_np(scores)
+        assert s.shape == (B, HEADS, 1, T)
+        assert np.all(s[..., i + 1:] <= 1e-7)
+        np.testing.assert_allclose(s.sum(-1), 1.0, atol=1e-5)
+
+
+def test_cross_attention_with_compute_cache_equals_plain_call():
+    mha, q, v, rng = _make(seed=8)
+    plain = to_np(mha(query=q, value=v))
+    cache = mha.compute_cache(v)
+    out, cache_back = mha(query=q, value=None, cache=cache)
+    np.testing.assert_allclose(to_np(out), plain, atol=1e-5, rtol=1e-4)
+    np.testing.assert_allclose(to_np(cache_back), to_np(cache), atol=0)
+    # with a key mask
+    key_mask = np.ones((B, 6), bool)
+    key_mask[1, 3:] = False
+    mask = np.broadcast_to(key_mask[:, None, :], (B, 5, 6))
+    plain = to_np(mha(query=q, value=v, attention_mask=mask))
+    out, _ = mha(query=q, value=None, cache=cache, attention_mask=mask)
+    np.testing.assert_allclose(to_np(out), plain, atol=1e-5, rtol=1e-4)
+    np.testing.assert_allclose(plain, mha_reference(mha, q, v, mask=mask)[0],
+                               atol=1e-5, rtol=1e-4)
+    # with distinct keys
+    k = rng.normal(size=v.shape).astype("float32")
+    plain = to_np(mha(query=q, value=v, key=k))
+    out, _ = mha(query=q, value=None, cache=mha.compute_cache(v, key=k))
+    np.testing.assert_allclose(to_np(out), plain, atol=1e-5, rtol=1e-4)
+
+
+def test_dropout_inactive_at_inference():
+    mha, q, v, _ = _make(seed=9, dropout=0.5)
+    out = mha(query=q, value=v, training=False)
+    np.testing.assert_allclose(to_np(out), mha_reference(mha, q, v)[0],
+                               atol=1e-5, rtol=1e-4)
+
+
+def test_mixed_precision_softmax_is_stable():
+    # Softmax in float32: large float16 logits and fully masked rows must
+    # still give finite outputs close to the float32 reference.
+    rng = np.random.default_rng(10)
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        mha = layers.MultiHeadAttention(num_heads=HEADS, key_dim=KD)
+        q = (rng.normal(size=(B, 5, HID)) * 3).astype("float32")
+        v = (rng.normal(size=(B, 6, HID)) * 3).astype("float32")
+        mask = np.ones((B, 5, 6), bool)
+        mask[1] = False
+        out, scores = mha(query=q, value=v, attention_mask=mask,
+                          return_attention_scores=True)
+        out2 = mha(query=q, value=v, attention_mask=mask)
+    finally:
+        keras.config.set_dtype_policy(previous)
+    assert np.all(np.isfinite(to_np(out)))
+    assert np.all(np.isfinite(to_np(out2)))
+    assert np.all(np.isfinite(to_np(scores)))
+    ref, _ = mha_reference(mha, q, v, mask=mask)
+    np.testing.assert_allclose(to_np(out)[0].astype(np.float64), ref[0],
+                               atol=5e-2, rtol=5e-2)
+
+
+def test_cached_step_with_tensor_index_in_tf_function():
+    T = 5
+    mha, x, _, _ = _make(seed=11, q_len=T)
+    full = to_np(mha(query=x, value=x, use_causal_mask=True))
+
+    @tf.function
+    def step(xi, cache, i):
+        return mha(query=xi, value=xi, cache=cache, cache_update_index=i,
+                   use_causal_mask=True)
+
+    cache = tf.zeros((B, 2, T, HEADS, KD))
+    for i in range(T):
+        out, cache = step(x[:, i:i + 1], cache, tf.constant(i))
+        np.testing.assert_allclose(to_np(out)[:, 0], full[:, i],
+                                   atol=1e-5, rtol=1e-4)

@@ -1,0 +1,158 @@
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import layers  # noqa: E402
+from _np_ref import randomize, to_np  # noqa: E402
+
+B, HID, HEADS, INTER = 2, 12, 3, 24
+L1, L2 = 4, 3  # segment lengths
+
+
+def _block(seed, memory_length, **kwargs):
+    keras.utils.set_random_seed(seed)
+    kwargs.setdefault("dropout", 0.0)
+    return layers.TransformerXLBlock(HEADS, INTER, memory_length, **kwargs)
+
+
+def _nontrivial(block, rng):
+    """Give u, v and the biases non-zero values (often zero-initialised)."""
+    randomize([w for w in block.weights
+               if "bias" in w.name and len(w.shape) in (1, 2)], rng, 0.3)
+
+
+def _segments(rng):
+    seg1 = rng.normal(size=(B, L1, HID)).astype("float32")
+    seg2 = rng.normal(size=(B, L2, HID)).astype("float32")
+    return seg1, seg2
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("clamp_length", [None, 2])
+def test_memory_equals_concatenated_run(norm_first, clamp_length):
+    rng = np.random.default_rng(0)
+    seg1, seg2 = _segments(rng)
+    block = _block(0, memory_length=L1, norm_first=norm_first,
+                   clamp_length=clamp_length)
+    full, _ = block(np.concatenate([seg1, seg2], axis=1))
+    _nontrivial(block, rng)
+    full, _ = block(np.concatenate([seg1, seg2], axis=1), training=False)
+    out, new_mem = block(seg2, memory=seg1, training=False)
+    assert tuple(out.shape) == (B, L2, HID)
+    np.testing.assert_allclose(to_np(out), to_np(full)[:, L1:],
+                               atol=2e-5, rtol=1e-4)
+
+
+def test_new_memory_is_last_inputs():
+    rng = np.random.default_rng(1)
+    seg1, seg2 = _segments(rng)
+    # memory_length <= len(seg2): the memory is the tail of the inputs
+    block = _block(1, memory_length=2)
+    _, new_mem = block(seg2, memory=seg1)
+    assert tuple(new_mem.shape) == (B, 2, HID)
+    np.testing.assert_allclose(to_np(new_mem), seg2[:, -2:], atol=0)
+    # memory_length > len(seg2): spills into the old memory
+    block = _block(1, memory_length=5)
+    _, new_mem = block(seg2, memory=seg1)
+    cat = np.concatenate([seg1, seg2], axis=1)
+    assert tuple(new_mem.shape) == (B, 5, HID)
+    np.testing.assert_allclose(to_np(new_mem), cat[:, -5:], atol=0)
+    # no memory given
+    block = _block(1, memory_length=L1)
+    _, new_mem = block(seg1)
+    np.testing.assert_allclose(to_np(new_mem), seg1[:, -L1:], atol=0)
+
+
+def _is_zero_or_none(g):
+    return g is None or np.all(to_np(tf.convert_to_tensor(g)) == 0)
+
+
+def test_no_gradient_into_memory():
+    rng = np.random.default_rng(2)
+    seg1, seg2 = _segments(rng)
+    block = _block(2, memory_length=L1)
+    block(seg2, memory=seg1)
+    _nontrivial(block, rng)
+    mem = tf.constant(seg1)
+    x = tf.constant(seg2)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(mem)
+        tape.watch(x)
+        out, new_mem = block(x, memory=mem, training=True)
+        loss_out = tf.reduce_sum(out * out)
+        loss_mem = tf.reduce_sum(new_mem)
+    # new_memory is stop_gradient'ed (spec)
+    assert _is_zero_or_none(tape.gradient(loss_mem, mem))
+    assert _is_zero_or_none(tape.gradient(loss_mem, x))
+    # the memory is SG(m) in h~ = [SG(m) o h] (Transformer-XL, eq. in 3.2):
+    # the loss on this segment sends no gradient into the cached memory
+    assert _is_zero_or_none(tape.gradient(loss_out, mem))
+    # ...while gradients do flow into the current segment and the weights
+    gx = tape.gradient(loss_out, x)
+    assert gx is not None and np.any(to_np(gx) != 0)
+    gw = tape.gradient(loss_out, block.trainable_weights)
+    assert all(g is not None for g in gw)
+    del tape
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_two_layer_two_segment_recurrence(norm_first):
+    rng = np.random.default_rng(3)
+    seg1, seg2 = _segments(rng)
+    layer1 = _block(3, memory_length=L1, norm_first=norm_first)
+    layer2 = _block(4, memory_length=L1, norm_first=norm_first)
+    both = np.concatenate([seg1, seg2], axis=1)
+    layer2(layer1(both)[0])
+    _nontrivial(layer1, rng)
+    _nontrivial(layer2, rng)
+
+    # one run over both segments
+    h1, _ = layer1(both, training=False)
+    h2, _ = layer2(h1, training=False)
+    h2 = to_np(h2)
+
+    # segment by segment, carrying each layer's memory
+    a1, mem1 = layer1(seg1, training=False)
+    a2, mem2 = layer2(a1, training=False)
+    np.testing.assert_allclose(to_np(mem1), seg1, atol=0)
+    np.testing.assert_allclose(to_np(mem2), to_np(a1), atol=0)
+    b1, _ = layer1(seg2, memory=mem1, training=False)
+    b2, _ = layer2(b1, memory=mem2, training=False)
+    np.testing.assert_allclose(to_np(a2), h2[:, :L1], atol=2e-5, rtol=1e-4)
+    np.testing.assert_allclose(to_np(b2), h2[:, L1:], atol=2e-5, rtol=1e-4)
+
+
+def test_dropout_inactive_at_inference():
+    rng = np.random.default_rng(5)
+    seg1, seg2 = _segments(rng)
+    block = _block(5, memory_length=L1, dropout=0.5)
+    a, _ = block(seg2, memory=seg1, training=False)
+    b, _ = block(seg2, memory=seg1, training=False)
+    np.testing.assert_allclose(to_np(a), to_np(b), atol=0)
+
+
+def test_explicit_causal_mask_equals_default():
+    import layers as L
+
+    rng = np.random.default_rng(6)
+    seg1, seg2 = _segments(rng)
+    block = _block(6, memory_length=L1)
+    block(seg2, memory=seg1)
+    _nontrivial(block, rng)
+    a, _ = block(seg2, memory=seg1)
+    mask = np.broadcast_to(to_np(L.look_ahead_mask(L2, memory_length=L1)),
+                           (B, L2, L1 + L2))
+    b, _ = block(seg2, memory=seg1, attention_mask=mask)
+    np.testing.assert_allclose(to_np(a), to_np(b), atol=1e-5, rtol=1e-4)
+    # masking out a memory slot changes the result
+    mask2 = mask.copy()
+    mask2[:, :, 0] = False
+    c, _ = block(seg2, memory=seg1, attention_mask=mask2)
+    assert np.max(np.abs(to_np(a) - to_np(c))) > 1e-4
