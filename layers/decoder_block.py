@@ -2,15 +2,13 @@
 
 import keras
 
-from layers.add_norm import AddNorm
-from layers.encoder_block import check_heads
-from layers.feed_forward import FeedForward
+from layers.block_base import BlockBase, head_dim
 from layers.masks import merge_masks
 from layers.multi_head_attention import MultiHeadAttention
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class DecoderBlock(keras.layers.Layer):
+class DecoderBlock(BlockBase):
     """One decoder layer, each sub-layer wrapped in Add & Norm:
 
         x = AddNorm(x, MaskedSelfAttention(x))
@@ -62,37 +60,24 @@ class DecoderBlock(keras.layers.Layer):
     def __init__(
         self, num_heads, intermediate_dim, dropout=0.1, activation="relu", norm_first=False, epsilon=1e-5, **kwargs
     ):
-        super().__init__(**kwargs)
-        self.num_heads = num_heads
-        self.intermediate_dim = intermediate_dim
-        self.dropout = dropout
-        self.activation = activation
-        self.norm_first = norm_first
-        self.epsilon = epsilon
-        self.feed_forward = FeedForward(
-            intermediate_dim, activation, dropout, dtype=self.dtype_policy, name="feed_forward"
-        )
-        self.self_attention_add_norm = self._add_norm("self_attention_add_norm")
-        self.cross_attention_add_norm = self._add_norm("cross_attention_add_norm")
-        self.feed_forward_add_norm = self._add_norm("feed_forward_add_norm")
+        super().__init__(num_heads, intermediate_dim, dropout, activation, norm_first, epsilon, **kwargs)
+        self.self_attention_add_norm = self.add_norm("self_attention_add_norm")
+        self.cross_attention_add_norm = self.add_norm("cross_attention_add_norm")
         self.self_attention = None
         self.cross_attention = None
-
-    def _add_norm(self, name):
-        return AddNorm(self.dropout, self.epsilon, self.norm_first, dtype=self.dtype_policy, name=name)
 
     def _attention(self, key_dim, name):
         return MultiHeadAttention(self.num_heads, key_dim, dropout=self.dropout, dtype=self.dtype_policy, name=name)
 
     def build(self, inputs_shape, encoder_output_shape=None):
-        key_dim = check_heads(inputs_shape[-1], self.num_heads)
+        key_dim = head_dim(inputs_shape[-1], self.num_heads)
         self.self_attention = self._attention(key_dim, "self_attention")
         self.self_attention.build(inputs_shape, inputs_shape)
         self.cross_attention = self._attention(key_dim, "cross_attention")
         self.cross_attention.build(inputs_shape, encoder_output_shape or inputs_shape)
-        for layer in (self.self_attention_add_norm, self.cross_attention_add_norm, self.feed_forward_add_norm):
-            layer.build(inputs_shape)
-        self.feed_forward.build(inputs_shape)
+        self.self_attention_add_norm.build(inputs_shape)
+        self.cross_attention_add_norm.build(inputs_shape)
+        self.build_feed_forward(inputs_shape)
         self.built = True
 
     def compute_cross_attention_cache(self, encoder_output):
@@ -146,23 +131,9 @@ class DecoderBlock(keras.layers.Layer):
             )
         x = self.cross_attention_add_norm(residual, attended, training=training)
 
-        outputs = self.feed_forward_add_norm(
-            x, self.feed_forward(self.feed_forward_add_norm.normalize(x), training=training), training=training
-        )
+        outputs = self.feed_forward_sublayer(x, training=training)
         results = (outputs,)
         if return_attention_scores:
             results += ((self_scores, cross_scores),)
         results += tuple(new_cache)
         return results[0] if len(results) == 1 else results
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            num_heads=self.num_heads,
-            intermediate_dim=self.intermediate_dim,
-            dropout=self.dropout,
-            activation=keras.activations.serialize(keras.activations.get(self.activation)),
-            norm_first=self.norm_first,
-            epsilon=self.epsilon,
-        )
-        return config

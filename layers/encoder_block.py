@@ -2,22 +2,13 @@
 
 import keras
 
-from layers.add_norm import AddNorm
-from layers.feed_forward import FeedForward
+from layers.block_base import BlockBase, head_dim
 from layers.masks import merge_masks
 from layers.multi_head_attention import MultiHeadAttention
 
 
-def check_heads(hidden_dim, num_heads):
-    if hidden_dim % num_heads:
-        raise ValueError(
-            f"hidden_dim={hidden_dim} (the inputs' last dimension) is not divisible by num_heads={num_heads}."
-        )
-    return hidden_dim // num_heads
-
-
 @keras.saving.register_keras_serializable(package="zoo")
-class EncoderBlock(keras.layers.Layer):
+class EncoderBlock(BlockBase):
     """One encoder layer: x = AddNorm(x, SelfAttention(x)); x = AddNorm(x, FFN(x)).
 
     The hidden size is taken from the input; each of `num_heads` heads gets
@@ -54,32 +45,18 @@ class EncoderBlock(keras.layers.Layer):
     def __init__(
         self, num_heads, intermediate_dim, dropout=0.1, activation="relu", norm_first=False, epsilon=1e-5, **kwargs
     ):
-        super().__init__(**kwargs)
-        self.num_heads = num_heads
-        self.intermediate_dim = intermediate_dim
-        self.dropout = dropout
-        self.activation = activation
-        self.norm_first = norm_first
-        self.epsilon = epsilon
-        self.feed_forward = FeedForward(
-            intermediate_dim, activation, dropout, dtype=self.dtype_policy, name="feed_forward"
-        )
-        self.attention_add_norm = self._add_norm("attention_add_norm")
-        self.feed_forward_add_norm = self._add_norm("feed_forward_add_norm")
+        super().__init__(num_heads, intermediate_dim, dropout, activation, norm_first, epsilon, **kwargs)
+        self.attention_add_norm = self.add_norm("attention_add_norm")
         self.self_attention = None
 
-    def _add_norm(self, name):
-        return AddNorm(self.dropout, self.epsilon, self.norm_first, dtype=self.dtype_policy, name=name)
-
     def build(self, inputs_shape):
-        key_dim = check_heads(inputs_shape[-1], self.num_heads)
+        key_dim = head_dim(inputs_shape[-1], self.num_heads)
         self.self_attention = MultiHeadAttention(
             self.num_heads, key_dim, dropout=self.dropout, dtype=self.dtype_policy, name="self_attention"
         )
         self.self_attention.build(inputs_shape, inputs_shape)
         self.attention_add_norm.build(inputs_shape)
-        self.feed_forward.build(inputs_shape)
-        self.feed_forward_add_norm.build(inputs_shape)
+        self.build_feed_forward(inputs_shape)
         self.built = True
 
     def call(self, inputs, padding_mask=None, attention_mask=None, training=None, return_attention_scores=False):
@@ -89,19 +66,5 @@ class EncoderBlock(keras.layers.Layer):
             x, x, attention_mask=mask, return_attention_scores=True, training=training
         )
         x = self.attention_add_norm(inputs, attended, training=training)
-        outputs = self.feed_forward_add_norm(
-            x, self.feed_forward(self.feed_forward_add_norm.normalize(x), training=training), training=training
-        )
+        outputs = self.feed_forward_sublayer(x, training=training)
         return (outputs, scores) if return_attention_scores else outputs
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            num_heads=self.num_heads,
-            intermediate_dim=self.intermediate_dim,
-            dropout=self.dropout,
-            activation=keras.activations.serialize(keras.activations.get(self.activation)),
-            norm_first=self.norm_first,
-            epsilon=self.epsilon,
-        )
-        return config

@@ -3,14 +3,12 @@
 import keras
 from keras import ops
 
-from layers.add_norm import AddNorm
-from layers.encoder_block import check_heads
-from layers.feed_forward import FeedForward
+from layers.block_base import BlockBase, head_dim
 from layers.relative_multi_head_attention import RelativeMultiHeadAttention
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class TransformerXLBlock(keras.layers.Layer):
+class TransformerXLBlock(BlockBase):
     """One Transformer-XL layer with segment-level recurrence.
 
         h~ = [SG(memory); inputs]                    keys/values span both
@@ -66,36 +64,22 @@ class TransformerXLBlock(keras.layers.Layer):
         epsilon=1e-5,
         **kwargs,
     ):
-        super().__init__(**kwargs)
+        super().__init__(num_heads, intermediate_dim, dropout, activation, norm_first, epsilon, **kwargs)
         if not isinstance(memory_length, int) or memory_length < 0:
             raise ValueError(f"memory_length={memory_length!r} must be a non-negative integer.")
-        self.num_heads = num_heads
-        self.intermediate_dim = intermediate_dim
         self.memory_length = memory_length
-        self.dropout = dropout
-        self.activation = activation
-        self.norm_first = norm_first
         self.clamp_length = clamp_length
-        self.epsilon = epsilon
-        self.feed_forward = FeedForward(
-            intermediate_dim, activation, dropout, dtype=self.dtype_policy, name="feed_forward"
-        )
-        self.attention_add_norm = self._add_norm("attention_add_norm")
-        self.feed_forward_add_norm = self._add_norm("feed_forward_add_norm")
+        self.attention_add_norm = self.add_norm("attention_add_norm")
         self.attention = None
 
-    def _add_norm(self, name):
-        return AddNorm(self.dropout, self.epsilon, self.norm_first, dtype=self.dtype_policy, name=name)
-
     def build(self, inputs_shape, memory_shape=None):
-        key_dim = check_heads(inputs_shape[-1], self.num_heads)
+        key_dim = head_dim(inputs_shape[-1], self.num_heads)
         self.attention = RelativeMultiHeadAttention(
             self.num_heads, key_dim, self.dropout, self.clamp_length, dtype=self.dtype_policy, name="attention"
         )
         self.attention.build(inputs_shape, memory_shape)
         self.attention_add_norm.build(inputs_shape)
-        self.feed_forward.build(inputs_shape)
-        self.feed_forward_add_norm.build(inputs_shape)
+        self.build_feed_forward(inputs_shape)
         self.built = True
 
     def call(self, inputs, memory=None, attention_mask=None, training=None, return_attention_scores=False):
@@ -110,9 +94,7 @@ class TransformerXLBlock(keras.layers.Layer):
             return_attention_scores=True,
         )
         x = self.attention_add_norm(inputs, attended, training=training)
-        outputs = self.feed_forward_add_norm(
-            x, self.feed_forward(self.feed_forward_add_norm.normalize(x), training=training), training=training
-        )
+        outputs = self.feed_forward_sublayer(x, training=training)
         context = inputs if memory is None else ops.concatenate([memory, inputs], axis=1)
         new_memory = ops.stop_gradient(context[:, ops.shape(context)[1] - self.memory_length :])
         if return_attention_scores:
@@ -121,14 +103,5 @@ class TransformerXLBlock(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            num_heads=self.num_heads,
-            intermediate_dim=self.intermediate_dim,
-            memory_length=self.memory_length,
-            dropout=self.dropout,
-            activation=keras.activations.serialize(keras.activations.get(self.activation)),
-            norm_first=self.norm_first,
-            clamp_length=self.clamp_length,
-            epsilon=self.epsilon,
-        )
+        config.update(memory_length=self.memory_length, clamp_length=self.clamp_length)
         return config
