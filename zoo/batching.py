@@ -1,0 +1,116 @@
+"""Length-bucketed batch plans and the tf.data pipelines built from them.
+
+A *plan* says which examples form each batch, for every training step, made
+in NumPy from the examples' lengths and a seed. Because it is a pure function
+of (lengths, seed), a resumed run rebuilds the same plan and skips the steps it
+has done: the data position is the step count. Under tf.distribute every global
+batch is split into one part per replica, and each input pipeline (worker)
+yields the parts of its own replicas.
+"""
+
+import math
+
+import numpy as np
+import tensorflow as tf
+
+PAD_TO_MULTIPLE = 8  # few distinct shapes: fewer retraces and XLA compilations
+BUCKET_BATCHES = 100  # examples are sorted by length within windows of this many batches
+
+
+def epoch_batches(lengths, batch_size, rng, max_tokens=None):
+    """One epoch of batches, each an int array of example indices.
+
+    Examples are shuffled, sorted by length within windows of BUCKET_BATCHES
+    batches, cut into batches of `batch_size` examples (or, with `max_tokens`,
+    as many as fit max_tokens once padded), and the batches are shuffled.
+    """
+    order = rng.permutation(len(lengths))
+    window = batch_size * BUCKET_BATCHES
+    batches = []
+    for start in range(0, len(order), window):
+        chunk = order[start : start + window]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        batches.extend(_cut(chunk, lengths, batch_size, max_tokens))
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def _cut(sorted_indices, lengths, batch_size, max_tokens):
+    if max_tokens is None:
+        return [b for b in np.array_split(sorted_indices, math.ceil(len(sorted_indices) / batch_size))]
+    batches, current, longest = [], [], 0
+    for index in sorted_indices:
+        longest_if_added = max(longest, lengths[index])
+        if current and longest_if_added * (len(current) + 1) > max_tokens:
+            batches.append(np.asarray(current))
+            current, longest_if_added = [], lengths[index]
+        current.append(index)
+        longest = longest_if_added
+    if current:
+        batches.append(np.asarray(current))
+    return batches
+
+
+def training_plan(lengths, steps, batch_size, seed, num_replicas=1, max_tokens=None):
+    """`steps` global batches, epoch after epoch, each split into `num_replicas` parts.
+
+    Returns a list (steps * num_replicas) of index arrays, step-major.
+    Batches with fewer examples than replicas are dropped.
+    """
+    lengths = np.asarray(lengths)
+    rng = np.random.default_rng(seed)
+    plan = []
+    while len(plan) < steps * num_replicas:
+        for batch in epoch_batches(lengths, batch_size, rng, max_tokens):
+            if len(batch) >= num_replicas:
+                plan.extend(np.array_split(batch, num_replicas))
+    return plan[: steps * num_replicas]
+
+
+def evaluation_plan(lengths, batch_size):
+    """Every example once, in batches of similar lengths (order does not matter)."""
+    order = np.argsort(np.asarray(lengths), kind="stable")
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def pipeline_part(plan, num_pipelines, pipeline_id, replicas_per_pipeline):
+    """The plan entries that input pipeline `pipeline_id` feeds to its own replicas."""
+    num_replicas = num_pipelines * replicas_per_pipeline
+    first = pipeline_id * replicas_per_pipeline
+    return [part for i, part in enumerate(plan) if first <= i % num_replicas < first + replicas_per_pipeline]
+
+
+def ragged(rows):
+    """A tf.RaggedTensor from a list of 1-D int arrays."""
+    lengths = np.asarray([len(r) for r in rows], np.int64)
+    values = np.concatenate(rows) if rows else np.zeros((0,), np.int32)
+    return tf.RaggedTensor.from_row_lengths(values.astype(np.int32), lengths)
+
+
+def padded(rows, multiple=PAD_TO_MULTIPLE):
+    """(batch, length) int32 with zero padding, length rounded up to `multiple`."""
+    dense = rows.to_tensor(0)
+    length = tf.shape(dense)[1]
+    target = (length + multiple - 1) // multiple * multiple
+    return tf.pad(dense, [[0, 0], [0, target - length]])
+
+
+def plan_dataset(plan, fields, skip=0):
+    """A tf.data.Dataset yielding, for each plan entry, a dict of padded fields.
+
+    Args:
+        plan: list of int arrays of example indices.
+        fields: dict name -> list of 1-D int arrays (token rows, padded) or a
+            NumPy array with one value per example (labels, gathered as is).
+        skip: number of leading plan entries to leave out (resumption).
+    """
+    tables = {name: ragged(v) if isinstance(v, list) else tf.constant(v) for name, v in fields.items()}
+    dataset = tf.data.Dataset.from_tensor_slices(ragged([np.asarray(p, np.int64) for p in plan[skip:]]))
+
+    def gather(indices):
+        batch = {}
+        for name, table in tables.items():
+            rows = tf.gather(table, indices)
+            batch[name] = padded(rows) if isinstance(rows, tf.RaggedTensor) else rows
+        return batch
+
+    return dataset.map(gather, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,129 @@
+"""Transformer encoder classifier, BERT-style: a start token <s> heads every
+sentence and its final hidden state is classified (a `[CLS]` token)."""
+
+import dataclasses
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from layers import EncoderBlock, TokenAndPositionEmbedding, padding_mask
+from zoo.optimization import smoothed_cross_entropy
+from zoo.tokenizer import START_ID
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassifierConfig:
+    vocab_size: int = 8000
+    num_classes: int = 2
+    hidden_dim: int = 128
+    num_heads: int = 4
+    intermediate_dim: int = 512
+    num_layers: int = 2
+    dropout: float = 0.1
+    max_length: int = 512  # tokens per text, the head token included; longer texts are truncated
+    position: str = "sinusoidal"
+    norm_first: bool = False
+    activation: str = "relu"
+
+
+PRESETS = {
+    "tiny": ClassifierConfig(hidden_dim=32, num_heads=2, intermediate_dim=64, num_layers=1, max_length=128),
+    "small": ClassifierConfig(),
+    "base": ClassifierConfig(hidden_dim=512, num_heads=8, intermediate_dim=2048, num_layers=6),
+}
+
+
+def build_classifier(config):
+    """token_ids (batch, seq) int32, 0 = padding -> logits (batch, num_classes) float32."""
+    token_ids = keras.Input((None,), dtype="int32", name="token_ids")
+    x = TokenAndPositionEmbedding(
+        config.vocab_size, config.hidden_dim, config.max_length, config.position, config.dropout, name="embedding"
+    )(token_ids)
+    real = padding_mask(token_ids)
+    for i in range(config.num_layers):
+        x = EncoderBlock(
+            config.num_heads,
+            config.intermediate_dim,
+            config.dropout,
+            config.activation,
+            config.norm_first,
+            name=f"encoder_{i}",
+        )(x, padding_mask=real)
+    if config.norm_first:
+        x = keras.layers.LayerNormalization(epsilon=1e-5, name="final_norm")(x)
+    head = keras.layers.Dropout(config.dropout)(x[:, 0])  # the <s> token's state
+    logits = keras.layers.Dense(config.num_classes, dtype="float32", name="logits")(head)
+    return keras.Model(token_ids, logits, name="classifier")
+
+
+def encoder_blocks(model):
+    return [layer for layer in model.layers if isinstance(layer, EncoderBlock)]
+
+
+def with_head_token(rows, max_length):
+    """<s> + the first max_length - 1 tokens of every row (NumPy rows)."""
+    return [np.concatenate([[START_ID], row[: max_length - 1]]).astype(np.int32) for row in rows]
+
+
+def head_token_ids(tokenizer, texts, max_length):
+    """In-graph version of `with_head_token` on raw strings: (batch, seq) int32."""
+    ragged = tokenizer.tokenize(texts)[:, : max_length - 1]
+    start = tf.fill([tf.shape(texts)[0], 1], tf.constant(START_ID, ragged.dtype))
+    return tf.cast(tf.concat([start, ragged], axis=1).to_tensor(0), tf.int32)
+
+
+def classification_loss(label_smoothing):
+    """The Task.loss of a classifier: summed cross-entropy over the examples."""
+    def loss(model, batch, training):
+        logits = model(batch["token_ids"], training=training)
+        losses = smoothed_cross_entropy(batch["label"], logits, label_smoothing)
+        tokens = tf.reduce_sum(tf.cast(batch["token_ids"] != 0, tf.int64))
+        return tf.reduce_sum(losses), tf.shape(losses)[0], tokens
+
+    return loss
+
+
+def classification_metrics(model):
+    """Per-batch sums for `zoo.evaluation.evaluate`: loss, correct, examples, probabilities."""
+
+    def metrics(batch):
+        logits = model(batch["token_ids"], training=False)
+        losses = smoothed_cross_entropy(batch["label"], logits)
+        correct = tf.cast(tf.argmax(logits, -1, output_type=tf.int32) == batch["label"], tf.float32)
+        return {"loss": tf.reduce_sum(losses), "correct": tf.reduce_sum(correct), "examples": tf.size(correct)}
+
+    return metrics
+
+
+def attention_scores(model, token_ids):
+    """Each encoder layer's attention probabilities (batch, heads, seq, seq)."""
+    real = padding_mask(token_ids)
+    x = model.get_layer("embedding")(token_ids)
+    scores = []
+    for block in encoder_blocks(model):
+        x, layer_scores = block(x, padding_mask=real, return_attention_scores=True)
+        scores.append(layer_scores.numpy())
+    return scores
+
+
+class ClassifierServer(tf.Module):
+    """Text in, label and class probabilities out: what the export serves."""
+
+    def __init__(self, model, tokenizer, max_length, class_names):
+        super().__init__()
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.class_names = tf.constant(class_names)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def serve(self, text):
+        token_ids = head_token_ids(self.tokenizer, text, self.max_length)
+        probabilities = tf.nn.softmax(tf.cast(self.model(token_ids, training=False), tf.float32))
+        label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+        return {
+            "label": tf.gather(self.class_names, label_id),
+            "label_id": label_id,
+            "probabilities": probabilities,
+        }

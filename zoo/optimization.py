@@ -1,0 +1,49 @@
+"""Optimizer, learning-rate schedule and loss shared by every recipe."""
+
+import keras
+import tensorflow as tf
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class WarmupInverseSqrt(keras.optimizers.schedules.LearningRateSchedule):
+    """The paper's schedule (section 5.3), scaled so that its peak is `peak`:
+
+        lr(step) = peak * min(step / warmup_steps, sqrt(warmup_steps / step))
+
+    i.e. linear warm-up for `warmup_steps`, then decay with 1/sqrt(step).
+    Vaswani et al.'s d_model^-0.5 * min(step^-0.5, step * warmup^-1.5) is
+    this with peak = (d_model * warmup_steps)^-0.5.
+    """
+
+    def __init__(self, peak, warmup_steps):
+        self.peak = peak
+        self.warmup_steps = warmup_steps
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32) + 1.0  # Keras counts from 0
+        warmup = tf.cast(max(self.warmup_steps, 1), tf.float32)
+        return self.peak * tf.minimum(step / warmup, tf.sqrt(warmup / step))
+
+    def get_config(self):
+        return {"peak": self.peak, "warmup_steps": self.warmup_steps}
+
+
+def make_optimizer(learning_rate, warmup_steps, mixed_precision="float32"):
+    """Adam with the paper's betas (0.9, 0.98), eps 1e-9, and warm-up schedule;
+    wrapped in dynamic loss scaling for float16."""
+    optimizer = keras.optimizers.Adam(
+        WarmupInverseSqrt(learning_rate, warmup_steps), beta_1=0.9, beta_2=0.98, epsilon=1e-9
+    )
+    if mixed_precision == "float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer
+
+
+def smoothed_cross_entropy(labels, logits, label_smoothing=0.0):
+    """Per-example cross-entropy (float32) against labels smoothed uniformly
+    over the classes: (1 - e) * NLL + e * mean over classes of -log p."""
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
+    nll = -tf.gather(log_probs, labels, axis=-1, batch_dims=len(labels.shape))
+    if not label_smoothing:
+        return nll
+    return (1.0 - label_smoothing) * nll - label_smoothing * tf.reduce_mean(log_probs, axis=-1)

@@ -1,0 +1,82 @@
+"""Subword tokenizers trained from a training split with keras-hub's tools.
+
+A SentencePiece unigram model (`keras_hub.tokenizers.compute_sentence_piece_proto`)
+is trained once per run and saved as `tokenizer.model` beside the checkpoints;
+the same bytes go inside every export, so serving tokenizes exactly as training did.
+Ids 0-3 are fixed: <pad>, <unk>, <s> (start, also the classifier's head token)
+and </s> (end).
+"""
+
+import os
+import random
+import re
+
+import keras_hub
+import numpy as np
+import tensorflow as tf
+
+PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
+TOKENIZER_FILE = "tokenizer.model"
+# SentencePiece learns as good a vocabulary from a sample: this caps the time.
+MAX_TRAINING_CHARACTERS = 10_000_000
+
+
+def sample_texts(texts, max_characters, seed):
+    """A random sample of `texts` with at most `max_characters` in all (all of them if fewer)."""
+    if sum(map(len, texts)) <= max_characters:
+        return list(texts)
+    sample, total = [], 0
+    for text in random.Random(seed).sample(list(texts), len(texts)):
+        if total + len(text) > max_characters:
+            break
+        sample.append(text)
+        total += len(text)
+    return sample
+
+
+def train_tokenizer(texts, vocabulary_size, lowercase=True, seed=0):
+    """A SentencePiece model (serialized proto bytes) learnt from `texts`."""
+    texts = sample_texts(texts, MAX_TRAINING_CHARACTERS, seed)
+    try:
+        return keras_hub.tokenizers.compute_sentence_piece_proto(
+            tf.data.Dataset.from_tensor_slices(texts), vocabulary_size, lowercase=lowercase
+        )
+    except RuntimeError as error:
+        limit = re.search(r"<= (\d+)", str(error))
+        if limit is None:
+            raise
+        raise ValueError(
+            f"vocab_size={vocabulary_size} is too large for this training text: SentencePiece can make at most "
+            f"{limit.group(1)} pieces from it. Lower --vocab_size."
+        ) from None
+
+
+def save_tokenizer(proto, directory):
+    """Writes the model atomically: a crash never leaves half a tokenizer file."""
+    path = os.path.join(directory, TOKENIZER_FILE)
+    with open(path + ".tmp", "wb") as f:
+        f.write(proto)
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def load_tokenizer(source):
+    """A keras-hub SentencePieceTokenizer from proto bytes or a run directory."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.path.join(source, TOKENIZER_FILE)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path} does not exist: train a model in this directory first.")
+        with open(path, "rb") as f:
+            source = f.read()
+    return keras_hub.tokenizers.SentencePieceTokenizer(proto=source)
+
+
+def tokenize(tokenizer, texts, batch_size=2048):
+    """Token ids of every text, as a list of int32 NumPy arrays (no special tokens)."""
+    dataset = tf.data.Dataset.from_tensor_slices(list(texts)).batch(batch_size)
+    dataset = dataset.map(tokenizer.tokenize, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    rows = []
+    for ragged in dataset:
+        values, lengths = ragged.flat_values.numpy(), ragged.row_lengths().numpy()
+        rows.extend(np.split(values.astype(np.int32), np.cumsum(lengths)[:-1]))
+    return rows

@@ -1,0 +1,195 @@
+"""The zoo's one training loop: a custom `strategy.run` loop for every recipe.
+
+Keras 3's `model.fit` breaks under MultiWorkerMirroredStrategy
+(keras-team/keras#20585) and its jit_compile fails under MirroredStrategy, so
+the loop is ours: a per-replica step inside `strategy.run`, several steps per
+`tf.function` call, losses normalized by the global number of tokens (or
+examples) so that any number of replicas computes the same update as one.
+
+A recipe hands the loop a `Task`: how to build the model, the training data
+for a given start step, and the loss of a batch.
+"""
+
+import dataclasses
+import os
+import shutil
+import time
+from typing import Callable
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from zoo.distribute import is_chief
+from zoo.optimization import make_optimizer
+
+PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    train_steps: int = 1000
+    batch_size: int = 32  # sequences per global batch (or the cap, with max_tokens)
+    max_tokens: int | None = None  # token budget per global batch, padding included
+    learning_rate: float = 5e-4  # the schedule's peak
+    warmup_steps: int = 1000
+    label_smoothing: float = 0.1
+    clip_norm: float | None = 1.0  # global gradient norm, over all replicas
+    checkpoint_every: int = 500
+    keep_checkpoints: int = 3
+    log_every: int = 50
+    jit_compile: bool = False
+    mixed_precision: str = "float32"
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.mixed_precision not in PRECISIONS:
+            raise ValueError(f"mixed_precision={self.mixed_precision!r} is not one of {tuple(PRECISIONS)}.")
+        for name in ("train_steps", "batch_size", "checkpoint_every", "log_every"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name}={getattr(self, name)} must be positive.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """What a recipe gives the loop.
+
+    build_model: () -> keras.Model, called inside the strategy's scope.
+    dataset: (tf.distribute.InputContext, start_step) -> tf.data.Dataset of
+        per-replica batches for that input pipeline, from `start_step` on.
+    loss: (model, batch, training) -> (loss_sum, weight, tokens): the summed
+        float32 loss over the batch, what it is summed over (tokens or
+        examples), and the number of real input tokens (for tokens/s).
+    """
+
+    build_model: Callable
+    dataset: Callable
+    loss: Callable
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss became NaN or infinite; nothing after the last checkpoint was saved."""
+
+
+def set_precision(mixed_precision):
+    keras.mixed_precision.set_dtype_policy(PRECISIONS[mixed_precision])
+
+
+def restore_model(model, model_dir):
+    """Loads the newest checkpoint's weights into `model` (for eval and export)."""
+    path = tf.train.latest_checkpoint(model_dir)
+    if path is None:
+        raise FileNotFoundError(f"No checkpoint in {model_dir}: train first (--mode=train).")
+    tf.train.Checkpoint(model=model).read(path).expect_partial()
+    return path
+
+
+class Trainer:
+    """Builds model, optimizer and checkpoint under `strategy`, then trains.
+
+    Re-running on a model_dir that holds checkpoints resumes from the newest:
+    same step count, optimizer state and data position (the dataset for the
+    start step skips the batches already seen).
+    """
+
+    def __init__(self, task, config, model_dir, strategy):
+        self.task, self.config, self.model_dir, self.strategy = task, config, model_dir, strategy
+        self.chief = is_chief(strategy)
+        set_precision(config.mixed_precision)
+        with strategy.scope():
+            self.model = task.build_model()
+            self.optimizer = make_optimizer(config.learning_rate, config.warmup_steps, config.mixed_precision)
+            self.optimizer.build(self.model.trainable_variables)
+            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+        checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, step=self.step)
+        self.write_dir = model_dir if self.chief else os.path.join(model_dir, f".worker_{self._task_id()}")
+        self.manager = tf.train.CheckpointManager(checkpoint, self.write_dir, max_to_keep=config.keep_checkpoints)
+        latest = tf.train.latest_checkpoint(model_dir)
+        if latest:
+            checkpoint.read(latest).assert_existing_objects_matched()
+
+    def _task_id(self):
+        resolver = getattr(self.strategy, "cluster_resolver", None)
+        return getattr(resolver, "task_id", 0) or 0
+
+    def _gradients(self, batch):
+        """Per-replica loss and gradients of the (loss-scaled) summed loss."""
+        with tf.GradientTape() as tape:
+            loss_sum, weight, tokens = self.task.loss(self.model, batch, True)
+            scaled = self.optimizer.scale_loss(loss_sum)
+        gradients = tape.gradient(scaled, self.model.trainable_variables)
+        return loss_sum, tf.cast(weight, tf.float32), tf.cast(tokens, tf.int64), gradients
+
+    def _replica_step(self, batch):
+        context = tf.distribute.get_replica_context()
+        loss_sum, weight, tokens, gradients = self.compiled_gradients(batch)
+        total_weight = tf.maximum(context.all_reduce(tf.distribute.ReduceOp.SUM, weight), 1.0)
+        # Dense gradients (embeddings give IndexedSlices), each replica's share of the global mean.
+        gradients = [tf.convert_to_tensor(g) / total_weight for g in gradients]
+        if self.config.clip_norm:
+            gradients = self._clip(context, gradients)
+        self.optimizer.apply_gradients(zip(gradients, self.model.trainable_variables))
+        return loss_sum / total_weight, tokens
+
+    def _clip(self, context, gradients):
+        """Clips the global gradient (summed over replicas, loss scale removed).
+
+        Keras clips each replica's gradient before summing them, which is not
+        the global norm; so sum here, clip, and hand each replica 1/N of it.
+        """
+        replicas = self.strategy.num_replicas_in_sync
+        if replicas > 1:
+            gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
+        scale = getattr(self.optimizer, "dynamic_scale", None)
+        scale = 1.0 if scale is None else tf.cast(scale, tf.float32)
+        clipped, _ = tf.clip_by_global_norm([g / scale for g in gradients], self.config.clip_norm)
+        return [g * (scale / replicas) for g in clipped]
+
+    def _train_loop(self, iterator, steps):
+        losses = tf.TensorArray(tf.float32, size=steps)
+        tokens = tf.constant(0, tf.int64)
+        for i in tf.range(steps):
+            loss, replica_tokens = self.strategy.run(self._replica_step, args=(next(iterator),))
+            losses = losses.write(i, self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None))
+            tokens += self.strategy.reduce(tf.distribute.ReduceOp.SUM, replica_tokens, axis=None)
+        return losses.stack(), tokens
+
+    def train(self):
+        """Trains to config.train_steps; returns {"step", "loss", "tokens_per_second", "seconds"}."""
+        config = self.config
+        start = int(self.step.numpy())
+        self.compiled_gradients = tf.function(self._gradients, jit_compile=config.jit_compile)
+        loop = tf.function(self._train_loop)
+        dataset = self.strategy.distribute_datasets_from_function(lambda context: self.task.dataset(context, start))
+        iterator = iter(dataset)
+        writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "train")) if self.chief else None
+        progress = keras.utils.Progbar(config.train_steps, stateful_metrics=["loss", "lr", "tokens/s"])
+        step, loss, tokens_per_second, began = start, float("nan"), 0.0, time.time()
+        while step < config.train_steps:
+            to_checkpoint = config.checkpoint_every - step % config.checkpoint_every
+            n = min(config.log_every, to_checkpoint, config.train_steps - step)
+            tic = time.time()
+            losses, tokens = loop(iterator, tf.constant(n))
+            losses = losses.numpy()
+            bad = np.flatnonzero(~np.isfinite(losses))
+            if bad.size:
+                raise NonFiniteLossError(
+                    f"The loss is {losses[bad[0]]} at step {step + bad[0] + 1}; training stopped and nothing after "
+                    f"the last checkpoint in {self.model_dir} was saved. Lower --learning_rate, raise "
+                    "--warmup_steps or train in float32, then run again to resume from that checkpoint."
+                )
+            step += n
+            self.step.assign(step)
+            loss, tokens_per_second = float(losses.mean()), float(tokens.numpy()) / (time.time() - tic)
+            learning_rate = float(self.optimizer.learning_rate.numpy())
+            progress.update(step, [("loss", loss), ("lr", learning_rate), ("tokens/s", tokens_per_second)])
+            if writer:
+                with writer.as_default(step=step):
+                    tf.summary.scalar("loss", loss)
+                    tf.summary.scalar("learning_rate", learning_rate)
+                    tf.summary.scalar("tokens_per_second", tokens_per_second)
+            if step % config.checkpoint_every == 0 or step == config.train_steps:
+                self.manager.save(checkpoint_number=step)
+        if not self.chief:
+            shutil.rmtree(self.write_dir, ignore_errors=True)
+        return {"step": step, "loss": loss, "tokens_per_second": tokens_per_second, "seconds": time.time() - began}
