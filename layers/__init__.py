@@ -8,7 +8,6 @@ import os
 
 # The zoo runs on TensorFlow: tf.distribute, tf.data and TF Serving exports.
 os.environ["KERAS_BACKEND"] = "tensorflow"
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep C++ start-up chatter off the terminal
 
 import keras  # noqa: E402
 

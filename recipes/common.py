@@ -34,6 +34,7 @@ flags.DEFINE_bool("jit_compile", False, "Compile the per-replica step with XLA."
 flags.DEFINE_enum("mixed_precision", "float32", list(PRECISIONS), "Compute dtype (variables stay float32).")
 flags.DEFINE_integer("checkpoint_every", None, "Save a checkpoint every this many steps.")
 flags.DEFINE_integer("log_every", None, "Report progress and TensorBoard summaries every this many steps.")
+flags.DEFINE_integer("max_examples", None, "Train on at most this many training examples (quick runs).")
 flags.DEFINE_integer("seed", 0, "Seed for initialization, data order and the tokenizer's sample.")
 
 FLAGS = flags.FLAGS
@@ -110,11 +111,12 @@ def run(main):
     (exit status 2) instead of a traceback; ZOO_DEBUG=1 shows the traceback."""
     import sys
 
-    from absl import app
+    from absl import app, logging
 
     from zoo.datasets import DatasetError
 
     def guarded(argv):
+        logging.set_verbosity(logging.WARNING)
         try:
             return main(argv)
         except (DatasetError, RunDirError, FileNotFoundError, ValueError) as error:

@@ -15,7 +15,7 @@ from absl import app, flags
 
 from recipes import common
 from zoo import batching, classifier, datasets, export, tokenizer
-from zoo.distribute import make_strategy
+from zoo.distribute import is_chief, make_strategy
 from zoo.evaluation import evaluate
 from zoo.training import Task, Trainer, TrainConfig, restore_model
 
@@ -29,50 +29,61 @@ flags.DEFINE_enum("mode", "train_and_eval", MODES, "What to do.")
 flags.DEFINE_enum("eval_split", "validation", datasets.SPLITS, "Split to evaluate (tune on validation).")
 flags.DEFINE_integer("vocab_size", 8000, "Subword vocabulary size of the tokenizer trained on the train split.")
 flags.DEFINE_integer("max_length", None, "Tokens per text (head token included). Default: the preset's.")
+flags.DEFINE_float("dropout", None, "Dropout rate. Default: the preset's.")
 flags.DEFINE_string("text", None, "The sentence to explain (--mode=explain).")
 FLAGS = flags.FLAGS
 
 
-def model_config(preset, vocab_size, num_classes, max_length=None):
+def model_config(preset, **overrides):
+    """The preset with the fields given (not None) replaced."""
     if preset not in classifier.PRESETS:
         raise ValueError(f"Unknown preset {preset!r}: use one of {sorted(classifier.PRESETS)}.")
-    config = dataclasses.replace(classifier.PRESETS[preset], vocab_size=vocab_size, num_classes=num_classes)
-    return config if max_length is None else dataclasses.replace(config, max_length=max_length)
+    overrides = {name: value for name, value in overrides.items() if value is not None}
+    return dataclasses.replace(classifier.PRESETS[preset], **overrides)
 
 
-def prepare_run(model_dir, dataset, preset, vocab_size, max_length, train_data, seed):
-    """Creates (or checks, when resuming) the run directory: tokenizer and config.json."""
+def prepare_run(model_dir, dataset, wanted, train_data, seed, chief=True):
+    """Creates (or checks, when resuming) the run directory: tokenizer and config.json.
+
+    Only the chief writes; other workers train the same tokenizer (same text,
+    same seed) in memory.
+    """
     os.makedirs(model_dir, exist_ok=True)
     run = common.read_run(model_dir, RECIPE)
-    wanted = model_config(preset, vocab_size, len(train_data.class_names), max_length)
     if run is not None:
         if run["dataset"] != dataset or run["model"] != dataclasses.asdict(wanted):
             raise common.RunDirError(
                 f"{model_dir} holds a run of dataset {run['dataset']!r} with model {run['model']}; "
-                "resume it with the same --dataset/--preset/--vocab_size/--max_length, or use another --model_dir."
+                "resume it with the same --dataset/--preset/--vocab_size/--max_length/--dropout, "
+                "or use another --model_dir."
             )
         return run, tokenizer.load_tokenizer(model_dir)
-    proto = tokenizer.train_tokenizer(train_data.texts, vocab_size, seed=seed)
-    tokenizer.save_tokenizer(proto, model_dir)
+    proto = tokenizer.train_tokenizer(train_data.texts, wanted.vocab_size, seed=seed)
+    if chief:
+        tokenizer.save_tokenizer(proto, model_dir)
     run = {
         "recipe": RECIPE,
         "dataset": dataset,
-        "preset": preset,
         "class_names": list(train_data.class_names),
         "model": dataclasses.asdict(wanted),
     }
     return run, tokenizer.load_tokenizer(proto)
 
 
-def train(model_dir, dataset, preset, strategy):
+def train(model_dir, dataset, wanted, strategy):
     train_data = datasets.load_classification(dataset, "train")
-    run, tok = prepare_run(
-        model_dir, dataset, preset, FLAGS.vocab_size, FLAGS.max_length, train_data, FLAGS.seed
-    )
+    if FLAGS.max_examples:
+        train_data = datasets.Classification(
+            train_data.texts[: FLAGS.max_examples], train_data.labels[: FLAGS.max_examples], train_data.class_names
+        )
+    chief = is_chief(strategy)
+    wanted = dataclasses.replace(wanted, num_classes=len(train_data.class_names))
+    run, tok = prepare_run(model_dir, dataset, wanted, train_data, FLAGS.seed, chief)
     config = classifier.ClassifierConfig(**run["model"])
     rows = classifier.with_head_token(tokenizer.tokenize(tok, train_data.texts), config.max_length)
     train_config = common.train_config(DEFAULTS, num_examples=len(rows))
-    common.write_json(model_dir, common.CONFIG_FILE, {**run, "train": dataclasses.asdict(train_config)})
+    if chief:
+        common.write_json(model_dir, common.CONFIG_FILE, {**run, "train": dataclasses.asdict(train_config)})
     replicas = strategy.num_replicas_in_sync
     if train_config.batch_size % replicas:
         raise ValueError(f"batch_size={train_config.batch_size} is not divisible by the {replicas} replicas.")
@@ -92,7 +103,8 @@ def train(model_dir, dataset, preset, strategy):
         loss=classifier.classification_loss(train_config.label_smoothing),
     )
     metrics = Trainer(task, train_config, model_dir, strategy).train()
-    common.update_metrics(model_dir, train=metrics)
+    if chief:
+        common.update_metrics(model_dir, train=metrics)
     return metrics
 
 
@@ -164,8 +176,13 @@ def main(argv):
     if mode in ("train", "train_and_eval"):
         if not FLAGS.dataset:
             raise app.UsageError("--dataset is required to train (imdb, sst2 or tfds:<name>).")
+        wanted = model_config(
+            FLAGS.preset, vocab_size=FLAGS.vocab_size, max_length=FLAGS.max_length, dropout=FLAGS.dropout
+        )
         strategy = make_strategy(FLAGS.strategy, FLAGS.cpu_replicas, FLAGS.tpu)
-        train(FLAGS.model_dir, FLAGS.dataset, FLAGS.preset, strategy)
+        train(FLAGS.model_dir, FLAGS.dataset, wanted, strategy)
+        if not is_chief(strategy):
+            return
     if mode in ("eval", "train_and_eval"):
         run_eval(FLAGS.model_dir, FLAGS.eval_split, FLAGS.dataset)
     if mode == "export" or (mode in ("train", "train_and_eval") and FLAGS.export_dir):

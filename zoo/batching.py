@@ -8,8 +8,6 @@ batch is split into one part per replica, and each input pipeline (worker)
 yields the parts of its own replicas.
 """
 
-import math
-
 import numpy as np
 import tensorflow as tf
 
@@ -36,7 +34,7 @@ def epoch_batches(lengths, batch_size, rng, max_tokens=None):
 
 def _cut(sorted_indices, lengths, batch_size, max_tokens):
     if max_tokens is None:
-        return [b for b in np.array_split(sorted_indices, math.ceil(len(sorted_indices) / batch_size))]
+        return [sorted_indices[i : i + batch_size] for i in range(0, len(sorted_indices), batch_size)]
     batches, current, longest = [], [], 0
     for index in sorted_indices:
         longest_if_added = max(longest, lengths[index])

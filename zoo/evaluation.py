@@ -1,14 +1,15 @@
 """Evaluation over a finite dataset: sums per batch, totals at the end."""
 
-import keras
 import tensorflow as tf
+
+from zoo.progress import Progress
 
 
 def evaluate(metrics_fn, dataset, num_batches=None, description="eval"):
     """Runs `metrics_fn(batch) -> dict of scalar sums` over `dataset` in a
     tf.function and returns the totals as floats, with a progress bar."""
     step = tf.function(metrics_fn, reduce_retracing=True)
-    progress = keras.utils.Progbar(num_batches, unit_name=f"{description} batch")
+    progress = Progress(num_batches, unit=f"{description} batch")
     totals = {}
     for i, batch in enumerate(dataset):
         for name, value in step(batch).items():

@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from zoo.distribute import is_chief
 from zoo.optimization import make_optimizer
+from zoo.progress import Progress
 
 PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
@@ -96,6 +97,7 @@ class Trainer:
         self.task, self.config, self.model_dir, self.strategy = task, config, model_dir, strategy
         self.chief = is_chief(strategy)
         set_precision(config.mixed_precision)
+        keras.utils.set_random_seed(config.seed)
         with strategy.scope():
             self.model = task.build_model()
             self.optimizer = make_optimizer(config.learning_rate, config.warmup_steps, config.mixed_precision)
@@ -107,6 +109,7 @@ class Trainer:
         latest = tf.train.latest_checkpoint(model_dir)
         if latest:
             checkpoint.read(latest).assert_existing_objects_matched()
+            print(f"Resuming from step {int(self.step.numpy())} ({latest}).", flush=True)
 
     def _task_id(self):
         resolver = getattr(self.strategy, "cluster_resolver", None)
@@ -163,13 +166,16 @@ class Trainer:
         dataset = self.strategy.distribute_datasets_from_function(lambda context: self.task.dataset(context, start))
         iterator = iter(dataset)
         writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "train")) if self.chief else None
-        progress = keras.utils.Progbar(config.train_steps, stateful_metrics=["loss", "lr", "tokens/s"])
+        progress = Progress(config.train_steps, unit="step")
         step, loss, tokens_per_second, began = start, float("nan"), 0.0, time.time()
         while step < config.train_steps:
             to_checkpoint = config.checkpoint_every - step % config.checkpoint_every
             n = min(config.log_every, to_checkpoint, config.train_steps - step)
             tic = time.time()
-            losses, tokens = loop(iterator, tf.constant(n))
+            try:
+                losses, tokens = loop(iterator, tf.constant(n))
+            except tf.errors.OutOfRangeError:
+                raise RuntimeError(f"The training data ran out before step {step + n}.") from None
             losses = losses.numpy()
             bad = np.flatnonzero(~np.isfinite(losses))
             if bad.size:

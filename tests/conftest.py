@@ -1,0 +1,26 @@
+"""Shared fixtures: the data folder and a runner for recipe subprocesses."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("ZOO_DATA_DIR", os.path.join(os.path.dirname(ROOT), "shared", "data"))
+
+
+def run_recipe(module, *args, timeout=300, env=None, check=True):
+    """Runs `python -m recipes.<module> args...` from the repository root."""
+    command = [sys.executable, "-m", f"recipes.{module}", *args]
+    result = subprocess.run(
+        command, cwd=ROOT, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"{' '.join(command)} exited {result.returncode}:\n{result.stdout}\n{result.stderr[-5000:]}")
+    return result
+
+
+@pytest.fixture(name="run_recipe")
+def run_recipe_fixture():
+    return run_recipe

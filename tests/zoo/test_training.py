@@ -1,0 +1,88 @@
+"""The training loop on a small synthetic task (no dropout, so runs are exact)."""
+
+import dataclasses
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from zoo import batching
+from zoo.classifier import classification_loss
+from zoo.training import NonFiniteLossError, Task, Trainer, TrainConfig
+
+RNG = np.random.default_rng(0)
+ROWS = [RNG.integers(1, 20, size=RNG.integers(2, 12)).astype(np.int32) for _ in range(64)]
+LABELS = np.asarray([int(r[0] > 10) for r in ROWS], np.int32)
+CONFIG = TrainConfig(
+    train_steps=8, batch_size=8, learning_rate=1e-2, warmup_steps=2, label_smoothing=0.0, checkpoint_every=4, log_every=2
+)
+
+
+def build_model():
+    token_ids = keras.Input((None,), dtype="int32")
+    x = keras.layers.Embedding(20, 8)(token_ids)
+    x = keras.layers.Dense(8, activation="relu")(x[:, 0])
+    return keras.Model(token_ids, keras.layers.Dense(2)(x))
+
+
+def task(config, extra_loss=None):
+    plan = batching.training_plan([len(r) for r in ROWS], config.train_steps, config.batch_size, seed=0)
+    fields = {"token_ids": ROWS, "label": LABELS, "index": np.arange(len(ROWS), dtype=np.int32)}
+    loss = classification_loss(0.0)
+
+    def loss_fn(model, batch, training):
+        loss_sum, weight, tokens = loss(model, batch, training)
+        return loss_sum + (extra_loss(batch) if extra_loss else 0.0), weight, tokens
+
+    return Task(build_model, lambda context, start: batching.plan_dataset(plan, fields, skip=start), loss_fn)
+
+
+def trainer(model_dir, config=CONFIG, extra_loss=None):
+    return Trainer(task(config, extra_loss), config, str(model_dir), tf.distribute.OneDeviceStrategy("/cpu:0"))
+
+
+def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path):
+    full = trainer(tmp_path / "full")
+    full.train()
+    first_half = trainer(tmp_path / "resumed", dataclasses.replace(CONFIG, train_steps=4))
+    assert first_half.train()["step"] == 4
+    resumed = trainer(tmp_path / "resumed")
+    assert int(resumed.step.numpy()) == 4 and int(resumed.optimizer.iterations.numpy()) == 4
+    assert resumed.train()["step"] == 8
+    for a, b in zip(full.model.weights, resumed.model.weights):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
+    for a, b in zip(full.optimizer.variables, resumed.optimizer.variables):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
+
+
+def test_training_lowers_the_loss_and_keeps_a_bounded_number_of_checkpoints(tmp_path):
+    config = dataclasses.replace(
+        CONFIG, train_steps=60, learning_rate=3e-2, checkpoint_every=5, keep_checkpoints=2, log_every=5
+    )
+    run = trainer(tmp_path, config)
+    result = run.train()
+    assert result["step"] == 60 and result["tokens_per_second"] > 0
+    checkpoints = tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths
+    assert [os.path.basename(p) for p in checkpoints] == ["ckpt-55", "ckpt-60"]
+    batch = next(iter(batching.plan_dataset([np.arange(64)], {"token_ids": ROWS, "label": LABELS})))
+    loss_sum, weight, _ = run.task.loss(run.model, batch, False)
+    assert float(loss_sum) / float(weight) < 0.5
+
+
+def test_a_nan_loss_stops_the_run_naming_the_step_and_saves_nothing_after(tmp_path):
+    def nan_at_step_three(batch):
+        # batches are deterministic: poison the one the plan puts third
+        return tf.where(tf.reduce_any(batch["index"] == THIRD), np.nan, 0.0)
+
+    plan = batching.training_plan([len(r) for r in ROWS], CONFIG.train_steps, CONFIG.batch_size, seed=0)
+    global THIRD
+    THIRD = int(plan[2][0])
+    run = trainer(tmp_path, dataclasses.replace(CONFIG, checkpoint_every=2, log_every=1), nan_at_step_three)
+    with pytest.raises(NonFiniteLossError, match="at step 3"):
+        run.train()
+    assert os.path.basename(tf.train.latest_checkpoint(str(tmp_path))) == "ckpt-2"
+
+
+THIRD = -1
