@@ -66,8 +66,12 @@ def with_head_token(rows, max_length):
     return [np.concatenate([[START_ID], row[: max_length - 1]]).astype(np.int32) for row in rows]
 
 
+@tf.function
 def head_token_ids(tokenizer, texts, max_length):
-    """In-graph version of `with_head_token` on raw strings: (batch, seq) int32."""
+    """In-graph version of `with_head_token` on raw strings: (batch, seq) int32.
+
+    A tf.function so that it also runs eagerly: keras-hub tokenizers return
+    Python lists outside a graph."""
     ragged = tokenizer.tokenize(texts)[:, : max_length - 1]
     start = tf.fill([tf.shape(texts)[0], 1], tf.constant(START_ID, ragged.dtype))
     return tf.cast(tf.concat([start, ragged], axis=1).to_tensor(0), tf.int32)

@@ -21,16 +21,21 @@ def make_strategy(name, cpu_replicas=0, tpu=None):
     if name not in STRATEGIES:
         raise ValueError(f"strategy={name!r} is not one of {STRATEGIES}.")
     split_cpu(cpu_replicas)
-    gpus = tf.config.list_logical_devices("GPU")
-    if name == "one_device":
-        return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
-    if name == "mirrored":
-        devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
-        return tf.distribute.MirroredStrategy(devices)
+    # Multi-worker and TPU set up the runtime themselves: no op may run before them.
     if name == "multi_worker_mirrored":
         if "TF_CONFIG" not in os.environ:
             raise ValueError("strategy=multi_worker_mirrored reads the cluster from TF_CONFIG, which is not set.")
         return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        return _tpu_strategy(tpu)
+    gpus = tf.config.list_logical_devices("GPU")
+    if name == "one_device":
+        return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+    devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
+    return tf.distribute.MirroredStrategy(devices)
+
+
+def _tpu_strategy(tpu):
     if not tpu:
         raise ValueError("strategy=tpu needs the TPU's address (--tpu=grpc://... or a TPU name).")
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)

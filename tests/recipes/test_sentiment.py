@@ -1,0 +1,198 @@
+"""End to end: the sentiment recipe on real SST-2 slices, tiny preset, a few steps."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT
+
+QUICK = ["--dataset=sst2", "--preset=tiny", "--max_examples=2000", "--vocab_size=500", "--batch_size=16"]
+
+
+@pytest.fixture(scope="module", name="trained")
+def trained_fixture(tmp_path_factory):
+    """A run trained for 30 steps, evaluated and exported once for the tests below."""
+    from tests.conftest import run_recipe
+
+    base = tmp_path_factory.mktemp("sentiment")
+    model_dir, export_dir = str(base / "run"), str(base / "export")
+    result = run_recipe(
+        "sentiment", *QUICK, "--train_steps=30", "--checkpoint_every=10", "--log_every=10",
+        f"--model_dir={model_dir}", f"--export_dir={export_dir}",
+    )
+    return model_dir, export_dir, result
+
+
+def test_train_and_eval_writes_config_metrics_checkpoints_and_summaries(trained):
+    model_dir, _, result = trained
+    assert "step 30/30" in result.stdout and "validation: accuracy" in result.stdout
+    with open(os.path.join(model_dir, "config.json")) as f:
+        config = json.load(f)
+    assert config["recipe"] == "sentiment" and config["train"]["train_steps"] == 30
+    with open(os.path.join(model_dir, "metrics.json")) as f:
+        metrics = json.load(f)
+    assert metrics["train"]["step"] == 30 and metrics["eval_validation"]["examples"] == 872
+    assert os.path.exists(os.path.join(model_dir, "ckpt-30.index"))
+    assert os.listdir(os.path.join(model_dir, "train"))  # TensorBoard events
+
+
+def test_export_answers_in_a_fresh_tensorflow_process_like_the_model_in_process(trained):
+    model_dir, export_dir, _ = trained
+    versions = sorted(int(v) for v in os.listdir(export_dir) if v.isdigit())
+    assert versions == [1] and not [n for n in os.listdir(export_dir) if not n.isdigit()]
+    version_dir = os.path.join(export_dir, "1")
+    assert os.path.exists(os.path.join(version_dir, "assets.extra", "tf_serving_warmup_requests"))
+    with open(os.path.join(version_dir, "ops_manifest.json")) as f:
+        manifest = json.load(f)
+    texts = ["a gorgeous, witty film", "", "x" * 100_000, "dull"]
+    program = (
+        "import json, sys\n"
+        "import tensorflow as tf\n"
+        + ("import tensorflow_text\n" if manifest["non_core_ops"] else "")
+        + f"serve = tf.saved_model.load({export_dir!r} + '/1').signatures['serving_default']\n"
+        f"out = serve(text=tf.constant({texts!r}))\n"
+        "print(json.dumps({'p': out['probabilities'].numpy().tolist(), 'l': [s.decode() for s in out['label'].numpy()]}))\n"
+    )
+    fresh = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd="/")
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    served = json.loads(fresh.stdout.strip().splitlines()[-1])
+
+    import tensorflow as tf
+
+    from recipes import sentiment
+
+    run, config, model, tok = sentiment.load_trained(model_dir)
+    from zoo.classifier import head_token_ids
+
+    probabilities = tf.nn.softmax(model(head_token_ids(tok, tf.constant(texts), config.max_length))).numpy()
+    np.testing.assert_allclose(served["p"], probabilities, atol=1e-5)
+    assert served["l"] == [run["class_names"][i] for i in probabilities.argmax(-1)]
+
+
+def test_a_second_export_is_a_new_version(trained, run_recipe):
+    model_dir, export_dir, _ = trained
+    run_recipe("sentiment", "--mode=export", f"--model_dir={model_dir}", f"--export_dir={export_dir}")
+    assert sorted(v for v in os.listdir(export_dir)) == ["1", "2"]
+
+
+def test_explain_saves_attention_maps_and_the_encoding_heatmap(trained, run_recipe):
+    model_dir, _, _ = trained
+    result = run_recipe("sentiment", "--mode=explain", f"--model_dir={model_dir}", "--text=a gorgeous, witty film")
+    pictures = sorted(os.listdir(os.path.join(model_dir, "explain")))
+    assert pictures == ["attention_layer0.png", "positional_encoding.png"]
+    assert "pictures:" in result.stdout
+
+
+def test_train_killed_and_restarted_resumes_the_step_count(tmp_path):
+    model_dir = str(tmp_path / "run")
+    def command(steps):
+        return [
+            sys.executable, "-m", "recipes.sentiment", *QUICK, "--mode=train", f"--train_steps={steps}",
+            "--checkpoint_every=20", "--log_every=10", f"--model_dir={model_dir}",
+        ]
+
+    process = subprocess.Popen(command(400), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while not os.path.exists(os.path.join(model_dir, "ckpt-40.index")):
+        assert process.poll() is None and time.time() < deadline, "no second checkpoint before the deadline"
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    import tensorflow as tf
+
+    killed_at = int(os.path.basename(tf.train.latest_checkpoint(model_dir)).split("-")[1])
+    assert 40 <= killed_at < 400
+    resumed = subprocess.run(
+        command(killed_at + 20),
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"Resuming from step {killed_at}" in resumed.stdout
+    with open(os.path.join(model_dir, "metrics.json")) as f:
+        assert json.load(f)["train"]["step"] == killed_at + 20
+
+
+def test_mirrored_on_two_cpu_replicas_gives_the_one_device_loss(tmp_path, run_recipe):
+    losses = {}
+    for strategy in ("one_device", "mirrored"):
+        model_dir = str(tmp_path / strategy)
+        run_recipe(
+            "sentiment", *QUICK, "--mode=train", "--train_steps=2", "--log_every=1", "--dropout=0",
+            f"--strategy={strategy}", "--cpu_replicas=2", f"--model_dir={model_dir}",
+        )
+        with open(os.path.join(model_dir, "metrics.json")) as f:
+            losses[strategy] = json.load(f)["train"]["loss"]  # step 2: after one update
+    assert losses["mirrored"] == pytest.approx(losses["one_device"], rel=1e-5)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_multi_worker_mirrored_trains_with_two_workers(tmp_path):
+    ports = [free_port(), free_port()]
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    model_dir = str(tmp_path / "run")
+    workers = []
+    for index in range(2):
+        env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})}
+        workers.append(subprocess.Popen(
+            [sys.executable, "-m", "recipes.sentiment", *QUICK, "--mode=train", "--train_steps=3", "--log_every=1",
+             "--strategy=multi_worker_mirrored", f"--model_dir={model_dir}"],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        ))
+    try:
+        outputs = [w.communicate(timeout=240) for w in workers]
+    finally:
+        for w in workers:  # a hung peer must not hang the suite
+            if w.poll() is None:
+                w.kill()
+    for worker, (out, err) in zip(workers, outputs):
+        assert worker.returncode == 0, err[-3000:]
+    with open(os.path.join(model_dir, "metrics.json")) as f:
+        assert json.load(f)["train"]["step"] == 3
+    assert sorted(os.listdir(model_dir)) == sorted(
+        ["checkpoint", "ckpt-3.data-00000-of-00001", "ckpt-3.index", "config.json", "metrics.json", "tokenizer.model", "train"]
+    )
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--dataset=imdbb"], "Unknown classification dataset 'imdbb'"),
+        (["--dataset=sst2", "--preset=huge"], "Unknown preset 'huge'"),
+        (["--dataset=sst2", "--mode=eval"], "holds no trained 'sentiment' run"),
+        (["--mode=explain"], "--mode=explain needs --text"),
+        (["--mode=explain", "--text=fine"], "holds no trained 'sentiment' run"),
+        (["--dataset=sst2", "--mixed_precision=float8"], "float8"),
+    ],
+)
+def test_bad_input_gets_a_clear_error_not_a_traceback(tmp_path, run_recipe, flags, message):
+    result = run_recipe("sentiment", *flags, f"--model_dir={tmp_path}/run", check=False, timeout=120)
+    assert result.returncode != 0
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_model_dir_of_another_recipe_is_refused(tmp_path, run_recipe):
+    os.makedirs(tmp_path / "run")
+    (tmp_path / "run" / "config.json").write_text(json.dumps({"recipe": "translate"}))
+    result = run_recipe("sentiment", *QUICK, f"--model_dir={tmp_path}/run", check=False, timeout=120)
+    assert result.returncode == 2 and "holds a 'translate' run" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_helpfull_documents_every_flag(run_recipe):
+    result = run_recipe("sentiment", "--helpfull", check=False, timeout=120)
+    for flag in ("--dataset", "--preset", "--model_dir", "--export_dir", "--train_steps", "--epochs", "--batch_size",
+                 "--learning_rate", "--strategy", "--cpu_replicas", "--jit_compile", "--mixed_precision",
+                 "--checkpoint_every", "--mode", "--text", "--warmup_steps", "--label_smoothing", "--clip_norm"):
+        assert flag in result.stdout
