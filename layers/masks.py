@@ -79,29 +79,34 @@ def attention_mask(query_mask, key_mask, causal=False):
     _check_rank("query_mask", query_mask, 2)
     _check_rank("key_mask", key_mask, 2)
     mask = ops.logical_and(query_mask[:, :, None], key_mask[:, None, :])
+    if causal and query_mask.shape[1] != key_mask.shape[1]:
+        raise ValueError(
+            f"causal=True needs as many queries as keys, got query_mask {tuple(query_mask.shape)} "
+            f"and key_mask {tuple(key_mask.shape)}."
+        )
     if causal:
         mask = ops.logical_and(mask, look_ahead_mask(ops.shape(query_mask)[1])[None])
     return mask
 
 
-def merge_masks(attention_mask=None, padding_mask=None):
+def merge_masks(allowed=None, real_keys=None):
     """One attention mask from an optional (batch, q, k) mask and key padding.
 
     Args:
-        attention_mask: bool (batch, q, k) or None.
-        padding_mask: bool (batch, k), True on real keys, or None.
+        allowed: bool (batch, q, k) or None (the blocks' `attention_mask`).
+        real_keys: bool (batch, k), True on real keys, or None (their `padding_mask`).
 
     Returns:
         bool (batch, q or 1, k), or None when both are None.
     """
-    if padding_mask is not None:
-        padding_mask = ops.cast(padding_mask, "bool")
-        _check_rank("padding_mask", padding_mask, 2)
-        padding_mask = padding_mask[:, None, :]
-    if attention_mask is None:
-        return padding_mask
-    attention_mask = ops.cast(attention_mask, "bool")
-    _check_rank("attention_mask", attention_mask, 3)
-    if padding_mask is None:
-        return attention_mask
-    return ops.logical_and(attention_mask, padding_mask)
+    if real_keys is not None:
+        real_keys = ops.cast(real_keys, "bool")
+        _check_rank("padding_mask", real_keys, 2)
+        real_keys = real_keys[:, None, :]
+    if allowed is None:
+        return real_keys
+    allowed = ops.cast(allowed, "bool")
+    _check_rank("attention_mask", allowed, 3)
+    if real_keys is None:
+        return allowed
+    return ops.logical_and(allowed, real_keys)

@@ -40,9 +40,10 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         training: whether dropout is active.
         use_causal_mask: forbid attending to later positions.
         cache: (batch, 2, cache_length, num_heads, key_dim): keys at [:, 0],
-            values at [:, 1].
+            values at [:, 1]; Keras casts it to the compute dtype.
         cache_update_index: position at which the keys/values of this call's
             `value` are written into `cache`; None uses `cache` as it is.
+        query_mask, value_mask, key_mask: Keras's per-token masks (without a cache).
 
     Returns:
         `output` (batch, q, query_dim); then the scores if asked; then the
@@ -73,6 +74,9 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         use_causal_mask=False,
         cache=None,
         cache_update_index=None,
+        query_mask=None,
+        value_mask=None,
+        key_mask=None,
     ):
         if attention_mask is not None and len(attention_mask.shape) != 3:
             raise ValueError(
@@ -84,21 +88,24 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                 query,
                 value,
                 key=key,
+                query_mask=query_mask,
+                value_mask=value_mask,
+                key_mask=key_mask,
                 attention_mask=attention_mask,
                 return_attention_scores=return_attention_scores,
                 training=training,
                 use_causal_mask=use_causal_mask,
             )
+        if any(m is not None for m in (query_mask, value_mask, key_mask)):
+            raise ValueError("With a cache, pass padding as `attention_mask` (batch, q, cache_length), not Keras masks.")
         if self.value_dim != self.key_dim:
             raise ValueError(
                 f"A cache needs value_dim == key_dim, got value_dim={self.value_dim}, key_dim={self.key_dim}."
             )
-        if cache_update_index is None:
-            keys, values = cache[:, 0], cache[:, 1]
-        else:
-            new_cache = self.compute_cache(value, key)
+        if cache_update_index is not None:
+            new_cache = ops.cast(self.compute_cache(value, key), cache.dtype)
             cache = ops.slice_update(cache, [0, 0, cache_update_index, 0, 0], new_cache)
-            keys, values = cache[:, 0], cache[:, 1]
+        keys, values = ops.cast(cache[:, 0], self.compute_dtype), ops.cast(cache[:, 1], self.compute_dtype)
         if use_causal_mask:
             start = 0 if cache_update_index is None else cache_update_index
             query_positions = ops.arange(ops.shape(query)[1])[:, None] + start
@@ -148,4 +155,6 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             # A large negative bias, not -inf: a fully masked row stays finite.
             scores = ops.where(mask, scores, -1e9)
         axes = self._softmax.axis
+        if len(axes) == 1:
+            return ops.softmax(scores, axis=axes[0])  # one fused kernel
         return ops.exp(scores - ops.logsumexp(scores, axis=axes, keepdims=True))

@@ -57,8 +57,9 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
     Call arguments:
         inputs: the current segment, (batch, q_len, hidden_dim).
         memory: the previous segment's states, (batch, m_len, hidden_dim), or None.
-        attention_mask: bool (batch, q_len, m_len + q_len), True where allowed;
-            None means causal (`look_ahead_mask(q_len, memory_length=m_len)`).
+        attention_mask: bool (batch, q_len, m_len + q_len), True where allowed
+            (e.g. padding, or a window); it is always combined with the causal
+            mask `look_ahead_mask(q_len, memory_length=m_len)`.
         training: whether dropout is active.
         return_attention_scores: also return (batch, heads, q_len, m_len + q_len).
 
@@ -117,13 +118,17 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
     def call(self, inputs, memory=None, attention_mask=None, training=None, return_attention_scores=False):
         context = inputs if memory is None else ops.concatenate([ops.cast(memory, inputs.dtype), inputs], axis=1)
         q_len, k_len = ops.shape(inputs)[1], ops.shape(context)[1]
+        # Always causal: rel_shift leaves garbage where keys are in the future.
+        causal = look_ahead_mask(q_len, memory_length=k_len - q_len)[None]
         if attention_mask is None:
-            attention_mask = look_ahead_mask(q_len, memory_length=k_len - q_len)[None]
+            attention_mask = causal
         elif len(attention_mask.shape) != 3:
             raise ValueError(
                 "`attention_mask` must have shape (batch, q_len, m_len + q_len), "
                 f"got shape {tuple(attention_mask.shape)}."
             )
+        else:
+            attention_mask = ops.logical_and(ops.cast(attention_mask, "bool"), causal)
         query = self.query_dense(inputs)  # (batch, q_len, heads, key_dim)
         key = self.key_dense(context)  # (batch, k_len, heads, key_dim)
         value = self.value_dense(context)

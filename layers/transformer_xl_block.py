@@ -35,7 +35,8 @@ class TransformerXLBlock(BlockBase):
         inputs: (batch, q_len, hidden_dim), this layer's input for the segment.
         memory: (batch, m_len, hidden_dim), this layer's inputs for the
             previous positions, or None.
-        attention_mask: bool (batch, q_len, m_len + q_len); None is causal.
+        attention_mask: bool (batch, q_len, m_len + q_len), combined with the
+            causal mask (which alone applies when it is None).
         training: whether dropout is active.
         return_attention_scores: also return (batch, heads, q_len, m_len + q_len).
 

@@ -241,3 +241,41 @@ def test_cached_step_with_tensor_index_in_tf_function():
         out, cache = step(x[:, i:i + 1], cache, tf.constant(i))
         np.testing.assert_allclose(to_np(out)[:, 0], full[:, i],
                                    atol=1e-5, rtol=1e-4)
+
+
+def test_cached_decoding_runs_under_mixed_bfloat16_with_a_float32_cache():
+    import layers as zoo_layers
+
+    mha = zoo_layers.MultiHeadAttention(num_heads=2, key_dim=4, dtype="mixed_bfloat16")
+    x = np.random.default_rng(3).normal(size=(2, 5, 8)).astype("float32")
+    full = np.asarray(mha(x, x, use_causal_mask=True), np.float32)
+    cache = np.zeros((2, 2, 5, 2, 4), np.float32)
+    steps = []
+    for t in range(5):
+        out, cache = mha(x[:, t : t + 1], x[:, t : t + 1], use_causal_mask=True, cache=cache, cache_update_index=t)
+        steps.append(np.asarray(out, np.float32))
+    assert np.all(np.isfinite(np.asarray(cache, np.float32)))
+    np.testing.assert_allclose(np.concatenate(steps, axis=1), full, atol=5e-2)
+
+
+def test_keras_masks_on_value_act_like_a_padding_attention_mask():
+    import keras
+
+    import layers as zoo_layers
+
+    ids = np.array([[3, 4, 5, 0, 0]])
+    embedded = keras.layers.Embedding(10, 8, mask_zero=True)
+    mha = zoo_layers.MultiHeadAttention(num_heads=2, key_dim=4)
+    x = embedded(ids)
+    with_keras_mask = np.asarray(mha(x, x))
+    explicit = np.asarray(mha(x, x, attention_mask=np.broadcast_to(ids[:, None, :] != 0, (1, 5, 5))))
+    np.testing.assert_allclose(with_keras_mask[:, :3], explicit[:, :3], atol=1e-6)
+
+
+def test_causal_attention_mask_needs_as_many_queries_as_keys():
+    import pytest
+
+    import layers as zoo_layers
+
+    with pytest.raises(ValueError, match="causal=True needs as many queries as keys"):
+        zoo_layers.attention_mask(np.ones((1, 3), bool), np.ones((1, 4), bool), causal=True)

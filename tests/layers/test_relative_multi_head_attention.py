@@ -218,3 +218,15 @@ def test_position_terms_matter():
     assert np.max(np.abs(ref - ref2)) > 1e-3
     np.testing.assert_allclose(to_np(layer(x, memory=mem)), ref2,
                                atol=2e-5, rtol=1e-4)
+
+
+def test_a_padding_only_mask_is_still_combined_with_the_causal_mask():
+    import layers as zoo_layers
+
+    attention = zoo_layers.RelativeMultiHeadAttention(num_heads=2, key_dim=4)
+    x = np.random.default_rng(5).normal(size=(2, 4, 8)).astype("float32")
+    memory = np.random.default_rng(6).normal(size=(2, 3, 8)).astype("float32")
+    padding_only = np.ones((2, 4, 7), bool)
+    np.testing.assert_allclose(
+        np.asarray(attention(x, memory, attention_mask=padding_only)), np.asarray(attention(x, memory)), atol=1e-6
+    )
