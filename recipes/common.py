@@ -44,8 +44,9 @@ class RunDirError(ValueError):
     """A model_dir that cannot be used as asked; the message says why and what to do."""
 
 
-def train_config(defaults, num_examples=None):
-    """TrainConfig from the recipe's defaults overridden by any flag the user set."""
+def train_config(defaults):
+    """TrainConfig from the recipe's defaults overridden by any flag the user set,
+    and --epochs (None unless given; turn it into steps with `with_epochs`)."""
     overrides = {
         name: getattr(FLAGS, name)
         for name in ("train_steps", "batch_size", "learning_rate", "warmup_steps", "label_smoothing")
@@ -53,21 +54,43 @@ def train_config(defaults, num_examples=None):
         if getattr(FLAGS, name) is not None
     }
     overrides.update(jit_compile=FLAGS.jit_compile, mixed_precision=FLAGS.mixed_precision, seed=FLAGS.seed)
-    config = dataclasses.replace(defaults, **overrides)
-    if FLAGS.epochs is not None:
-        if FLAGS.train_steps is not None:
-            raise ValueError("Give --train_steps or --epochs, not both.")
-        if num_examples is None:
-            raise ValueError("--epochs needs the training split's size.")
-        steps = max(1, round(FLAGS.epochs * num_examples / config.batch_size))
-        config = dataclasses.replace(config, train_steps=steps)
-    return config
+    if FLAGS.epochs is not None and FLAGS.train_steps is not None:
+        raise ValueError("Give --train_steps or --epochs, not both.")
+    return dataclasses.replace(defaults, **overrides), FLAGS.epochs
+
+
+def with_epochs(config, epochs, num_examples):
+    """`config` with train_steps covering `epochs` passes over `num_examples` (if epochs is given)."""
+    if epochs is None:
+        return config
+    return dataclasses.replace(config, train_steps=max(1, round(epochs * num_examples / config.batch_size)))
+
+
+# What a resumed run must share with the run it resumes: the batch plan (and so
+# the data position) and the checkpoint's structure depend on these.
+RESUME_KEYS = ("batch_size", "max_tokens", "seed", "mixed_precision", "max_examples", "replicas")
+
+
+def check_resumable(run, setup):
+    """Raises RunDirError naming every RESUME_KEYS field where `setup` differs from `run`'s."""
+    before = {**run.get("train", {}), **run.get("data", {})}
+    changed = [f"{k}={setup[k]!r} (was {before[k]!r})" for k in RESUME_KEYS if k in before and before[k] != setup[k]]
+    if changed:
+        raise RunDirError(
+            f"This run cannot resume as asked: {', '.join(changed)}. Keep those settings to resume "
+            "at the same data position, or use another --model_dir."
+        )
 
 
 def read_run(model_dir, recipe):
     """The config.json of a run directory, checked to belong to `recipe`; None if absent."""
+    import tensorflow as tf
+
     path = os.path.join(model_dir, CONFIG_FILE)
     if not os.path.exists(path):
+        if tf.train.latest_checkpoint(model_dir):
+            raise RunDirError(f"{model_dir} holds checkpoints but no {CONFIG_FILE}: it is not a zoo run of "
+                              f"{recipe!r}. Choose another --model_dir.")
         return None
     with open(path) as f:
         run = json.load(f)
@@ -76,6 +99,17 @@ def read_run(model_dir, recipe):
             f"{model_dir} holds a {run.get('recipe')!r} run, not a {recipe!r} one: choose another --model_dir."
         )
     return run
+
+
+def wait_for(path, timeout=600):
+    """Waits (a non-chief worker) until the chief has written `path`."""
+    import time
+
+    deadline = time.time() + timeout
+    while not os.path.exists(path):
+        if time.time() > deadline:
+            raise RunDirError(f"The chief worker has not written {path} within {timeout} s.")
+        time.sleep(1)
 
 
 def require_run(model_dir, recipe):
@@ -115,11 +149,13 @@ def run(main):
 
     from zoo.datasets import DatasetError
 
+    from zoo.training import NonFiniteLossError
+
     def guarded(argv):
         logging.set_verbosity(logging.WARNING)
         try:
             return main(argv)
-        except (DatasetError, RunDirError, FileNotFoundError, ValueError) as error:
+        except (DatasetError, RunDirError, FileNotFoundError, ValueError, NonFiniteLossError) as error:
             if os.environ.get("ZOO_DEBUG"):
                 raise
             print(f"error: {error}", file=sys.stderr)

@@ -16,8 +16,8 @@ from absl import app, flags
 from recipes import common
 from zoo import batching, classifier, datasets, export, tokenizer
 from zoo.distribute import is_chief, make_strategy
-from zoo.evaluation import evaluate
-from zoo.training import Task, Trainer, TrainConfig, restore_model
+from zoo.evaluation import evaluate, write_summaries
+from zoo.training import Task, Trainer, TrainConfig, restore_model, set_precision
 
 RECIPE = "sentiment"
 MODES = ("train", "eval", "train_and_eval", "export", "explain")
@@ -34,6 +34,17 @@ flags.DEFINE_string("text", None, "The sentence to explain (--mode=explain).")
 FLAGS = flags.FLAGS
 
 
+@dataclasses.dataclass(frozen=True)
+class Trained:
+    """A trained run loaded back for eval, export or explain (float32)."""
+
+    run: dict
+    config: classifier.ClassifierConfig
+    model: object
+    tokenizer: object
+    step: int
+
+
 def model_config(preset, **overrides):
     """The preset with the fields given (not None) replaced."""
     if preset not in classifier.PRESETS:
@@ -42,11 +53,10 @@ def model_config(preset, **overrides):
     return dataclasses.replace(classifier.PRESETS[preset], **overrides)
 
 
-def prepare_run(model_dir, dataset, wanted, train_data, seed, chief=True):
-    """Creates (or checks, when resuming) the run directory: tokenizer and config.json.
+def prepare_run(model_dir, dataset, wanted, texts, seed, chief):
+    """The run's record and tokenizer: read back when resuming, else made now.
 
-    Only the chief writes; other workers train the same tokenizer (same text,
-    same seed) in memory.
+    Only the chief trains and writes the tokenizer; other workers wait for it.
     """
     os.makedirs(model_dir, exist_ok=True)
     run = common.read_run(model_dir, RECIPE)
@@ -58,39 +68,35 @@ def prepare_run(model_dir, dataset, wanted, train_data, seed, chief=True):
                 "or use another --model_dir."
             )
         return run, tokenizer.load_tokenizer(model_dir)
-    proto = tokenizer.train_tokenizer(train_data.texts, wanted.vocab_size, seed=seed)
     if chief:
-        tokenizer.save_tokenizer(proto, model_dir)
-    run = {
-        "recipe": RECIPE,
-        "dataset": dataset,
-        "class_names": list(train_data.class_names),
-        "model": dataclasses.asdict(wanted),
-    }
-    return run, tokenizer.load_tokenizer(proto)
+        tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, wanted.vocab_size, seed=seed), model_dir)
+    else:
+        common.wait_for(os.path.join(model_dir, tokenizer.TOKENIZER_FILE))
+    run = {"recipe": RECIPE, "dataset": dataset, "model": dataclasses.asdict(wanted)}
+    return run, tokenizer.load_tokenizer(model_dir)
 
 
-def train(model_dir, dataset, wanted, strategy):
-    train_data = datasets.load_classification(dataset, "train")
-    if FLAGS.max_examples:
-        train_data = datasets.Classification(
-            train_data.texts[: FLAGS.max_examples], train_data.labels[: FLAGS.max_examples], train_data.class_names
-        )
+def train(model_dir, dataset, wanted, train_config, epochs, max_examples, strategy):
+    """Trains (or resumes) the run in model_dir; returns the training metrics."""
+    data = datasets.subsample(datasets.load_classification(dataset, "train"), max_examples, train_config.seed)
     chief = is_chief(strategy)
-    wanted = dataclasses.replace(wanted, num_classes=len(train_data.class_names))
-    run, tok = prepare_run(model_dir, dataset, wanted, train_data, FLAGS.seed, chief)
+    wanted = dataclasses.replace(wanted, num_classes=len(data.class_names))
+    run, tok = prepare_run(model_dir, dataset, wanted, data.texts, train_config.seed, chief)
     config = classifier.ClassifierConfig(**run["model"])
-    rows = classifier.with_head_token(tokenizer.tokenize(tok, train_data.texts), config.max_length)
-    train_config = common.train_config(DEFAULTS, num_examples=len(rows))
-    if chief:
-        common.write_json(model_dir, common.CONFIG_FILE, {**run, "train": dataclasses.asdict(train_config)})
+    rows = classifier.with_head_token(tokenizer.tokenize(tok, data.texts), config.max_length)
+    train_config = common.with_epochs(train_config, epochs, len(rows))
     replicas = strategy.num_replicas_in_sync
+    setup = {"max_examples": max_examples, "replicas": replicas, "strategy": type(strategy).__name__}
+    common.check_resumable(run, {**dataclasses.asdict(train_config), **setup})
+    if chief:
+        record = {**run, "class_names": list(data.class_names), "train": dataclasses.asdict(train_config)}
+        common.write_json(model_dir, common.CONFIG_FILE, {**record, "data": setup})
     if train_config.batch_size % replicas:
         raise ValueError(f"batch_size={train_config.batch_size} is not divisible by the {replicas} replicas.")
     plan = batching.training_plan(
         [len(r) for r in rows], train_config.train_steps, train_config.batch_size, train_config.seed, replicas
     )
-    fields = {"token_ids": rows, "label": train_data.labels}
+    fields = {"token_ids": rows, "label": data.labels}
 
     def dataset_fn(context, start_step):
         per_pipeline = replicas // context.num_input_pipelines
@@ -103,46 +109,52 @@ def train(model_dir, dataset, wanted, strategy):
         loss=classifier.classification_loss(train_config.label_smoothing),
     )
     metrics = Trainer(task, train_config, model_dir, strategy).train()
-    if chief:
+    if chief and metrics is not None:
         common.update_metrics(model_dir, train=metrics)
     return metrics
 
 
 def load_trained(model_dir):
+    """The newest checkpoint of a run, rebuilt in float32 whatever it trained in."""
     run = common.require_run(model_dir, RECIPE)
+    set_precision("float32")
     config = classifier.ClassifierConfig(**run["model"])
     model = classifier.build_classifier(config)
-    restore_model(model, model_dir)
-    return run, config, model, tokenizer.load_tokenizer(model_dir)
+    step = restore_model(model, model_dir)
+    return Trained(run, config, model, tokenizer.load_tokenizer(model_dir), step)
 
 
 def run_eval(model_dir, split, dataset=None, batch_size=64):
-    run, config, model, tok = load_trained(model_dir)
-    data = datasets.load_classification(dataset or run["dataset"], split)
-    if list(data.class_names) != run["class_names"]:
-        raise ValueError(f"{dataset} has classes {data.class_names}; the model was trained on {run['class_names']}.")
-    rows = classifier.with_head_token(tokenizer.tokenize(tok, data.texts), config.max_length)
+    trained = load_trained(model_dir)
+    dataset = dataset or trained.run["dataset"]
+    data = datasets.load_classification(dataset, split)
+    if list(data.class_names) != trained.run["class_names"]:
+        raise ValueError(f"{dataset} has classes {data.class_names}; the model knows {trained.run['class_names']}.")
+    rows = classifier.with_head_token(tokenizer.tokenize(trained.tokenizer, data.texts), trained.config.max_length)
     plan = batching.evaluation_plan([len(r) for r in rows], batch_size)
-    dataset = batching.plan_dataset(plan, {"token_ids": rows, "label": data.labels})
-    totals = evaluate(classifier.classification_metrics(model), dataset, len(plan), description=split)
+    batches = batching.plan_dataset(plan, {"token_ids": rows, "label": data.labels})
+    totals = evaluate(classifier.classification_metrics(trained.model), batches, len(plan), description=split)
     result = {"accuracy": totals["correct"] / totals["examples"], "loss": totals["loss"] / totals["examples"]}
-    result["examples"] = int(totals["examples"])
+    write_summaries(model_dir, f"eval_{split}", trained.step, result)
+    result.update(examples=int(totals["examples"]), step=trained.step, dataset=dataset)
     common.update_metrics(model_dir, **{f"eval_{split}": result})
     print(f"{split}: accuracy {result['accuracy']:.4f}, loss {result['loss']:.4f} on {result['examples']} texts")
     return result
 
 
 def run_export(model_dir, export_dir):
-    run, config, model, tok = load_trained(model_dir)
-    server = classifier.ClassifierServer(model, tok, config.max_length, run["class_names"])
+    trained = load_trained(model_dir)
+    server = classifier.ClassifierServer(
+        trained.model, trained.tokenizer, trained.config.max_length, trained.run["class_names"]
+    )
     path = export.export(
         server,
         {"serving_default": server.serve},
         export_dir,
         {"text": ["a wonderful, moving film", "dull and far too long", ""]},
-        metadata={"recipe": RECIPE, "dataset": run["dataset"], "model": run["model"]},
+        metadata={"recipe": RECIPE, "dataset": trained.run["dataset"], "step": trained.step, "model": trained.run["model"]},
     )
-    print(f"Exported to {path}")
+    print(f"Exported step {trained.step} to {path}")
     return path
 
 
@@ -152,45 +164,50 @@ def run_explain(model_dir, text):
 
     from zoo import explain
 
-    if not text:
-        raise ValueError("--mode=explain needs --text=\"a sentence\".")
-    run, config, model, tok = load_trained(model_dir)
-    token_ids = classifier.head_token_ids(tok, tf.constant([text]), config.max_length)
-    tokens = ["<s>"] + [tok.id_to_token(int(i)) for i in token_ids[0, 1:].numpy()]
-    scores = classifier.attention_scores(model, token_ids)
+    trained = load_trained(model_dir)
+    token_ids = classifier.head_token_ids(trained.tokenizer, tf.constant([text]), trained.config.max_length)
+    tokens = ["<s>"] + [trained.tokenizer.id_to_token(int(i)) for i in token_ids[0, 1:].numpy()]
+    scores = classifier.attention_scores(trained.model, token_ids)
     directory = os.path.join(model_dir, "explain")
     paths = explain.save_attention_maps([s[0] for s in scores], tokens, directory)
-    paths.append(explain.plot_positional_encoding(min(config.max_length, 128), config.hidden_dim,
-                                                  os.path.join(directory, "positional_encoding.png")))
-    probabilities = tf.nn.softmax(model(token_ids)).numpy()[0]
-    label = run["class_names"][int(np.argmax(probabilities))]
+    heatmap = os.path.join(directory, "positional_encoding.png")
+    paths.append(explain.plot_positional_encoding(min(trained.config.max_length, 128), trained.config.hidden_dim, heatmap))
+    probabilities = tf.nn.softmax(trained.model(token_ids)).numpy()[0]
+    label = trained.run["class_names"][int(np.argmax(probabilities))]
     print(f"{label} ({probabilities.max():.3f}); pictures: " + ", ".join(paths))
     return paths
 
 
 def main(argv):
     del argv
-    if not FLAGS.model_dir:
+    mode, model_dir = FLAGS.mode, FLAGS.model_dir
+    if not model_dir:
         raise app.UsageError("--model_dir is required.")
-    mode = FLAGS.mode
-    if mode in ("train", "train_and_eval"):
+    training, evaluating = mode in ("train", "train_and_eval"), mode in ("eval", "train_and_eval")
+    exporting = mode == "export" or (training and FLAGS.export_dir)
+    if exporting and not FLAGS.export_dir:
+        raise app.UsageError("--mode=export needs --export_dir.")
+    if mode == "explain" and not FLAGS.text:
+        raise ValueError('--mode=explain needs --text="a sentence".')
+    if training:
         if not FLAGS.dataset:
             raise app.UsageError("--dataset is required to train (imdb, sst2 or tfds:<name>).")
         wanted = model_config(
             FLAGS.preset, vocab_size=FLAGS.vocab_size, max_length=FLAGS.max_length, dropout=FLAGS.dropout
         )
+        train_config, epochs = common.train_config(DEFAULTS)
+        if evaluating:
+            datasets.check_split(FLAGS.dataset, FLAGS.eval_split)
         strategy = make_strategy(FLAGS.strategy, FLAGS.cpu_replicas, FLAGS.tpu)
-        train(FLAGS.model_dir, FLAGS.dataset, wanted, strategy)
+        train(model_dir, FLAGS.dataset, wanted, train_config, epochs, FLAGS.max_examples, strategy)
         if not is_chief(strategy):
             return
-    if mode in ("eval", "train_and_eval"):
-        run_eval(FLAGS.model_dir, FLAGS.eval_split, FLAGS.dataset)
-    if mode == "export" or (mode in ("train", "train_and_eval") and FLAGS.export_dir):
-        if not FLAGS.export_dir:
-            raise app.UsageError("--mode=export needs --export_dir.")
-        run_export(FLAGS.model_dir, FLAGS.export_dir)
+    if evaluating:
+        run_eval(model_dir, FLAGS.eval_split, FLAGS.dataset, FLAGS.batch_size or 64)
+    if exporting:
+        run_export(model_dir, FLAGS.export_dir)
     if mode == "explain":
-        run_explain(FLAGS.model_dir, FLAGS.text)
+        run_explain(model_dir, FLAGS.text)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,9 @@ def epoch_batches(lengths, batch_size, rng, max_tokens=None):
     """One epoch of batches, each an int array of example indices.
 
     Examples are shuffled, sorted by length within windows of BUCKET_BATCHES
-    batches, cut into batches of `batch_size` examples (or, with `max_tokens`,
-    as many as fit max_tokens once padded), and the batches are shuffled.
+    batches, cut into batches of `batch_size` examples (with `max_tokens`, as
+    many as fit max_tokens once padded, at most batch_size), and the batches
+    are shuffled.
     """
     order = rng.permutation(len(lengths))
     window = batch_size * BUCKET_BATCHES
@@ -38,7 +39,8 @@ def _cut(sorted_indices, lengths, batch_size, max_tokens):
     batches, current, longest = [], [], 0
     for index in sorted_indices:
         longest_if_added = max(longest, lengths[index])
-        if current and longest_if_added * (len(current) + 1) > max_tokens:
+        full = len(current) == batch_size or longest_if_added * (len(current) + 1) > max_tokens
+        if current and full:
             batches.append(np.asarray(current))
             current, longest_if_added = [], lengths[index]
         current.append(index)
@@ -58,9 +60,15 @@ def training_plan(lengths, steps, batch_size, seed, num_replicas=1, max_tokens=N
     rng = np.random.default_rng(seed)
     plan = []
     while len(plan) < steps * num_replicas:
+        before = len(plan)
         for batch in epoch_batches(lengths, batch_size, rng, max_tokens):
             if len(batch) >= num_replicas:
                 plan.extend(np.array_split(batch, num_replicas))
+        if len(plan) == before:
+            raise ValueError(
+                f"No batch of {len(lengths)} examples has one example for each of the {num_replicas} replicas: "
+                "use more data or fewer replicas."
+            )
     return plan[: steps * num_replicas]
 
 
@@ -111,4 +119,10 @@ def plan_dataset(plan, fields, skip=0):
             batch[name] = padded(rows) if isinstance(rows, tf.RaggedTensor) else rows
         return batch
 
-    return dataset.map(gather, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+    options = tf.data.Options()
+    # tf.data's autotuning thread sleeps up to a minute between rounds, and
+    # deleting the iterator waits for it: an evaluation ended ~40 s late.
+    options.autotune.enabled = False
+    dataset = dataset.map(gather, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    dataset = dataset.prefetch(tf.data.AUTOTUNE)
+    return dataset.with_options(options)

@@ -21,7 +21,7 @@ class ClassifierConfig:
     intermediate_dim: int = 512
     num_layers: int = 2
     dropout: float = 0.1
-    max_length: int = 512  # tokens per text, the head token included; longer texts are truncated
+    max_length: int = 512  # tokens per text, <s> included; longer texts keep their head and tail
     position: str = "sinusoidal"
     norm_first: bool = False
     activation: str = "relu"
@@ -29,8 +29,9 @@ class ClassifierConfig:
 
 PRESETS = {
     "tiny": ClassifierConfig(hidden_dim=32, num_heads=2, intermediate_dim=64, num_layers=1, max_length=128),
-    "small": ClassifierConfig(),
-    "base": ClassifierConfig(hidden_dim=512, num_heads=8, intermediate_dim=2048, num_layers=6),
+    # Two heads: on a CPU the (heads x length^2) softmax, not the matmuls, bounds the speed.
+    "small": ClassifierConfig(hidden_dim=128, num_heads=2, intermediate_dim=512, num_layers=2, max_length=512),
+    "base": ClassifierConfig(hidden_dim=512, num_heads=8, intermediate_dim=2048, num_layers=6, max_length=512),
 }
 
 
@@ -61,9 +62,24 @@ def encoder_blocks(model):
     return [layer for layer in model.layers if isinstance(layer, EncoderBlock)]
 
 
+def head_and_tail(max_length):
+    """How many leading and trailing tokens a truncated text keeps (<s> aside).
+
+    A quarter from the head and the rest from the tail: reviews often end
+    with their verdict (Sun et al., 2019, "How to Fine-Tune BERT for Text
+    Classification", found head + tail best on IMDB)."""
+    head = (max_length - 1) // 4
+    return head, max_length - 1 - head
+
+
 def with_head_token(rows, max_length):
-    """<s> + the first max_length - 1 tokens of every row (NumPy rows)."""
-    return [np.concatenate([[START_ID], row[: max_length - 1]]).astype(np.int32) for row in rows]
+    """<s> + each row, truncated to max_length - 1 tokens by head and tail (NumPy rows)."""
+    head, tail = head_and_tail(max_length)
+    return [
+        np.concatenate([[START_ID], row if len(row) <= head + tail else np.concatenate([row[:head], row[-tail:]])])
+        .astype(np.int32)
+        for row in rows
+    ]
 
 
 @tf.function
@@ -72,7 +88,9 @@ def head_token_ids(tokenizer, texts, max_length):
 
     A tf.function so that it also runs eagerly: keras-hub tokenizers return
     Python lists outside a graph."""
-    ragged = tokenizer.tokenize(texts)[:, : max_length - 1]
+    head, tail = head_and_tail(max_length)
+    ragged = tokenizer.tokenize(texts)
+    ragged = tf.concat([ragged[:, :head], ragged[:, head:][:, -tail:]], axis=1)
     start = tf.fill([tf.shape(texts)[0], 1], tf.constant(START_ID, ragged.dtype))
     return tf.cast(tf.concat([start, ragged], axis=1).to_tensor(0), tf.int32)
 

@@ -128,6 +128,26 @@ CLASSIFICATION = {"imdb": _imdb, "sst2": _sst2}
 SPLITS = ("train", "validation", "test")
 
 
+def subsample(data, count, seed):
+    """A seeded random `count` of the examples (in their original order), e.g. for quick runs."""
+    if count is None or count >= len(data.texts):
+        return data
+    keep = np.sort(np.random.default_rng(seed).permutation(len(data.texts))[:count])
+    return Classification([data.texts[i] for i in keep], data.labels[keep], data.class_names)
+
+
+def check_split(name, split):
+    """Raises DatasetError early for a split that `name` does not have."""
+    if name == "sst2" and split == "test":
+        _sst2(split)
+    if name.startswith("tfds:"):
+        import tensorflow_datasets as tfds
+
+        splits = tfds.builder(name[len("tfds:") :]).info.splits
+        if splits and split not in splits:
+            raise DatasetError(f"TFDS dataset {name[5:]!r} has no {split!r} split; it has {sorted(splits)}.")
+
+
 def load_classification(name, split):
     """The `split` ("train", "validation" or "test") of a text classification dataset.
 

@@ -16,3 +16,10 @@ def evaluate(metrics_fn, dataset, num_batches=None, description="eval"):
             totals[name] = totals.get(name, 0.0) + float(value)
         progress.update(i + 1)
     return totals
+
+
+def write_summaries(model_dir, name, step, metrics):
+    """TensorBoard scalars for `metrics` under model_dir/name at `step`."""
+    with tf.summary.create_file_writer(f"{model_dir}/{name}").as_default(step=step):
+        for key, value in metrics.items():
+            tf.summary.scalar(key, value)

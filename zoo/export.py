@@ -40,8 +40,13 @@ def graph_ops(saved_model_dir):
 
 
 def non_core_ops(ops):
-    """Ops that core TensorFlow does not register (tf.raw_ops lists the core ones)."""
-    return sorted(op for op in ops if not hasattr(tf.raw_ops, op))
+    """Ops that core TensorFlow does not register (tf.raw_ops lists the core ones),
+    each with the library that registers it: "tensorflow_text" or "unknown"."""
+    import tensorflow_text  # noqa: F401  (registers TF Text's ops)
+    from tensorflow.python.framework import op_def_registry
+
+    extra = sorted(op for op in ops if not hasattr(tf.raw_ops, op))
+    return {op: "tensorflow_text" if op_def_registry.get(op) is not None else "unknown" for op in extra}
 
 
 def write_warmup_requests(version_dir, model_name, signature_name, inputs):
@@ -71,8 +76,7 @@ def export(module, signatures, export_dir, warmup_inputs, metadata=None):
         metadata: JSON-able dict stored in the manifest (config, class names ...).
     """
     os.makedirs(export_dir, exist_ok=True)
-    version = next_version(export_dir)
-    staging = os.path.join(export_dir, f".staging-{version}-{os.getpid()}")
+    staging = os.path.join(export_dir, f".staging-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     try:
         tf.saved_model.save(module, staging, signatures=signatures)
@@ -82,14 +86,31 @@ def export(module, signatures, export_dir, warmup_inputs, metadata=None):
         manifest = {
             "non_core_ops": extra,
             "load_with": ["import tensorflow as tf"] + (["import tensorflow_text"] if extra else []),
-            "note": "TF Serving's stock build links TF Text ops." if extra else "Core TensorFlow ops only.",
+            "note": (
+                "Core TensorFlow ops only."
+                if not extra
+                else "TF Serving's stock build links TensorFlow Text's ops; in Python, import tensorflow_text "
+                "before loading."
+            ),
             "metadata": metadata or {},
         }
         with open(os.path.join(staging, MANIFEST), "w") as f:
             json.dump(manifest, f, indent=2)
-        final = os.path.join(export_dir, str(version))
-        os.rename(staging, final)
+        final = _rename_to_next_version(staging, export_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return final
+
+
+def _rename_to_next_version(staging, export_dir):
+    """Moves `staging` to the next free integer version (another exporter may take one first)."""
+    for _ in range(10):
+        final = os.path.join(export_dir, str(next_version(export_dir)))
+        try:
+            os.rename(staging, final)
+            return final
+        except OSError:
+            if not os.path.exists(final):
+                raise
+    raise OSError(f"Could not find a free version folder in {export_dir}.")

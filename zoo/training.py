@@ -77,12 +77,13 @@ def set_precision(mixed_precision):
 
 
 def restore_model(model, model_dir):
-    """Loads the newest checkpoint's weights into `model` (for eval and export)."""
+    """Loads the newest checkpoint's weights into `model` (for eval and export);
+    returns the step it was saved at."""
     path = tf.train.latest_checkpoint(model_dir)
     if path is None:
         raise FileNotFoundError(f"No checkpoint in {model_dir}: train first (--mode=train).")
     tf.train.Checkpoint(model=model).read(path).expect_partial()
-    return path
+    return int(path.rsplit("-", 1)[1])
 
 
 class Trainer:
@@ -129,24 +130,30 @@ class Trainer:
         total_weight = tf.maximum(context.all_reduce(tf.distribute.ReduceOp.SUM, weight), 1.0)
         # Dense gradients (embeddings give IndexedSlices), each replica's share of the global mean.
         gradients = [tf.convert_to_tensor(g) / total_weight for g in gradients]
-        if self.config.clip_norm:
-            gradients = self._clip(context, gradients)
+        gradients = self._global_gradients(context, gradients)
         self.optimizer.apply_gradients(zip(gradients, self.model.trainable_variables))
         return loss_sum / total_weight, tokens
 
-    def _clip(self, context, gradients):
-        """Clips the global gradient (summed over replicas, loss scale removed).
+    def _global_gradients(self, context, gradients):
+        """What Keras does per replica but must see the summed gradient.
 
-        Keras clips each replica's gradient before summing them, which is not
-        the global norm; so sum here, clip, and hand each replica 1/N of it.
+        Keras clips each replica's gradient before the sum (not the global
+        norm), and its loss scaling checks only the first replica's gradient
+        for overflow. So, where either applies, sum here, clip the sum with
+        the loss scale taken out, and hand each replica 1/N of it (Keras then
+        sums the N identical shares back).
         """
+        scale = getattr(self.optimizer, "dynamic_scale", None)
         replicas = self.strategy.num_replicas_in_sync
+        if not self.config.clip_norm and (scale is None or replicas == 1):
+            return gradients
         if replicas > 1:
             gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
-        scale = getattr(self.optimizer, "dynamic_scale", None)
-        scale = 1.0 if scale is None else tf.cast(scale, tf.float32)
-        clipped, _ = tf.clip_by_global_norm([g / scale for g in gradients], self.config.clip_norm)
-        return [g * (scale / replicas) for g in clipped]
+        if self.config.clip_norm:
+            scale = 1.0 if scale is None else tf.cast(scale, tf.float32)
+            clipped, _ = tf.clip_by_global_norm([g / scale for g in gradients], self.config.clip_norm)
+            gradients = [g * scale for g in clipped]
+        return [g / replicas for g in gradients]
 
     def _train_loop(self, iterator, steps):
         losses = tf.TensorArray(tf.float32, size=steps)
@@ -158,9 +165,13 @@ class Trainer:
         return losses.stack(), tokens
 
     def train(self):
-        """Trains to config.train_steps; returns {"step", "loss", "tokens_per_second", "seconds"}."""
+        """Trains to config.train_steps; returns {"step", "loss", "tokens_per_second", "seconds"},
+        or None when the run had already reached train_steps."""
         config = self.config
         start = int(self.step.numpy())
+        if start >= config.train_steps:
+            print(f"{self.model_dir} is already at step {start} (train_steps={config.train_steps}).", flush=True)
+            return None
         self.compiled_gradients = tf.function(self._gradients, jit_compile=config.jit_compile)
         loop = tf.function(self._train_loop)
         dataset = self.strategy.distribute_datasets_from_function(lambda context: self.task.dataset(context, start))
@@ -175,7 +186,7 @@ class Trainer:
             try:
                 losses, tokens = loop(iterator, tf.constant(n))
             except tf.errors.OutOfRangeError:
-                raise RuntimeError(f"The training data ran out before step {step + n}.") from None
+                raise ValueError(f"The training data ran out before step {step + n}.") from None
             losses = losses.numpy()
             bad = np.flatnonzero(~np.isfinite(losses))
             if bad.size:

@@ -41,6 +41,7 @@ def test_train_and_eval_writes_config_metrics_checkpoints_and_summaries(trained)
     assert metrics["train"]["step"] == 30 and metrics["eval_validation"]["examples"] == 872
     assert os.path.exists(os.path.join(model_dir, "ckpt-30.index"))
     assert os.listdir(os.path.join(model_dir, "train"))  # TensorBoard events
+    assert os.listdir(os.path.join(model_dir, "eval_validation"))
 
 
 def test_export_answers_in_a_fresh_tensorflow_process_like_the_model_in_process(trained):
@@ -68,12 +69,13 @@ def test_export_answers_in_a_fresh_tensorflow_process_like_the_model_in_process(
 
     from recipes import sentiment
 
-    run, config, model, tok = sentiment.load_trained(model_dir)
     from zoo.classifier import head_token_ids
 
-    probabilities = tf.nn.softmax(model(head_token_ids(tok, tf.constant(texts), config.max_length))).numpy()
+    trained = sentiment.load_trained(model_dir)
+    token_ids = head_token_ids(trained.tokenizer, tf.constant(texts), trained.config.max_length)
+    probabilities = tf.nn.softmax(trained.model(token_ids)).numpy()
     np.testing.assert_allclose(served["p"], probabilities, atol=1e-5)
-    assert served["l"] == [run["class_names"][i] for i in probabilities.argmax(-1)]
+    assert served["l"] == [trained.run["class_names"][i] for i in probabilities.argmax(-1)]
 
 
 def test_a_second_export_is_a_new_version(trained, run_recipe):
@@ -192,7 +194,52 @@ def test_a_model_dir_of_another_recipe_is_refused(tmp_path, run_recipe):
 
 def test_helpfull_documents_every_flag(run_recipe):
     result = run_recipe("sentiment", "--helpfull", check=False, timeout=120)
-    for flag in ("--dataset", "--preset", "--model_dir", "--export_dir", "--train_steps", "--epochs", "--batch_size",
-                 "--learning_rate", "--strategy", "--cpu_replicas", "--jit_compile", "--mixed_precision",
-                 "--checkpoint_every", "--mode", "--text", "--warmup_steps", "--label_smoothing", "--clip_norm"):
-        assert flag in result.stdout
+    for flag in ("dataset", "preset", "model_dir", "export_dir", "train_steps", "epochs", "batch_size",
+                 "learning_rate", "strategy", "cpu_replicas", "[no]jit_compile", "mixed_precision",
+                 "checkpoint_every", "mode", "text", "warmup_steps", "label_smoothing", "clip_norm"):
+        assert f"--{flag}" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--jit_compile"],
+        ["--mixed_precision=bfloat16"],
+        ["--mixed_precision=float16", "--clip_norm=0", "--strategy=mirrored", "--cpu_replicas=2"],
+    ],
+)
+def test_jit_compile_and_mixed_precision_train(tmp_path, run_recipe, extra):
+    model_dir = str(tmp_path / "run")
+    run_recipe("sentiment", *QUICK, "--mode=train", "--train_steps=3", "--log_every=1", f"--model_dir={model_dir}", *extra)
+    with open(os.path.join(model_dir, "metrics.json")) as f:
+        loss = json.load(f)["train"]["loss"]
+    assert 0.0 < loss < 5.0
+
+
+def test_a_missing_dataset_says_where_it_looked(tmp_path, run_recipe):
+    result = run_recipe(
+        "sentiment", *QUICK, f"--model_dir={tmp_path}/run", check=False, timeout=120,
+        env={"ZOO_DATA_DIR": str(tmp_path / "empty")},
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{tmp_path}/empty/sst2/train.tsv.gz does not exist" in result.stderr
+
+
+def test_resuming_with_another_batch_size_is_refused_naming_it(trained, run_recipe):
+    model_dir, _, _ = trained
+    result = run_recipe(
+        "sentiment", *[f for f in QUICK if not f.startswith("--batch_size")], "--batch_size=8", "--mode=train",
+        "--train_steps=40", f"--model_dir={model_dir}", check=False, timeout=120,
+    )
+    assert result.returncode == 2 and "batch_size=8 (was 16)" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_model_dir_with_checkpoints_but_no_config_is_refused(trained, tmp_path, run_recipe):
+    import shutil
+
+    model_dir, _, _ = trained
+    foreign = tmp_path / "foreign"
+    shutil.copytree(model_dir, foreign)
+    os.remove(foreign / "config.json")
+    result = run_recipe("sentiment", *QUICK, f"--model_dir={foreign}", check=False, timeout=120)
+    assert result.returncode == 2 and "holds checkpoints but no config.json" in result.stderr

@@ -72,17 +72,18 @@ def test_training_lowers_the_loss_and_keeps_a_bounded_number_of_checkpoints(tmp_
 
 
 def test_a_nan_loss_stops_the_run_naming_the_step_and_saves_nothing_after(tmp_path):
-    def nan_at_step_three(batch):
-        # batches are deterministic: poison the one the plan puts third
-        return tf.where(tf.reduce_any(batch["index"] == THIRD), np.nan, 0.0)
-
     plan = batching.training_plan([len(r) for r in ROWS], CONFIG.train_steps, CONFIG.batch_size, seed=0)
-    global THIRD
-    THIRD = int(plan[2][0])
+    third = int(plan[2][0])  # batches are deterministic: poison the one the plan puts third
+
+    def nan_at_step_three(batch):
+        return tf.where(tf.reduce_any(batch["index"] == third), np.nan, 0.0)
+
     run = trainer(tmp_path, dataclasses.replace(CONFIG, checkpoint_every=2, log_every=1), nan_at_step_three)
     with pytest.raises(NonFiniteLossError, match="at step 3"):
         run.train()
     assert os.path.basename(tf.train.latest_checkpoint(str(tmp_path))) == "ckpt-2"
 
 
-THIRD = -1
+def test_a_finished_run_is_left_as_it_is(tmp_path):
+    trainer(tmp_path).train()
+    assert trainer(tmp_path).train() is None

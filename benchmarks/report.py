@@ -1,0 +1,38 @@
+"""Writes a benchmark's figures into BENCHMARKS.md, in a section of its own."""
+
+import os
+import platform
+import re
+import shlex
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCHMARKS = os.path.join(ROOT, "BENCHMARKS.md")
+HEADER = (
+    "# Benchmarks\n\nFigures written by the programs in `benchmarks/`; each section names the command that "
+    "made it and the machine it ran on. Peers run in the same program, on the same data, since these "
+    "machines are noisy.\n"
+)
+
+
+def machine():
+    cores = os.cpu_count()
+    return f"{platform.machine()} CPU, {cores} cores, Python {platform.python_version()}"
+
+
+def command_line():
+    return "python -m " + " ".join([sys.argv[0].replace("/", ".").removesuffix(".py")] + [shlex.quote(a) for a in sys.argv[1:]])
+
+
+def write_section(name, body):
+    """Replaces (or appends) the section `name` of BENCHMARKS.md with `body`."""
+    text = open(BENCHMARKS).read() if os.path.exists(BENCHMARKS) else HEADER
+    stamp = time.strftime("%Y-%m-%d")
+    section = (
+        f"<!-- {name} -->\n## {name}\n\n`{command_line()}` — {stamp}, {machine()}\n\n{body.strip()}\n<!-- /{name} -->"
+    )
+    pattern = re.compile(rf"<!-- {re.escape(name)} -->.*?<!-- /{re.escape(name)} -->", re.S)
+    text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
+    with open(BENCHMARKS, "w") as f:
+        f.write(text)

@@ -1,0 +1,37 @@
+import pytest
+
+from zoo import datasets
+
+
+def test_imdb_splits_hold_out_five_percent_of_train_for_validation():
+    train = datasets.load_classification("imdb", "train")
+    validation = datasets.load_classification("imdb", "validation")
+    assert (len(train.texts), len(validation.texts)) == (23_750, 1_250)
+    assert train.labels.mean() == validation.labels.mean() == 0.5
+    assert not set(validation.texts[:50]) & set(train.texts)
+    assert "<br />" not in train.texts[0]
+
+
+def test_sst2_reads_train_and_dev_and_refuses_test():
+    assert len(datasets.load_classification("sst2", "validation").texts) == 872
+    with pytest.raises(datasets.DatasetError, match="test labels are hidden"):
+        datasets.check_split("sst2", "test")
+
+
+def test_subsample_is_seeded_and_keeps_both_classes():
+    data = datasets.load_classification("sst2", "validation")
+    sample = datasets.subsample(data, 100, seed=1)
+    assert len(sample.texts) == 100 and 0.3 < sample.labels.mean() < 0.7
+    assert sample.texts == datasets.subsample(data, 100, seed=1).texts
+    assert datasets.subsample(data, None, seed=1) is data
+
+
+def test_unknown_dataset_lists_the_known_ones():
+    with pytest.raises(datasets.DatasetError, match=r"use one of \\['imdb', 'sst2'\\] or tfds:<name>"):
+        datasets.load_classification("imbd", "train")
+
+
+def test_missing_file_says_where_it_looked(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path))
+    with pytest.raises(datasets.DatasetError, match=f"{tmp_path}/sst2/dev.tsv does not exist"):
+        datasets.load_classification("sst2", "validation")
