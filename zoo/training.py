@@ -104,6 +104,7 @@ class Trainer:
             self.optimizer = make_optimizer(config.learning_rate, config.warmup_steps, config.mixed_precision)
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+        self.compiled_gradients = tf.function(self._gradients, jit_compile=config.jit_compile)
         checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, step=self.step)
         self.write_dir = model_dir if self.chief else os.path.join(model_dir, f".worker_{self._task_id()}")
         self.manager = tf.train.CheckpointManager(checkpoint, self.write_dir, max_to_keep=config.keep_checkpoints)
@@ -172,7 +173,6 @@ class Trainer:
         if start >= config.train_steps:
             print(f"{self.model_dir} is already at step {start} (train_steps={config.train_steps}).", flush=True)
             return None
-        self.compiled_gradients = tf.function(self._gradients, jit_compile=config.jit_compile)
         loop = tf.function(self._train_loop)
         dataset = self.strategy.distribute_datasets_from_function(lambda context: self.task.dataset(context, start))
         iterator = iter(dataset)
