@@ -22,7 +22,8 @@ def machine():
 
 
 def command_line():
-    return "python -m " + " ".join([sys.argv[0].replace("/", ".").removesuffix(".py")] + [shlex.quote(a) for a in sys.argv[1:]])
+    module = os.path.relpath(os.path.abspath(sys.argv[0]), ROOT).removesuffix(".py").replace(os.sep, ".")
+    return " ".join(["python -m", module] + [shlex.quote(a) for a in sys.argv[1:]])
 
 
 def write_section(name, body):

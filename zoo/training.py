@@ -166,8 +166,9 @@ class Trainer:
         return losses.stack(), tokens
 
     def train(self):
-        """Trains to config.train_steps; returns {"step", "loss", "tokens_per_second", "seconds"},
-        or None when the run had already reached train_steps."""
+        """Trains to config.train_steps; returns {"step", "loss" (of the last steps logged),
+        "tokens_per_second" (over the whole run), "seconds"}, or None when the run had
+        already reached train_steps."""
         config = self.config
         start = int(self.step.numpy())
         if start >= config.train_steps:
@@ -178,7 +179,7 @@ class Trainer:
         iterator = iter(dataset)
         writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "train")) if self.chief else None
         progress = Progress(config.train_steps, unit="step")
-        step, loss, tokens_per_second, began = start, float("nan"), 0.0, time.time()
+        step, loss, tokens_per_second, total_tokens, began = start, float("nan"), 0.0, 0, time.time()
         while step < config.train_steps:
             to_checkpoint = config.checkpoint_every - step % config.checkpoint_every
             n = min(config.log_every, to_checkpoint, config.train_steps - step)
@@ -198,6 +199,7 @@ class Trainer:
             step += n
             self.step.assign(step)
             loss, tokens_per_second = float(losses.mean()), float(tokens.numpy()) / (time.time() - tic)
+            total_tokens += int(tokens.numpy())
             learning_rate = float(self.optimizer.learning_rate.numpy())
             progress.update(step, [("loss", loss), ("lr", learning_rate), ("tokens/s", tokens_per_second)])
             if writer:
@@ -209,4 +211,5 @@ class Trainer:
                 self.manager.save(checkpoint_number=step)
         if not self.chief:
             shutil.rmtree(self.write_dir, ignore_errors=True)
-        return {"step": step, "loss": loss, "tokens_per_second": tokens_per_second, "seconds": time.time() - began}
+        seconds = time.time() - began
+        return {"step": step, "loss": loss, "tokens_per_second": total_tokens / seconds, "seconds": seconds}
