@@ -7,7 +7,6 @@ tf.data pipelines are built from them in `zoo.batching`.
 
 import dataclasses
 import gzip
-import io
 import os
 import tarfile
 import zipfile
@@ -93,7 +92,7 @@ def _read_sst2_rows(split):
     else:
         with open(path, encoding="utf-8") as f:
             text = f.read()
-    rows = [line.split("\t") for line in io.StringIO(text).read().splitlines()[1:] if line]
+    rows = [line.split("\t") for line in text.splitlines()[1:] if line]
     return [r[0].strip() for r in rows], np.asarray([int(r[1]) for r in rows], np.int32)
 
 
