@@ -51,19 +51,19 @@ def train_tokenizer(texts, vocabulary_size, lowercase=True, seed=0):
         ) from None
 
 
-def save_tokenizer(proto, directory):
+def save_tokenizer(proto, directory, name=TOKENIZER_FILE):
     """Writes the model atomically: a crash never leaves half a tokenizer file."""
-    path = os.path.join(directory, TOKENIZER_FILE)
+    path = os.path.join(directory, name)
     with open(path + ".tmp", "wb") as f:
         f.write(proto)
     os.replace(path + ".tmp", path)
     return path
 
 
-def load_tokenizer(source):
-    """A keras-hub SentencePieceTokenizer from proto bytes or a run directory."""
+def load_tokenizer(source, name=TOKENIZER_FILE):
+    """A keras-hub SentencePieceTokenizer from proto bytes or a run directory's `name` file."""
     if isinstance(source, (str, os.PathLike)):
-        path = os.path.join(source, TOKENIZER_FILE)
+        path = os.path.join(source, name)
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path} does not exist: train a model in this directory first.")
         with open(path, "rb") as f:
