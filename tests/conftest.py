@@ -10,11 +10,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("ZOO_DATA_DIR", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 
 
-def run_recipe(module, *args, timeout=300, env=None, check=True):
-    """Runs `python -m recipes.<module> args...` from the repository root."""
+def run_recipe(module, *args, timeout=300, env=None, check=True, input=None):
+    """Runs `python -m recipes.<module> args...` from the repository root (`input`: its stdin)."""
     command = [sys.executable, "-m", f"recipes.{module}", *args]
     result = subprocess.run(
-        command, cwd=ROOT, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout
+        command, cwd=ROOT, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout,
+        input=input,
     )
     if check and result.returncode != 0:
         raise AssertionError(f"{' '.join(command)} exited {result.returncode}:\n{result.stdout}\n{result.stderr[-5000:]}")

@@ -1,0 +1,93 @@
+"""End to end: the translation recipe on a real Multi30k slice, tiny preset, a few steps."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+QUICK = ["--dataset=multi30k", "--source=de", "--target=en", "--preset=tiny", "--max_examples=2000",
+         "--vocab_size=600", "--max_tokens=1024"]
+SENTENCES = ["Ein Mann fährt Fahrrad.", "", "Zwei Hunde spielen im Schnee " * 200, "Eine Frau liest."]
+
+
+@pytest.fixture(scope="module", name="trained")
+def trained_fixture(tmp_path_factory):
+    """A run trained for 30 steps, evaluated on validation and exported once."""
+    from tests.conftest import run_recipe
+
+    base = tmp_path_factory.mktemp("translate")
+    model_dir, export_dir = str(base / "run"), str(base / "export")
+    result = run_recipe(
+        "translate", *QUICK, "--train_steps=30", "--checkpoint_every=15", "--log_every=10",
+        "--eval_split=validation", "--beam_size=2", f"--model_dir={model_dir}", f"--export_dir={export_dir}",
+        timeout=600,
+    )
+    return model_dir, export_dir, result
+
+
+def test_train_and_eval_writes_bleu_chrf_and_hypotheses(trained):
+    model_dir, _, result = trained
+    assert "step 30/30" in result.stdout and "validation: sacreBLEU" in result.stdout
+    with open(os.path.join(model_dir, "metrics.json")) as f:
+        metrics = json.load(f)["eval_validation"]
+    assert metrics["sentences"] == 1014 and 0 <= metrics["bleu"] <= 100 and metrics["chrf"] > 0
+    assert metrics["decode"]["beam_size"] == 2
+    with open(os.path.join(model_dir, metrics["hypotheses"]), encoding="utf-8") as f:
+        assert len(f.read().splitlines()) == 1014
+    with open(os.path.join(model_dir, "config.json")) as f:
+        config = json.load(f)
+    assert (config["source"], config["target"]) == ("de", "en") and config["model"]["shared_vocabulary"]
+
+
+def test_translate_mode_writes_one_line_per_input_line(trained, run_recipe):
+    model_dir, _, _ = trained
+    result = run_recipe("translate", "--mode=translate", f"--model_dir={model_dir}", "--beam_size=2",
+                        input="\n".join(SENTENCES) + "\n")
+    lines = result.stdout.split("\n")[:-1]
+    assert len(lines) == len(SENTENCES) and lines[1] == ""
+    n_best = run_recipe("translate", "--mode=translate", f"--model_dir={model_dir}", "--beam_size=3",
+                        "--num_return=2", input="Ein Mann.\n")
+    record = json.loads(n_best.stdout.strip())
+    assert len(record["translations"]) == 2 and record["scores"][0] >= record["scores"][1]
+
+
+def test_export_translates_in_a_fresh_process_like_the_model_in_process(trained, run_recipe):
+    model_dir, export_dir, _ = trained
+    version_dir = os.path.join(export_dir, "1")
+    assert os.path.exists(os.path.join(version_dir, "assets.extra", "tf_serving_warmup_requests"))
+    with open(os.path.join(version_dir, "ops_manifest.json")) as f:
+        manifest = json.load(f)
+    assert manifest["metadata"]["decode"]["beam_size"] == 2
+    program = (
+        "import json\n"
+        "import tensorflow as tf\n"
+        + ("import tensorflow_text\n" if manifest["non_core_ops"] else "")
+        + f"serve = tf.saved_model.load({version_dir!r}).signatures['serving_default']\n"
+        f"out = serve(text=tf.constant({SENTENCES!r}))\n"
+        "print(json.dumps([t.decode() for t in out['translation'].numpy()]))\n"
+    )
+    fresh = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, cwd="/")
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    served = json.loads(fresh.stdout.strip().splitlines()[-1])
+    in_process = run_recipe("translate", "--mode=translate", f"--model_dir={model_dir}", "--beam_size=2",
+                            input="\n".join(SENTENCES) + "\n").stdout.split("\n")[:-1]
+    assert served == in_process
+    assert served[1] == ""
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--source=fr"], "languages"),
+        (["--source=de", "--target=de"], "both"),
+        (["--beam_size=0"], "beam_size=0"),
+        (["--preset=huge"], "Unknown preset"),
+        (["--dataset=europarl"], "Unknown translation dataset"),
+    ],
+)
+def test_bad_flags_get_a_clear_error(tmp_path, run_recipe, flags, message):
+    args = [a for a in QUICK if not any(a.startswith(f.split("=")[0] + "=") for f in flags)]
+    result = run_recipe("translate", *args, *flags, f"--model_dir={tmp_path}", check=False)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,166 @@
+"""The translator learns a synthetic task, and its searches agree with each other."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from zoo import batching, translation
+from zoo.distribute import make_strategy
+from zoo.tokenizer import END_ID, START_ID
+from zoo.training import Task, Trainer, TrainConfig, restore_model
+
+DIGITS = np.arange(4, 14)  # ten "digit" tokens after the special ids
+# The tiny preset's architecture; no dropout, so that a few hundred steps learn the task exactly.
+CONFIG = dataclasses.replace(translation.PRESETS["tiny"], source_vocab_size=16, target_vocab_size=16, dropout=0.0)
+
+
+def copy_task(count, seed):
+    """Random digit strings of 1 to 12 digits, to be copied: a broken mask or cache shows at once."""
+    rng = np.random.default_rng(seed)
+    sources = [rng.choice(DIGITS, size=rng.integers(1, 13)).astype(np.int32) for _ in range(count)]
+    return sources, [s.copy() for s in sources]
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    """The tiny preset trained to copy digit strings (a few hundred CPU steps)."""
+    sources, targets = copy_task(20000, seed=1)
+    rows = {
+        "source": translation.source_rows(sources, CONFIG.max_length),
+        "target": translation.target_rows(targets, CONFIG.max_length),
+    }
+    config = TrainConfig(train_steps=600, batch_size=64, learning_rate=5e-3, warmup_steps=100, log_every=200,
+                         checkpoint_every=600, label_smoothing=0.0)
+    plan = batching.training_plan([len(r) for r in rows["source"]], config.train_steps, config.batch_size, 0)
+    task = Task(
+        build_model=lambda: translation.build_translator(CONFIG),
+        dataset=lambda context, start: batching.plan_dataset(plan, rows, skip=start),
+        loss=translation.translation_loss(config.label_smoothing),
+    )
+    model_dir = str(tmp_path_factory.mktemp("copy"))
+    trainer = Trainer(task, config, model_dir, make_strategy("one_device"))
+    trainer.train()
+    return trainer.model, model_dir
+
+
+@pytest.fixture(scope="module")
+def trained(trained_run):
+    return trained_run[0]
+
+
+def test_restore_model_loads_every_trained_weight(trained_run):
+    model, model_dir = trained_run
+    fresh = translation.build_translator(CONFIG)
+    assert restore_model(fresh, model_dir) == 600
+    assert len(fresh.weights) == len(model.weights)
+    for a, b in zip(model.weights, fresh.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def held_out(count=200):
+    sources, targets = copy_task(count, seed=2)
+    ids = batching.padded(batching.ragged(translation.source_rows(sources, CONFIG.max_length)))
+    return ids, targets
+
+
+def strip(tokens):
+    """Generated ids up to (not including) </s>."""
+    out = []
+    for row in np.asarray(tokens):
+        row = list(row)
+        out.append(row[: row.index(END_ID)] if END_ID in row else row)
+    return out
+
+
+def exact_match(tokens, targets):
+    return np.mean([list(h) == list(t) for h, t in zip(strip(tokens), targets)])
+
+
+def test_tiny_preset_learns_to_copy(trained):
+    ids, targets = held_out()
+    tokens, _ = translation.translate_ids(trained, ids, translation.DecodeConfig(beam_size=1))
+    assert exact_match(tokens[:, 0], targets) >= 0.99
+    tokens, _ = translation.translate_ids(trained, ids, translation.DecodeConfig(beam_size=4))
+    assert exact_match(tokens[:, 0], targets) >= 0.99
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_cached_search_equals_recomputed_search(trained, beam_size):
+    ids, _ = held_out(64)
+    config = translation.DecodeConfig(beam_size=beam_size, num_return=beam_size)
+    cached, cached_scores = translation.translate_ids(trained, ids, config)
+    recomputed, recomputed_scores = translation.translate_ids(trained, ids, config, cached=False)
+    np.testing.assert_array_equal(cached.numpy(), recomputed.numpy())
+    np.testing.assert_allclose(cached_scores.numpy(), recomputed_scores.numpy(), atol=1e-4)
+
+
+def test_cached_greedy_equals_recomputed_on_an_untrained_model():
+    """An untrained model hesitates between many tokens: any cache error changes the argmax."""
+    model = translation.build_translator(dataclasses.replace(CONFIG, source_vocab_size=50, target_vocab_size=50))
+    ids = tf.constant(np.random.default_rng(0).integers(4, 50, size=(8, 11)), tf.int32)
+    config = translation.DecodeConfig(beam_size=1, max_extra_length=20)
+    cached, _ = translation.translate_ids(model, ids, config)
+    recomputed, _ = translation.translate_ids(model, ids, config, cached=False)
+    np.testing.assert_array_equal(cached.numpy(), recomputed.numpy())
+    assert len(np.unique(cached.numpy())) > 5
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_beam_search_of_size_one_is_greedy_search(trained, cached):
+    untrained = translation.build_translator(dataclasses.replace(CONFIG, source_vocab_size=50, target_vocab_size=50))
+    config = translation.DecodeConfig(beam_size=1, length_penalty=1.0)
+    for model in (trained, untrained):
+        ids, _ = held_out(32)
+        greedy, _ = translation.translate_ids(model, ids, config, cached=cached)
+        beam, _ = translation.translate_ids(model, ids, config, cached=cached, always_beam=True)
+        np.testing.assert_array_equal(greedy.numpy(), beam.numpy())
+
+
+def test_temperature_alone_samples():
+    assert translation.DecodeConfig(beam_size=1, temperature=0.7).sampling
+
+
+def test_n_best_is_sorted_and_distinct(trained):
+    ids, _ = held_out(16)
+    tokens, scores = translation.translate_ids(trained, ids, translation.DecodeConfig(beam_size=4, num_return=3))
+    assert tokens.shape[:2] == (16, 3)
+    assert np.all(np.diff(scores.numpy(), axis=1) <= 1e-6)
+    for row in tokens.numpy():
+        assert len({tuple(r) for r in row}) == 3
+
+
+def test_sampling_with_top_k_one_is_greedy(trained):
+    ids, _ = held_out(32)
+    greedy, _ = translation.translate_ids(trained, ids, translation.DecodeConfig(beam_size=1))
+    sampled, _ = translation.translate_ids(trained, ids, translation.DecodeConfig(beam_size=1, top_k=1, seed=3))
+    np.testing.assert_array_equal(greedy.numpy(), sampled.numpy())
+
+
+def test_search_compiles_with_xla(trained):
+    ids, targets = held_out(32)
+    search = tf.function(lambda x: translation.translate_ids(trained, x, translation.DecodeConfig(beam_size=3)),
+                         jit_compile=True)
+    tokens, _ = search(ids)
+    eager, _ = translation.translate_ids(trained, ids, translation.DecodeConfig(beam_size=3))
+    np.testing.assert_array_equal(tokens.numpy(), eager.numpy())
+
+
+def test_rows_add_the_special_tokens():
+    assert translation.source_rows([np.array([5, 6, 7])], 3)[0].tolist() == [5, 6, END_ID]
+    assert translation.target_rows([np.array([5, 6, 7])], 3)[0].tolist() == [START_ID, 5, 6, END_ID]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"beam_size": 0}, "at least 1"),
+        ({"beam_size": 2, "num_return": 3}, "num_return"),
+        ({"beam_size": 4, "top_k": 5}, "beam_size=1"),
+        ({"beam_size": 1, "temperature": 0}, "temperature"),
+    ],
+)
+def test_bad_decode_settings_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        translation.DecodeConfig(**kwargs)
