@@ -61,11 +61,17 @@ class Task:
     loss: (model, batch, training) -> (loss_sum, weight, tokens): the summed
         float32 loss over the batch, what it is summed over (tokens or
         examples), and the number of real input tokens (for tokens/s).
+    initial_state: optional (model) -> nested tensors, a replica's state at
+        the start (Transformer-XL's memory). With it the loss is
+        (model, batch, training, state) -> (loss_sum, weight, tokens, state):
+        each replica's state goes from one of its steps to the next and is
+        saved with every checkpoint.
     """
 
     build_model: Callable
     dataset: Callable
     loss: Callable
+    initial_state: Callable | None = None
 
 
 class NonFiniteLossError(RuntimeError):
@@ -82,7 +88,8 @@ def restore_model(model, model_dir):
     path = tf.train.latest_checkpoint(model_dir)
     if path is None:
         raise FileNotFoundError(f"No checkpoint in {model_dir}: train first (--mode=train).")
-    tf.train.Checkpoint(model=model).read(path).expect_partial()
+    # Every layer and weight of `model` must be found (the optimizer's slots may be left out).
+    tf.train.Checkpoint(model=model).read(path).expect_partial().assert_existing_objects_matched()
     return int(path.rsplit("-", 1)[1])
 
 
@@ -105,35 +112,77 @@ class Trainer:
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         self.compiled_gradients = tf.function(self._gradients, jit_compile=config.jit_compile)
-        checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, step=self.step)
+        self.state, self.saved_state = (), None
+        saved = dict(model=self.model, optimizer=self.optimizer, step=self.step)
+        if task.initial_state is not None:
+            self.state = strategy.run(lambda: task.initial_state(self.model))
+            # Every replica's state, concatenated in replica order on the batch axis, for checkpoints.
+            first = strategy.experimental_local_results(self.state)[0]
+            replicas = strategy.num_replicas_in_sync
+            self.saved_state = tf.nest.map_structure(
+                lambda t: tf.Variable(tf.zeros([replicas * t.shape[0], *t.shape[1:]], t.dtype), trainable=False), first
+            )
+            saved["state"] = self.saved_state
+        checkpoint = tf.train.Checkpoint(**saved)
         self.write_dir = model_dir if self.chief else os.path.join(model_dir, f".worker_{self._task_id()}")
         self.manager = tf.train.CheckpointManager(checkpoint, self.write_dir, max_to_keep=config.keep_checkpoints)
         latest = tf.train.latest_checkpoint(model_dir)
         if latest:
             checkpoint.read(latest).assert_existing_objects_matched()
             print(f"Resuming from step {int(self.step.numpy())} ({latest}).", flush=True)
+            if self.saved_state is not None:
+                self.state = self._distribute_saved_state()
+                print("Training state: restored the memory saved with that checkpoint.", flush=True)
+
+    def _distribute_saved_state(self):
+        """Each replica's rows of the saved state (every worker reads the chief's checkpoint)."""
+        replicas = self.strategy.num_replicas_in_sync
+
+        def value(context):
+            i = context.replica_id_in_sync_group
+
+            def rows(v):
+                size = v.shape[0] // replicas
+                return tf.identity(v[i * size : (i + 1) * size])
+
+            return tf.nest.map_structure(rows, self.saved_state)
+
+        return self.strategy.experimental_distribute_values_from_function(value)
+
+    def _save_state(self):
+        """Gathers every replica's state (a collective on several workers: all of them call this)."""
+        for variable, value in zip(tf.nest.flatten(self.saved_state), tf.nest.flatten(self.state)):
+            if value.dtype == tf.bool:  # collectives carry numbers
+                numbers = self.strategy.run(lambda v: tf.cast(v, tf.int32), args=(value,))
+                gathered = tf.cast(self.strategy.gather(numbers, axis=0), tf.bool)
+            else:
+                gathered = self.strategy.gather(value, axis=0)
+            variable.assign(gathered)
 
     def _task_id(self):
         resolver = getattr(self.strategy, "cluster_resolver", None)
         return getattr(resolver, "task_id", 0) or 0
 
-    def _gradients(self, batch):
-        """Per-replica loss and gradients of the (loss-scaled) summed loss."""
+    def _gradients(self, batch, state):
+        """Per-replica loss, gradients of the (loss-scaled) summed loss, and the new state."""
         with tf.GradientTape() as tape:
-            loss_sum, weight, tokens = self.task.loss(self.model, batch, True)
+            if self.task.initial_state is None:
+                loss_sum, weight, tokens = self.task.loss(self.model, batch, True)
+            else:
+                loss_sum, weight, tokens, state = self.task.loss(self.model, batch, True, state)
             scaled = self.optimizer.scale_loss(loss_sum)
         gradients = tape.gradient(scaled, self.model.trainable_variables)
-        return loss_sum, tf.cast(weight, tf.float32), tf.cast(tokens, tf.int64), gradients
+        return loss_sum, tf.cast(weight, tf.float32), tf.cast(tokens, tf.int64), gradients, state
 
-    def _replica_step(self, batch):
+    def _replica_step(self, batch, state):
         context = tf.distribute.get_replica_context()
-        loss_sum, weight, tokens, gradients = self.compiled_gradients(batch)
+        loss_sum, weight, tokens, gradients, state = self.compiled_gradients(batch, state)
         total_weight = tf.maximum(context.all_reduce(tf.distribute.ReduceOp.SUM, weight), 1.0)
         # Dense gradients (embeddings give IndexedSlices), each replica's share of the global mean.
         gradients = [tf.convert_to_tensor(g) / total_weight for g in gradients]
         gradients = self._global_gradients(context, gradients)
         self.optimizer.apply_gradients(zip(gradients, self.model.trainable_variables))
-        return loss_sum / total_weight, tokens
+        return loss_sum / total_weight, tokens, state
 
     def _global_gradients(self, context, gradients):
         """What Keras does per replica but must see the summed gradient.
@@ -156,14 +205,14 @@ class Trainer:
             gradients = [g * scale for g in clipped]
         return [g / replicas for g in gradients]
 
-    def _train_loop(self, iterator, steps):
+    def _train_loop(self, iterator, steps, state):
         losses = tf.TensorArray(tf.float32, size=steps)
         tokens = tf.constant(0, tf.int64)
         for i in tf.range(steps):
-            loss, replica_tokens = self.strategy.run(self._replica_step, args=(next(iterator),))
+            loss, replica_tokens, state = self.strategy.run(self._replica_step, args=(next(iterator), state))
             losses = losses.write(i, self.strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None))
             tokens += self.strategy.reduce(tf.distribute.ReduceOp.SUM, replica_tokens, axis=None)
-        return losses.stack(), tokens
+        return losses.stack(), tokens, state
 
     def train(self):
         """Trains to config.train_steps; returns {"step", "loss" (of the last steps logged),
@@ -185,7 +234,7 @@ class Trainer:
             n = min(config.log_every, to_checkpoint, config.train_steps - step)
             tic = time.time()
             try:
-                losses, tokens = loop(iterator, tf.constant(n))
+                losses, tokens, self.state = loop(iterator, tf.constant(n), self.state)
             except tf.errors.OutOfRangeError:
                 raise ValueError(f"The training data ran out before step {step + n}.") from None
             losses = losses.numpy()
@@ -208,6 +257,8 @@ class Trainer:
                     tf.summary.scalar("learning_rate", learning_rate)
                     tf.summary.scalar("tokens_per_second", tokens_per_second)
             if step % config.checkpoint_every == 0 or step == config.train_steps:
+                if self.saved_state is not None:
+                    self._save_state()
                 self.manager.save(checkpoint_number=step)
         if not self.chief:
             shutil.rmtree(self.write_dir, ignore_errors=True)
