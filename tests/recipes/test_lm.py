@@ -1,0 +1,148 @@
+"""End to end: the Transformer-XL language-model recipe on real PTB and Tiny Shakespeare, tiny preset."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ROOT
+
+QUICK = ["--preset=tiny", "--batch_size=8", "--log_every=5"]
+
+
+@pytest.fixture(scope="module", name="ptb")
+def ptb_fixture(tmp_path_factory):
+    from tests.conftest import run_recipe
+
+    base = tmp_path_factory.mktemp("lm")
+    model_dir, export_dir = str(base / "run"), str(base / "export")
+    result = run_recipe(
+        "lm", "--dataset=ptb", *QUICK, "--train_steps=20", "--checkpoint_every=10", "--eval_split=validation",
+        "--eval_memory_length=48", f"--model_dir={model_dir}", f"--export_dir={export_dir}", timeout=600,
+    )
+    return model_dir, export_dir, result
+
+
+def test_train_and_eval_reports_perplexity_with_and_without_memory(ptb):
+    model_dir, _, result = ptb
+    assert "step 20/20" in result.stdout
+    with open(os.path.join(model_dir, "metrics.json")) as f:
+        metrics = json.load(f)["eval_validation"]
+    assert set(metrics) >= {"train_memory", "eval_memory", "no_memory"}
+    assert metrics["eval_memory"]["memory_length"] == 48 and metrics["no_memory"]["memory_length"] == 0
+    assert all(1 < metrics[k]["perplexity"] < 10001 for k in ("train_memory", "eval_memory", "no_memory"))
+    with open(os.path.join(model_dir, "config.json")) as f:
+        assert json.load(f)["model"]["vocab_size"] == 10002  # PTB's 10k words with <eos>, plus <pad>
+
+
+def test_export_generates_and_scores_in_a_fresh_tensorflow_only_process(ptb):
+    _, export_dir, _ = ptb
+    version_dir = os.path.join(export_dir, "1")
+    with open(os.path.join(version_dir, "ops_manifest.json")) as f:
+        assert json.load(f)["non_core_ops"] == {}
+    program = (
+        "import json\n"
+        "import tensorflow as tf\n"
+        f"model = tf.saved_model.load({version_dir!r})\n"
+        "out = model.signatures['serving_default'](prompt=tf.constant(['the company said', '']))\n"
+        "gen = model.signatures['generate'](prompt=tf.constant(['the market']), max_new_tokens=tf.constant(7),"
+        " temperature=tf.constant(1.0), top_k=tf.constant(1), seed=tf.constant(0))\n"
+        "score = model.signatures['score'](text=tf.constant(['the company said it expects', '']))\n"
+        "import sys; assert 'tensorflow_text' not in sys.modules\n"
+        "print(json.dumps({'out': [t.decode() for t in out['continuation'].numpy()],"
+        " 'gen': [t.decode() for t in gen['continuation'].numpy()],"
+        " 'tokens': score['tokens'].numpy().tolist(), 'ppl': score['perplexity'].numpy().tolist()}))\n"
+    )
+    fresh = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, cwd="/")
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    served = json.loads(fresh.stdout.strip().splitlines()[-1])
+    assert len(served["out"]) == 2 and all(served["out"])
+    assert len(served["gen"][0].replace("\n", " <eos> ").split()) == 7
+    assert served["tokens"] == [5, 0] and served["ppl"][0] > 1
+
+
+def test_generate_mode_continues_a_prompt(ptb, run_recipe):
+    model_dir, _, _ = ptb
+    result = run_recipe("lm", "--mode=generate", f"--model_dir={model_dir}", "--prompt=the company",
+                        "--max_new_tokens=12", "--top_k=5")
+    assert result.stdout.strip().startswith("the company")
+    long_prompt = " ".join(["the company said"] * 40)
+    result = run_recipe("lm", "--mode=generate", f"--model_dir={model_dir}", f"--prompt={long_prompt}",
+                        "--max_new_tokens=3", "--greedy")
+    assert "read segment by segment" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--mode=generate", "--prompt="], "--prompt is empty"),
+        (["--mode=generate", "--prompt=the", "--max_new_tokens=0"], "must be positive"),
+    ],
+)
+def test_bad_generation_input_gets_a_clear_error(ptb, run_recipe, flags, message):
+    model_dir, _, _ = ptb
+    result = run_recipe("lm", *flags, f"--model_dir={model_dir}", check=False)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_unknown_dataset_gets_a_clear_error(tmp_path, run_recipe):
+    result = run_recipe("lm", "--dataset=wikitext2", f"--model_dir={tmp_path}", check=False)
+    assert result.returncode == 2 and "Unknown language-modelling dataset" in result.stderr
+
+
+def test_tiny_shakespeare_trains_at_character_level_and_reports_bits_per_character(tmp_path, run_recipe):
+    result = run_recipe("lm", "--dataset=tinyshakespeare", *QUICK, "--train_steps=10", "--eval_split=validation",
+                        f"--model_dir={tmp_path}")
+    assert "bits_per_character" in result.stdout
+    generated = run_recipe("lm", "--mode=generate", f"--model_dir={tmp_path}", "--prompt=ROMEO:",
+                           "--max_new_tokens=20", "--greedy")
+    assert generated.stdout.startswith("ROMEO:") and len(generated.stdout.rstrip("\n")) >= 20
+
+
+def test_killed_training_resumes_with_its_memory(tmp_path):
+    """SIGKILL after the first checkpoint; the restart resumes the step count and restores
+    the memory saved with that checkpoint (the trainer prints its state)."""
+    command = [sys.executable, "-m", "recipes.lm", "--dataset=ptb", *QUICK, "--train_steps=400",
+               "--checkpoint_every=10", f"--model_dir={tmp_path}", "--mode=train"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not os.path.exists(os.path.join(tmp_path, "ckpt-10.index")):
+        assert time.time() < deadline and process.poll() is None
+        time.sleep(0.5)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    import numpy as np
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(os.path.join(tmp_path, "ckpt-10"))
+    saved = [name for name in reader.get_variable_to_shape_map() if name.startswith("state/")]
+    assert saved, "the checkpoint holds no memory"
+    masks = [reader.get_tensor(n) for n in saved if reader.get_variable_to_dtype_map()[n] == tf.bool]
+    assert masks and all(np.all(m) for m in masks)  # a full memory, mid-pass
+    resumed = subprocess.run([*command[:-3], "--train_steps=20", *command[-2:]], cwd=ROOT, capture_output=True,
+                             text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "Resuming from step 10" in resumed.stdout and "restored the memory" in resumed.stdout
+
+
+def test_mirrored_replicas_carry_and_restore_their_own_memory(tmp_path, run_recipe):
+    """Two CPU replicas, each with its own streams and memory, saved and restored."""
+    args = ["--dataset=ptb", *QUICK, "--strategy=mirrored", "--cpu_replicas=2", "--checkpoint_every=3",
+            f"--model_dir={tmp_path}", "--mode=train"]
+    first = run_recipe("lm", *args, "--train_steps=3")
+    assert "step 3/3" in first.stdout
+    import numpy as np
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(os.path.join(tmp_path, "ckpt-3"))
+    shapes = reader.get_variable_to_shape_map()
+    memories = [n for n in shapes if n.startswith("state/") and len(shapes[n]) == 3]
+    assert memories and all(shapes[n][0] == 8 for n in memories)  # both replicas' 4 streams
+    halves = [reader.get_tensor(n) for n in memories][0]
+    assert not np.allclose(halves[:4], halves[4:])  # different streams, different memories
+    resumed = run_recipe("lm", *args, "--train_steps=6")
+    assert "Resuming from step 3" in resumed.stdout and "restored the memory" in resumed.stdout
