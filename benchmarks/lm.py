@@ -1,0 +1,139 @@
+r"""Transformer-XL language modelling: quality, and what the memory buys in speed.
+
+1. Quality: trains `recipes.lm` with the dataset's RECIPE_FLAGS (or reuses a finished run in
+   --run_dir made with them), then the test split with the training memory, a longer
+   evaluation memory, and no memory (the paper's ablation).
+2. Evaluation speed: the test set scored with the memory (segment T, memory 512 - T) against a
+   sliding window that recomputes the same 512-token context for every segment of T tokens.
+3. Generation speed: 300 new tokens with the cached states against recomputing the whole
+   context for every token (greedy; outputs must match while the context fits in memory).
+
+  python -m benchmarks.lm --dataset=ptb --run_dir=runs/ptb
+  python -m benchmarks.lm --dataset=tinyshakespeare --run_dir=runs/shakespeare
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from absl import app, flags
+
+from benchmarks.report import ROOT, write_section
+
+flags.DEFINE_enum("dataset", "ptb", ["ptb", "tinyshakespeare"], "Corpus to benchmark.")
+flags.DEFINE_string("run_dir", None, "Run directory of the benchmarked model (default runs/bench_lm_<dataset>).")
+flags.DEFINE_integer("context", 512, "Context length of the evaluation-speed comparison.")
+flags.DEFINE_integer("speed_segments", 40, "Segments timed per evaluation method (the rate is extrapolated).")
+FLAGS = flags.FLAGS
+
+RECIPE_FLAGS = {
+    "ptb": ["--preset=small", "--batch_size=32", "--dropout=0.3", "--learning_rate=1e-3", "--warmup_steps=400",
+            "--train_steps=2400"],
+    "tinyshakespeare": ["--preset=small", "--batch_size=32", "--segment_length=128", "--memory_length=128",
+                        "--dropout=0.1", "--learning_rate=1e-3", "--warmup_steps=200", "--train_steps=900"],
+}
+
+
+def train_and_evaluate(dataset, run_dir):
+    metrics_path = os.path.join(run_dir, "metrics.json")
+    flags_ = [f"--dataset={dataset}", *RECIPE_FLAGS[dataset]]
+    command = [sys.executable, "-m", "recipes.lm", *flags_, f"--model_dir={run_dir}"]
+    done = os.path.exists(metrics_path) and "train" in json.load(open(metrics_path))
+    if not done:
+        subprocess.run([*command, "--mode=train"], cwd=ROOT, check=True)
+    subprocess.run([*command, "--mode=eval", "--eval_split=test", "--eval_memory_length=256"], cwd=ROOT, check=True)
+    with open(metrics_path) as f:
+        return json.load(f), " ".join(["python -m recipes.lm", *flags_, f"--model_dir={run_dir}"])
+
+
+def evaluation_speed(run_dir, dataset, context, segments):
+    """Seconds per scored token: memory evaluation vs sliding-window recomputation, same context."""
+    from recipes.lm import load_trained
+    from zoo import datasets
+    from zoo import language_model as lm
+
+    run = json.load(open(os.path.join(run_dir, "config.json")))
+    segment = run["model"]["segment_length"]
+    _, model, vocabulary, _ = load_trained(run_dir, memory_length=context - segment)
+    ids = vocabulary.encode(datasets.load_corpus(dataset, "test").text)
+    streams = lm.stream_layout(ids, 10)
+    # Warm up both (tracing), then time the same number of segments.
+    short = streams[:, : segment * 3 + 1]
+    lm.evaluate_streams(model, short, segment)
+    lm.evaluate_sliding_window(model, short, segment, context)
+    part = streams[:, : segment * segments + 1]
+    began = time.time()
+    memory_nll, count = lm.evaluate_streams(model, part, segment)
+    memory_seconds = time.time() - began
+    began = time.time()
+    window_nll, _ = lm.evaluate_sliding_window(model, part, segment, context)
+    window_seconds = time.time() - began
+    return {"segment": segment, "tokens": count, "memory_seconds": memory_seconds, "window_seconds": window_seconds,
+            "memory_nll": memory_nll / count, "window_nll": window_nll / count}
+
+
+def generation_speed(run_dir, new_tokens=300):
+    import numpy as np
+    import tensorflow as tf
+
+    from recipes.lm import load_trained
+    from zoo import language_model as lm
+
+    _, model, vocabulary, _ = load_trained(run_dir, memory_length=new_tokens + 16)
+    prompt = vocabulary.tokenize(tf.constant(["the company said" if vocabulary.level == "word" else "ROMEO:"]))
+    generate = tf.function(lambda p: lm.generate(model, p, new_tokens, greedy=True))
+    generate(prompt)
+    began = time.time()
+    cached = generate(prompt).numpy()
+    cached_seconds = time.time() - began
+    began = time.time()
+    recomputed = lm.generate_recomputing(model, prompt.to_tensor(), new_tokens).numpy()
+    recomputed_seconds = time.time() - began
+    return {"cached_seconds": cached_seconds, "recomputed_seconds": recomputed_seconds,
+            "same": bool(np.array_equal(cached, recomputed)), "tokens": new_tokens}
+
+
+def main(argv):
+    del argv
+    dataset = FLAGS.dataset
+    run_dir = FLAGS.run_dir or os.path.join("runs", f"bench_lm_{dataset}")
+    run_dir = run_dir if os.path.isabs(run_dir) else os.path.join(ROOT, run_dir)
+    metrics, command = train_and_evaluate(dataset, run_dir)
+    evaluation = evaluation_speed(run_dir, dataset, FLAGS.context, FLAGS.speed_segments)
+    generation = generation_speed(run_dir)
+
+    test, train = metrics["eval_test"], metrics["train"]
+    word = dataset == "ptb"
+    key, unit = ("perplexity", "perplexity") if word else ("bits_per_character", "bits per character")
+    lines = [
+        f"Model trained by: `{command}` (step {train['step']}, {train['seconds'] / 60:.1f} min of training, "
+        f"{train['tokens_per_second']:.0f} tokens/s).",
+        "",
+        f"| test set, {unit} | memory | value |",
+        "|---|---|---|",
+    ]
+    for name, label in (("train_memory", "training memory"), ("eval_memory", "longer memory"), ("no_memory", "no memory")):
+        if name in test:
+            lines.append(f"| {label} | {test[name]['memory_length']} | **{test[name][key]:.3f}** |")
+    rate_memory = evaluation["tokens"] / evaluation["memory_seconds"]
+    rate_window = evaluation["tokens"] / evaluation["window_seconds"]
+    lines += [
+        "",
+        f"Evaluation speed at context {FLAGS.context} ({evaluation['tokens']} test tokens, 10 streams, segment "
+        f"{evaluation['segment']}): memory {rate_memory:.0f} tokens/s, sliding window recomputing the context "
+        f"{rate_window:.0f} tokens/s, speed-up **{rate_memory / rate_window:.1f}x** (mean NLL "
+        f"{evaluation['memory_nll']:.3f} vs {evaluation['window_nll']:.3f}).",
+        "",
+        f"Generating {generation['tokens']} tokens (greedy, one prompt): cached states "
+        f"{generation['cached_seconds']:.2f} s, recomputing the context every token "
+        f"{generation['recomputed_seconds']:.2f} s, speed-up **{generation['recomputed_seconds'] / generation['cached_seconds']:.1f}x**; "
+        f"identical tokens: {'yes' if generation['same'] else 'NO'}.",
+    ]
+    write_section(f"Language model: {dataset}", "\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    app.run(main)

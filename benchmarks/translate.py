@@ -1,0 +1,240 @@
+r"""Translation quality and speed on Multi30k de->en (small preset, this machine's CPU).
+
+1. Quality: trains `recipes.translate` with RECIPE_FLAGS (or reuses a finished run in
+   --model_dir made with exactly those flags), then sacreBLEU / chrF with beam 5 on the
+   validation split (what was tuned on) and on test_2016_flickr.
+2. Decoding speed: the 1,000 test sentences with the cached search against the same search
+   recomputing the decoder over the whole prefix at every step; greedy outputs must be identical.
+3. Training throughput: the same architecture built from keras-hub layers (TokenAndPositionEmbedding,
+   TransformerEncoder / TransformerDecoder, Dense), trained on the same batches with the same
+   optimizer in a plain tf.function step, against the zoo's Trainer; tokens/s ratio.
+
+  python -m benchmarks.translate --run_dir=runs/m30k_de_en
+"""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+
+from absl import app, flags
+
+from benchmarks.report import ROOT, write_section
+
+flags.DEFINE_string("run_dir", "runs/bench_m30k_de_en", "Run directory of the benchmarked model.")
+flags.DEFINE_integer("throughput_steps", 40, "Timed training steps per side for the throughput comparison.")
+flags.DEFINE_float(
+    "train_seconds", None, "Training time to report when the run in --run_dir was stopped at its last checkpoint "
+    "(so metrics.json has none): the elapsed time the training log shows at that step."
+)
+flags.DEFINE_integer("uncached_beam_sentences", 200, "Beam search without the cache is timed on this many test "
+                     "sentences (with the cached search on the same ones): it takes ~1 s per sentence here.")
+flags.DEFINE_bool("reuse_decoding", False, "Keep the decoding timings saved by an earlier run of this program.")
+flags.DEFINE_bool("reuse_eval", False, "Keep the BLEU figures already in the run's metrics.json.")
+FLAGS = flags.FLAGS
+
+RECIPE_FLAGS = [
+    "--dataset=multi30k", "--source=de", "--target=en", "--preset=small", "--train_steps=1500", "--max_tokens=4096",
+    "--learning_rate=1e-3", "--warmup_steps=400", "--dropout=0.2",
+]
+
+
+def train_and_evaluate(model_dir, reuse_eval=False):
+    metrics_path = os.path.join(model_dir, "metrics.json")
+    command = [sys.executable, "-m", "recipes.translate", *RECIPE_FLAGS, f"--model_dir={model_dir}"]
+    done = os.path.exists(metrics_path) and "train" in json.load(open(metrics_path))
+    if not done:
+        subprocess.run([*command, "--mode=train"], cwd=ROOT, check=True)
+    for split in ("validation", "test"):
+        if reuse_eval and f"eval_{split}" in json.load(open(metrics_path)):
+            continue
+        subprocess.run([*command, "--mode=eval", f"--eval_split={split}", "--beam_size=5"], cwd=ROOT, check=True)
+    with open(metrics_path) as f:
+        return json.load(f), " ".join(["python -m recipes.translate", *RECIPE_FLAGS, f"--model_dir={model_dir}"])
+
+
+def decoding_speed(model_dir, uncached_beam_sentences):
+    from recipes.translate import load_trained, translate_corpus
+    from zoo import datasets, translation
+
+    trained = load_trained(model_dir)
+    sources = datasets.load_translation("multi30k", "test", "de", "en").sources
+    results = {}
+    searches = [("greedy", 1), ("beam 5", 5)]
+    for name, beam in searches:
+        decode = translation.DecodeConfig(beam_size=beam)
+        subset = sources if beam == 1 else sources[:uncached_beam_sentences]
+        if beam > 1:  # the whole test set with the cache, as in eval
+            translate_corpus(trained, sources[:100], decode, 100, description="warm-up")
+            began = time.time()
+            hypotheses = translate_corpus(trained, sources, decode, 100, description=name)
+            results[(name, "all")] = (time.time() - began, hypotheses)
+        for cached in (True, False):
+            translate_corpus(trained, sources[:100], decode, 100, cached=cached, description="warm-up")
+            began = time.time()
+            hypotheses = translate_corpus(trained, subset, decode, 100, cached=cached, description=name)
+            results[(name, cached)] = (time.time() - began, hypotheses, len(subset))
+    return results
+
+
+def keras_hub_translator(config):
+    import keras
+    import keras_hub
+
+    source = keras.Input((None,), dtype="int32", name="source")
+    target = keras.Input((None,), dtype="int32", name="target")
+    embed = keras_hub.layers.TokenAndPositionEmbedding(config.source_vocab_size, config.max_length, config.hidden_dim)
+    x = embed(source)
+    for _ in range(config.num_encoder_layers):
+        x = keras_hub.layers.TransformerEncoder(config.intermediate_dim, config.num_heads, config.dropout)(
+            x, padding_mask=source != 0
+        )
+    y = embed(target)
+    for _ in range(config.num_decoder_layers):
+        y = keras_hub.layers.TransformerDecoder(config.intermediate_dim, config.num_heads, config.dropout)(
+            y, x, decoder_padding_mask=target != 0, encoder_padding_mask=source != 0
+        )
+    logits = keras.layers.Dense(config.target_vocab_size)(y)
+    return keras.Model([source, target], logits)
+
+
+def throughput(model_dir, steps):
+    """tokens/s of the zoo Trainer and of the keras-hub peer on the same batches."""
+    import tempfile
+
+    import tensorflow as tf
+
+    from recipes.translate import load_tokenizers
+    from zoo import batching, datasets, tokenizer, translation
+    from zoo.distribute import make_strategy
+    from zoo.optimization import make_optimizer, smoothed_cross_entropy
+    from zoo.training import Task, Trainer, TrainConfig
+
+    with open(os.path.join(model_dir, "config.json")) as f:
+        run = json.load(f)
+    config = translation.TranslatorConfig(**run["model"])
+    source_tok, target_tok = load_tokenizers(model_dir, config.shared_vocabulary)
+    data = datasets.load_translation("multi30k", "train", "de", "en")
+    rows = {
+        "source": translation.source_rows(tokenizer.tokenize(source_tok, data.sources), config.max_length),
+        "target": translation.target_rows(tokenizer.tokenize(target_tok, data.targets), config.max_length),
+    }
+    lengths = [max(len(s), len(t) - 1) for s, t in zip(rows["source"], rows["target"])]
+    warmup = 10
+    train_config = TrainConfig(train_steps=warmup + steps, batch_size=512, max_tokens=4096, learning_rate=1e-3,
+                               warmup_steps=400, log_every=warmup, checkpoint_every=10_000)
+    plan = batching.training_plan(lengths, warmup + steps, 512, 0, 1, 4096)
+    loss_fn = translation.translation_loss(0.1)
+
+    # The zoo: its own Trainer, timed over the steps after the first `warmup` (tracing).
+    task = Trainer(
+        Task(lambda: translation.build_translator(config), lambda c, s: batching.plan_dataset(plan, rows, skip=s), loss_fn),
+        train_config, tempfile.mkdtemp(prefix="bench_zoo_"), make_strategy("one_device"),
+    )
+    task.config = dataclasses.replace(train_config, train_steps=warmup)
+    task.train()
+    task.config = train_config
+    zoo = task.train()
+
+    # The peer: keras-hub layers, the same loss, optimizer and batches, one tf.function per step.
+    model = keras_hub_translator(config)
+    optimizer = make_optimizer(1e-3, 400)
+
+    @tf.function(reduce_retracing=True)  # batches vary in shape: trace once for any shape
+    def step(batch):
+        with tf.GradientTape() as tape:
+            target = batch["target"]
+            logits = model([batch["source"], target[:, :-1]], training=True)
+            weights = tf.cast(target[:, 1:] != 0, tf.float32)
+            loss = tf.reduce_sum(smoothed_cross_entropy(target[:, 1:], logits, 0.1) * weights) / tf.reduce_sum(weights)
+        gradients = tape.gradient(loss, model.trainable_variables)
+        gradients, _ = tf.clip_by_global_norm(gradients, 1.0)
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        return tf.reduce_sum(tf.cast(batch["source"] != 0, tf.int64)) + tf.reduce_sum(
+            tf.cast(target[:, :-1] != 0, tf.int64)
+        )
+
+    batches = iter(batching.plan_dataset(plan, rows))
+    for _ in range(warmup):
+        step(next(batches))
+    began, tokens = time.time(), 0
+    for _ in range(steps):
+        tokens += int(step(next(batches)))
+    peer = tokens / (time.time() - began)
+    return zoo["tokens_per_second"], peer, model.count_params(), task.model.count_params()
+
+
+def main(argv):
+    del argv
+    model_dir = os.path.join(ROOT, FLAGS.run_dir) if not os.path.isabs(FLAGS.run_dir) else FLAGS.run_dir
+    metrics, command = train_and_evaluate(model_dir, FLAGS.reuse_eval)
+    saved = os.path.join(model_dir, "bench_decoding.json")
+    if FLAGS.reuse_decoding and os.path.exists(saved):
+        with open(saved) as f:
+            speed = {tuple(json.loads(k)): v for k, v in json.load(f).items()}
+    else:
+        speed = decoding_speed(model_dir, FLAGS.uncached_beam_sentences)
+        with open(saved, "w") as f:
+            json.dump({json.dumps(k): v for k, v in speed.items()}, f)
+    zoo_tps, peer_tps, peer_params, zoo_params = throughput(model_dir, FLAGS.throughput_steps)
+
+    validation, test = metrics["eval_validation"], metrics["eval_test"]
+    train = metrics.get("train") or {"step": test["step"], "seconds": FLAGS.train_seconds, "tokens_per_second": None}
+    stopped = "train" not in metrics
+    greedy_same = speed[("greedy", True)][1] == speed[("greedy", False)][1]
+    speed_note = f", {train['tokens_per_second']:.0f} tokens/s" if train["tokens_per_second"] else ""
+    lines = [
+        "Multi30k task 1, German to English; sacreBLEU on detokenized, cased output "
+        f"(`{test['bleu_signature']}`).",
+        "",
+        f"Model trained by: `{command}` (step {train['step']}, {train['seconds'] / 60:.1f} min of training"
+        f"{speed_note}). The flags were chosen before any test figure was seen; nothing was tuned on test.",
+    ]
+    if stopped:
+        lines += [
+            "",
+            "This model is the step-1500 checkpoint of a run started with `--epochs=15` (1,812 steps) and stopped "
+            "there to stay within the 60-minute budget; batch plans are prefix-stable, so it is the model "
+            "`--train_steps=1500` makes. The training time is the elapsed time the training log showed at step 1500. "
+            "(That run's checkpoint held the model's weights only through the optimizer's references, a bug "
+            "since fixed: they were re-saved under the model's names, values unchanged, before this evaluation.)",
+        ]
+    lines += [
+        "",
+        "| split | sacreBLEU (beam 5) | chrF | decoding time |",
+        "|---|---|---|---|",
+        f"| validation (1,014) | {validation['bleu']:.2f} | {validation['chrf']:.2f} | {validation['decode_seconds']:.1f} s |",
+        f"| test_2016_flickr (1,000) | **{test['bleu']:.2f}** | {test['chrf']:.2f} | {test['decode_seconds']:.1f} s |",
+        "",
+        "Peer (STACK_NOTES, same machine): the keras.io example built from keras-hub layers reaches 32.8 "
+        "sacreBLEU on test_2016_flickr after 26 min of training; its uncached greedy decoding takes 80 s.",
+        "",
+        "Decoding test sentences (batches of 100, float32, no XLA), the same search with the decoder's "
+        "key/value cache and recomputing the decoder over the whole prefix at every step (what the TF tutorial "
+        "and the keras.io example do):",
+        "",
+        "| search | sentences | with the cache | recomputing the prefix | speed-up |",
+        "|---|---|---|---|---|",
+    ]
+    for name in ("greedy", "beam 5"):
+        cached, _, count = speed[(name, True)]
+        uncached = speed[(name, False)][0]
+        lines.append(f"| {name} | {count:,} | {cached:.1f} s | {uncached:.1f} s | **{uncached / cached:.1f}x** |")
+    lines += ["", f"Beam 5 with the cache on all 1,000 test sentences: {speed[('beam 5', 'all')][0]:.1f} s."]
+    lines += [
+        "",
+        f"Greedy outputs with and without the cache identical: {'yes' if greedy_same else 'NO'}.",
+        "",
+        f"Training throughput, same architecture ({zoo_params:,} parameters in the zoo's, {peer_params:,} in the "
+        "keras-hub one: untied output layer, learned positions), same batches (max 4,096 tokens), same loss and "
+        f"optimizer, {FLAGS.throughput_steps} steps after 10 warm-up steps: zoo {zoo_tps:.0f} tokens/s, keras-hub "
+        f"layers {peer_tps:.0f} tokens/s, ratio **{zoo_tps / peer_tps:.2f}x**.",
+    ]
+    write_section("Translation: Multi30k de-en", "\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    app.run(main)
