@@ -274,9 +274,12 @@ def left_padded(ragged, multiple):
     `multiple` (at least one); with the mask of the real positions."""
     lengths = tf.cast(ragged.row_lengths(), tf.int32)
     width = tf.maximum((tf.reduce_max(lengths) + multiple - 1) // multiple * multiple, multiple)
-    reversed_rows = tf.reverse(ragged, axis=[1]).to_tensor(0, shape=[None, width])
-    real = tf.sequence_mask(lengths, width)
-    return tf.reverse(reversed_rows, axis=[1]), tf.reverse(real, axis=[1])
+    dense = ragged.to_tensor(0)
+    # Reverse each row's real tokens, then the whole row: the tokens end up at the right, in order.
+    aligned = tf.reverse(tf.reverse_sequence(dense, lengths, seq_axis=1, batch_axis=0), axis=[1])
+    tokens = tf.pad(aligned, [[0, 0], [width - tf.shape(dense)[1], 0]])
+    real = tf.range(width)[None, :] >= (width - lengths)[:, None]
+    return tokens, real
 
 
 def read_context(model, token_ids, real):

@@ -152,7 +152,7 @@ class Trainer:
     def _save_state(self):
         """Gathers every replica's state (a collective on several workers: all of them call this)."""
         for variable, value in zip(tf.nest.flatten(self.saved_state), tf.nest.flatten(self.state)):
-            if value.dtype == tf.bool:  # collectives carry numbers
+            if variable.dtype == tf.bool:  # collectives carry numbers
                 numbers = self.strategy.run(lambda v: tf.cast(v, tf.int32), args=(value,))
                 gathered = tf.cast(self.strategy.gather(numbers, axis=0), tf.bool)
             else:
