@@ -110,7 +110,7 @@ def test_train_killed_and_restarted_resumes_the_step_count(tmp_path):
     import tensorflow as tf
 
     killed_at = int(os.path.basename(tf.train.latest_checkpoint(model_dir)).split("-")[1])
-    assert 40 <= killed_at < 400
+    assert 20 <= killed_at < 400  # the 'checkpoint' file may still name ckpt-20 when ckpt-40.index appears
     resumed = subprocess.run(
         command(killed_at + 20),
         cwd=ROOT, capture_output=True, text=True, timeout=300,
