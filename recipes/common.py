@@ -59,6 +59,14 @@ def train_config(defaults):
     return dataclasses.replace(defaults, **overrides), FLAGS.epochs
 
 
+def preset_config(presets, preset, **overrides):
+    """`presets[preset]` with the fields given (not None) replaced; a clear error for an unknown name."""
+    if preset not in presets:
+        raise ValueError(f"Unknown preset {preset!r}: use one of {sorted(presets)}.")
+    overrides = {name: value for name, value in overrides.items() if value is not None}
+    return dataclasses.replace(presets[preset], **overrides)
+
+
 def with_epochs(config, epochs, num_examples):
     """`config` with train_steps covering `epochs` passes over `num_examples` (if epochs is given)."""
     if epochs is None:

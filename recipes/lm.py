@@ -52,10 +52,7 @@ FLAGS = flags.FLAGS
 
 
 def model_config(preset, **overrides):
-    if preset not in lm.PRESETS:
-        raise ValueError(f"Unknown preset {preset!r}: use one of {sorted(lm.PRESETS)}.")
-    overrides = {name: value for name, value in overrides.items() if value is not None}
-    return dataclasses.replace(lm.PRESETS[preset], **overrides)
+    return common.preset_config(lm.PRESETS, preset, **overrides)
 
 
 def prepare_run(model_dir, dataset, wanted, corpus, chief):

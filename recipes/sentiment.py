@@ -46,11 +46,7 @@ class Trained:
 
 
 def model_config(preset, **overrides):
-    """The preset with the fields given (not None) replaced."""
-    if preset not in classifier.PRESETS:
-        raise ValueError(f"Unknown preset {preset!r}: use one of {sorted(classifier.PRESETS)}.")
-    overrides = {name: value for name, value in overrides.items() if value is not None}
-    return dataclasses.replace(classifier.PRESETS[preset], **overrides)
+    return common.preset_config(classifier.PRESETS, preset, **overrides)
 
 
 def prepare_run(model_dir, dataset, wanted, texts, seed, chief):

@@ -66,10 +66,7 @@ class Trained:
 
 
 def model_config(preset, **overrides):
-    if preset not in translation.PRESETS:
-        raise ValueError(f"Unknown preset {preset!r}: use one of {sorted(translation.PRESETS)}.")
-    overrides = {name: value for name, value in overrides.items() if value is not None}
-    return dataclasses.replace(translation.PRESETS[preset], **overrides)
+    return common.preset_config(translation.PRESETS, preset, **overrides)
 
 
 def tokenizer_files(shared):
