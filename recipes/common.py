@@ -11,6 +11,7 @@ import os
 from absl import flags
 
 from zoo.distribute import STRATEGIES
+from zoo.optimization import SCHEDULES
 from zoo.training import PRECISIONS, TrainConfig
 
 CONFIG_FILE = "config.json"
@@ -23,7 +24,9 @@ flags.DEFINE_string("export_dir", None, "Where to export in TF Serving's layout 
 flags.DEFINE_integer("train_steps", None, "Training steps (global batches). Default: the recipe's, or from --epochs.")
 flags.DEFINE_float("epochs", None, "Train for this many passes over the training split instead of --train_steps.")
 flags.DEFINE_integer("batch_size", None, "Global batch size in sequences (split across replicas).")
-flags.DEFINE_float("learning_rate", None, "Peak learning rate of the warm-up / inverse-sqrt schedule.")
+flags.DEFINE_float("learning_rate", None, "Peak learning rate of the warm-up schedule.")
+flags.DEFINE_enum("schedule", None, list(SCHEDULES), "Learning rate after warm-up: 1/sqrt(step) decay, or a cosine "
+                  "annealed to zero at the last step. Default: the recipe's (inverse_sqrt).")
 flags.DEFINE_integer("warmup_steps", None, "Linear warm-up steps of the learning-rate schedule.")
 flags.DEFINE_float("label_smoothing", None, "Label smoothing of the cross-entropy.")
 flags.DEFINE_float("clip_norm", None, "Clip the global gradient norm to this value (0 = off).")
@@ -49,7 +52,7 @@ def train_config(defaults):
     and --epochs (None unless given; turn it into steps with `with_epochs`)."""
     overrides = {
         name: getattr(FLAGS, name)
-        for name in ("train_steps", "batch_size", "learning_rate", "warmup_steps", "label_smoothing")
+        for name in ("train_steps", "batch_size", "learning_rate", "warmup_steps", "schedule", "label_smoothing")
         + ("clip_norm", "checkpoint_every", "log_every")
         if getattr(FLAGS, name) is not None
     }

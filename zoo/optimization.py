@@ -1,5 +1,7 @@
 """Optimizer, learning-rate schedule and loss shared by every recipe."""
 
+import math
+
 import keras
 import tensorflow as tf
 
@@ -28,11 +30,54 @@ class WarmupInverseSqrt(keras.optimizers.schedules.LearningRateSchedule):
         return {"peak": self.peak, "warmup_steps": self.warmup_steps}
 
 
-def make_optimizer(learning_rate, warmup_steps, mixed_precision="float32"):
-    """Adam with the paper's betas (0.9, 0.98), eps 1e-9, and warm-up schedule;
-    wrapped in dynamic loss scaling for float16."""
+@keras.saving.register_keras_serializable(package="zoo")
+class WarmupCosine(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up to `peak` over `warmup_steps`, then half a cosine down to
+    `peak * floor` at `total_steps` (Transformer-XL's schedule; fairseq's `cosine`):
+
+        lr(step) = peak * (floor + (1 - floor) * (1 + cos(pi * t)) / 2),
+        t = (step - warmup_steps) / (total_steps - warmup_steps), clipped to [0, 1].
+
+    Annealing to the end of a fixed budget ends lower than 1/sqrt(step) decay.
+    """
+
+    def __init__(self, peak, warmup_steps, total_steps, floor=0.0):
+        self.peak = peak
+        self.warmup_steps = warmup_steps
+        self.total_steps = total_steps
+        self.floor = floor
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32) + 1.0  # Keras counts from 0
+        warmup = float(max(self.warmup_steps, 1))
+        span = float(max(self.total_steps - self.warmup_steps, 1))
+        t = tf.clip_by_value((step - warmup) / span, 0.0, 1.0)
+        cosine = self.floor + (1.0 - self.floor) * 0.5 * (1.0 + tf.cos(math.pi * t))
+        return self.peak * tf.minimum(step / warmup, 1.0) * cosine
+
+    def get_config(self):
+        return {"peak": self.peak, "warmup_steps": self.warmup_steps, "total_steps": self.total_steps,
+                "floor": self.floor}
+
+
+SCHEDULES = ("inverse_sqrt", "cosine")
+
+
+def make_schedule(name, learning_rate, warmup_steps, total_steps):
+    """The learning-rate schedule called `name` (one of SCHEDULES)."""
+    if name == "inverse_sqrt":
+        return WarmupInverseSqrt(learning_rate, warmup_steps)
+    if name == "cosine":
+        return WarmupCosine(learning_rate, warmup_steps, total_steps)
+    raise ValueError(f"Unknown learning-rate schedule {name!r}: use one of {SCHEDULES}.")
+
+
+def make_optimizer(learning_rate, warmup_steps, mixed_precision="float32", schedule="inverse_sqrt", total_steps=None):
+    """Adam with the paper's betas (0.9, 0.98), eps 1e-9, and a warm-up schedule
+    (`total_steps` is where `cosine` ends); wrapped in dynamic loss scaling for float16."""
     optimizer = keras.optimizers.Adam(
-        WarmupInverseSqrt(learning_rate, warmup_steps), beta_1=0.9, beta_2=0.98, epsilon=1e-9
+        make_schedule(schedule, learning_rate, warmup_steps, total_steps or warmup_steps),
+        beta_1=0.9, beta_2=0.98, epsilon=1e-9,
     )
     if mixed_precision == "float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)

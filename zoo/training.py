@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from zoo.distribute import is_chief
-from zoo.optimization import make_optimizer
+from zoo.optimization import SCHEDULES, make_optimizer
 from zoo.progress import Progress
 
 PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
@@ -34,6 +34,7 @@ class TrainConfig:
     max_tokens: int | None = None  # token budget per global batch, padding included
     learning_rate: float = 5e-4  # the schedule's peak
     warmup_steps: int = 1000
+    schedule: str = "inverse_sqrt"  # or "cosine": annealed to zero at train_steps
     label_smoothing: float = 0.1
     clip_norm: float | None = 1.0  # global gradient norm, over all replicas
     checkpoint_every: int = 500
@@ -46,6 +47,8 @@ class TrainConfig:
     def __post_init__(self):
         if self.mixed_precision not in PRECISIONS:
             raise ValueError(f"mixed_precision={self.mixed_precision!r} is not one of {tuple(PRECISIONS)}.")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule={self.schedule!r} is not one of {SCHEDULES}.")
         for name in ("train_steps", "batch_size", "checkpoint_every", "log_every"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)} must be positive.")
@@ -108,7 +111,9 @@ class Trainer:
         keras.utils.set_random_seed(config.seed)
         with strategy.scope():
             self.model = task.build_model()
-            self.optimizer = make_optimizer(config.learning_rate, config.warmup_steps, config.mixed_precision)
+            self.optimizer = make_optimizer(
+                config.learning_rate, config.warmup_steps, config.mixed_precision, config.schedule, config.train_steps
+            )
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         self.compiled_gradients = tf.function(self._gradients, jit_compile=config.jit_compile)

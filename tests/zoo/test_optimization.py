@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo.optimization import WarmupInverseSqrt, smoothed_cross_entropy
+import keras
+
+from zoo.optimization import WarmupCosine, WarmupInverseSqrt, make_optimizer, smoothed_cross_entropy
 
 
 def test_schedule_is_the_papers_formula_scaled_to_its_peak():
@@ -15,6 +17,25 @@ def test_schedule_is_the_papers_formula_scaled_to_its_peak():
         step = keras_step + 1
         paper = d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
         assert float(schedule(keras_step)) == pytest.approx(paper, rel=1e-5)
+
+
+@pytest.mark.parametrize("floor", [0.0, 0.1])
+def test_cosine_schedule_matches_keras_cosine_decay_with_warmup(floor):
+    peak, warmup, total = 1e-3, 100, 1000
+    ours = WarmupCosine(peak, warmup, total, floor)
+    # Keras counts its first step as 0 and ours as 1, so ours(s) == keras(s + 1).
+    reference = keras.optimizers.schedules.CosineDecay(
+        0.0, decay_steps=total - warmup, alpha=floor, warmup_target=peak, warmup_steps=warmup
+    )
+    for step in (0, 49, 99, 100, 400, 998, 999, 5000):
+        assert float(ours(step)) == pytest.approx(float(reference(step + 1)), rel=1e-5, abs=1e-12)
+    assert float(ours(total - 1)) == pytest.approx(peak * floor, rel=1e-5, abs=1e-12)
+    assert WarmupCosine.from_config(ours.get_config()).get_config() == ours.get_config()
+
+
+def test_unknown_schedule_is_a_clear_error():
+    with pytest.raises(ValueError, match="Unknown learning-rate schedule 'linear'"):
+        make_optimizer(1e-3, 10, schedule="linear")
 
 
 def test_smoothed_cross_entropy_matches_numpy():
