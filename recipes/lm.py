@@ -60,6 +60,8 @@ def prepare_run(model_dir, dataset, wanted, corpus, chief):
     os.makedirs(model_dir, exist_ok=True)
     run = common.read_run(model_dir, RECIPE)
     if run is not None:
+        # The vocabulary's size comes from the text, not from a flag.
+        wanted = dataclasses.replace(wanted, vocab_size=run["model"].get("vocab_size", wanted.vocab_size))
         if run["dataset"] != dataset or run["model"] != dataclasses.asdict(wanted):
             raise common.RunDirError(
                 f"{model_dir} holds a run of {run['dataset']!r} with model {run['model']}; resume it with the same "
@@ -79,9 +81,6 @@ def prepare_run(model_dir, dataset, wanted, corpus, chief):
 def train(model_dir, dataset, wanted, train_config, epochs, strategy):
     corpus = datasets.load_corpus(dataset, "train")
     chief = is_chief(strategy)
-    vocabulary_exists = os.path.exists(os.path.join(model_dir, "vocabulary.json"))
-    if vocabulary_exists and common.read_run(model_dir, RECIPE) is not None:
-        wanted = dataclasses.replace(wanted, vocab_size=len(Vocabulary.load(model_dir)))
     run, vocabulary = prepare_run(model_dir, dataset, wanted, corpus, chief)
     config = lm.LMConfig(**run["model"])
     replicas = strategy.num_replicas_in_sync

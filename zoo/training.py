@@ -221,8 +221,9 @@ class Trainer:
 
     def train(self):
         """Trains to config.train_steps; returns {"step", "loss" (of the last steps logged),
-        "tokens_per_second" (over the whole run), "seconds"}, or None when the run had
-        already reached train_steps."""
+        "tokens_per_second" (over the whole call), "steady_tokens_per_second" (leaving out
+        the first log interval, which traces the loop), "seconds"}, or None when the run
+        had already reached train_steps."""
         config = self.config
         start = int(self.step.numpy())
         if start >= config.train_steps:
@@ -234,6 +235,7 @@ class Trainer:
         writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "train")) if self.chief else None
         progress = Progress(config.train_steps, unit="step")
         step, loss, tokens_per_second, total_tokens, began = start, float("nan"), 0.0, 0, time.time()
+        steady_tokens, steady_seconds = 0, 0.0  # every interval after the first
         while step < config.train_steps:
             to_checkpoint = config.checkpoint_every - step % config.checkpoint_every
             n = min(config.log_every, to_checkpoint, config.train_steps - step)
@@ -252,7 +254,10 @@ class Trainer:
                 )
             step += n
             self.step.assign(step)
-            loss, tokens_per_second = float(losses.mean()), float(tokens.numpy()) / (time.time() - tic)
+            seconds = time.time() - tic
+            loss, tokens_per_second = float(losses.mean()), float(tokens.numpy()) / seconds
+            if total_tokens:
+                steady_tokens, steady_seconds = steady_tokens + int(tokens.numpy()), steady_seconds + seconds
             total_tokens += int(tokens.numpy())
             learning_rate = float(self.optimizer.learning_rate.numpy())
             progress.update(step, [("loss", loss), ("lr", learning_rate), ("tokens/s", tokens_per_second)])
@@ -268,4 +273,6 @@ class Trainer:
         if not self.chief:
             shutil.rmtree(self.write_dir, ignore_errors=True)
         seconds = time.time() - began
-        return {"step": step, "loss": loss, "tokens_per_second": total_tokens / seconds, "seconds": seconds}
+        steady = steady_tokens / steady_seconds if steady_seconds else total_tokens / seconds
+        return {"step": step, "loss": loss, "tokens_per_second": total_tokens / seconds,
+                "steady_tokens_per_second": steady, "seconds": seconds}

@@ -63,7 +63,7 @@ def test_training_lowers_the_loss_and_keeps_a_bounded_number_of_checkpoints(tmp_
     )
     run = trainer(tmp_path, config)
     result = run.train()
-    assert result["step"] == 60 and result["tokens_per_second"] > 0
+    assert result["step"] == 60 and result["tokens_per_second"] > 0 and result["steady_tokens_per_second"] > 0
     checkpoints = tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths
     assert [os.path.basename(p) for p in checkpoints] == ["ckpt-55", "ckpt-60"]
     batch = next(iter(batching.plan_dataset([np.arange(64)], {"token_ids": ROWS, "label": LABELS})))
