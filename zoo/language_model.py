@@ -339,9 +339,11 @@ def generate_recomputing(model, prompt_ids, max_new_tokens):
     """Greedy continuation of one dense prompt batch that recomputes the whole context (no
     memory, no cache) for every new token: the reference `generate` is compared with."""
     ids = tf.convert_to_tensor(prompt_ids, tf.int32)
+    # One graph for every length (as a compiled baseline would be), not one trace per length.
+    forward = tf.function(lambda x: model(x)[0], input_signature=[tf.TensorSpec([None, None], tf.int32)])
     out = []
     for _ in range(max_new_tokens):
-        logits, _ = model(ids)
+        logits = forward(ids)
         token = tf.argmax(logits[:, -1], axis=-1, output_type=tf.int32)
         out.append(token)
         ids = tf.concat([ids, token[:, None]], axis=1)
