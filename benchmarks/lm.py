@@ -112,12 +112,13 @@ def main(argv):
         f"Model trained by: `{command}` (step {train['step']}, {train['seconds'] / 60:.1f} min of training, "
         f"{train['tokens_per_second']:.0f} tokens/s).",
         "",
-        f"| test set, {unit} | memory | value |",
-        "|---|---|---|",
+        f"| test set, {unit} | memory | value | evaluation time |",
+        "|---|---|---|---|",
     ]
     for name, label in (("train_memory", "training memory"), ("eval_memory", "longer memory"), ("no_memory", "no memory")):
         if name in test:
-            lines.append(f"| {label} | {test[name]['memory_length']} | **{test[name][key]:.3f}** |")
+            lines.append(f"| {label} | {test[name]['memory_length']} | **{test[name][key]:.3f}** | "
+                         f"{test[name]['seconds']:.0f} s |")
     rate_memory = evaluation["tokens"] / evaluation["memory_seconds"]
     rate_window = evaluation["tokens"] / evaluation["window_seconds"]
     lines += [
