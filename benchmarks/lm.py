@@ -3,10 +3,13 @@ r"""Transformer-XL language modelling: quality, and what the memory buys in spee
 1. Quality: trains `recipes.lm` with the dataset's RECIPE_FLAGS (or reuses a finished run in
    --run_dir made with them), then the test split with the training memory, a longer
    evaluation memory, and no memory (the paper's ablation).
-2. Evaluation speed: the test set scored with the memory (segment T, memory 512 - T) against a
-   sliding window that recomputes the same 512-token context for every segment of T tokens.
+2. Evaluation speed: the test set scored with the memory (segment T, memory 512 - T) against
+   sliding windows that recompute the same 512-token context, for every segment of T tokens and
+   (the paper's vanilla baseline, Al-Rfou et al.) for every token; the windows use the same
+   weights built without memory, so they compute no masked positions.
 3. Generation speed: 300 new tokens with the cached states against recomputing the whole
-   context for every token (greedy; outputs must match while the context fits in memory).
+   context for every token (greedy, one compiled graph for every length; outputs must match
+   while the context fits in the memory).
 
   python -m benchmarks.lm --dataset=ptb --run_dir=runs/ptb
   python -m benchmarks.lm --dataset=tinyshakespeare --run_dir=runs/shakespeare
@@ -26,6 +29,7 @@ from recipes.lm import load_trained  # also defines the recipes' flags, --datase
 flags.DEFINE_string("run_dir", None, "Run directory of the benchmarked model (default runs/bench_lm_<dataset>).")
 flags.DEFINE_integer("context", 512, "Context length of the evaluation-speed comparison.")
 flags.DEFINE_integer("speed_segments", 40, "Segments timed per evaluation method (the rate is extrapolated).")
+flags.DEFINE_integer("vanilla_windows", 20, "Windows (per stream) timed for the one-prediction-per-window baseline.")
 FLAGS = flags.FLAGS
 
 RECIPE_FLAGS = {
@@ -49,29 +53,31 @@ def train_and_evaluate(dataset, run_dir):
         return json.load(f), " ".join(["python -m recipes.lm", *flags_, f"--model_dir={run_dir}"])
 
 
-def evaluation_speed(run_dir, dataset, context, segments):
-    """Seconds per scored token: memory evaluation vs sliding-window recomputation, same context."""
+def evaluation_speed(run_dir, dataset, context, segments, windows):
+    """Scored tokens per second at the same context: memory evaluation (segment T, memory
+    context - T) against sliding windows of `context` tokens recomputed from scratch by the
+    same weights without memory, scoring T tokens per window, and scoring 1 (Al-Rfou et al.)."""
     from zoo import datasets
     from zoo import language_model as lm
 
     run = json.load(open(os.path.join(run_dir, "config.json")))
     segment = run["model"]["segment_length"]
     _, model, vocabulary, _ = load_trained(run_dir, memory_length=context - segment)
+    _, no_memory, _, _ = load_trained(run_dir, memory_length=0)
     ids = vocabulary.encode(datasets.load_corpus(dataset, "test").text)
     streams = lm.stream_layout(ids, 10)
-    # Warm up both (tracing), then time the same number of segments.
-    short = streams[:, : segment * 3 + 1]
-    lm.evaluate_streams(model, short, segment)
-    lm.evaluate_sliding_window(model, short, segment, context)
-    part = streams[:, : segment * segments + 1]
-    began = time.time()
-    memory_nll, count = lm.evaluate_streams(model, part, segment)
-    memory_seconds = time.time() - began
-    began = time.time()
-    window_nll, _ = lm.evaluate_sliding_window(model, part, segment, context)
-    window_seconds = time.time() - began
-    return {"segment": segment, "tokens": count, "memory_seconds": memory_seconds, "window_seconds": window_seconds,
-            "memory_nll": memory_nll / count, "window_nll": window_nll / count}
+
+    def timed(evaluate, *args):
+        evaluate(*args[:1], args[1][:, : args[2] * 2 + 1], *args[2:])  # traces
+        began = time.time()
+        nll, count = evaluate(*args)
+        return nll / count, count, time.time() - began
+
+    memory = timed(lm.evaluate_streams, model, streams[:, : segment * segments + 1], segment)
+    window = timed(lm.evaluate_sliding_window, no_memory, streams[:, : segment * segments + 1], segment, context)
+    # One prediction per window, on the windows that end where the memory evaluation's first segments do.
+    vanilla = timed(lm.evaluate_sliding_window, no_memory, streams[:, : windows + 1], 1, context)
+    return {"segment": segment, "memory": memory, "window": window, "vanilla": vanilla}
 
 
 def generation_speed(run_dir, new_tokens=300):
@@ -80,15 +86,18 @@ def generation_speed(run_dir, new_tokens=300):
 
     from zoo import language_model as lm
 
+    # A memory long enough for the whole text, so both see the same context and must agree.
     _, model, vocabulary, _ = load_trained(run_dir, memory_length=new_tokens + 16)
+    _, no_memory, _, _ = load_trained(run_dir, memory_length=0)
     prompt = vocabulary.tokenize(tf.constant(["the company said" if vocabulary.level == "word" else "ROMEO:"]))
     generate = tf.function(lambda p: lm.generate(model, p, new_tokens, greedy=True))
     generate(prompt)
     began = time.time()
     cached = generate(prompt).numpy()
     cached_seconds = time.time() - began
+    lm.generate_recomputing(no_memory, prompt.to_tensor(), 2)  # traces
     began = time.time()
-    recomputed = lm.generate_recomputing(model, prompt.to_tensor(), new_tokens).numpy()
+    recomputed = lm.generate_recomputing(no_memory, prompt.to_tensor(), new_tokens).numpy()
     recomputed_seconds = time.time() - began
     return {"cached_seconds": cached_seconds, "recomputed_seconds": recomputed_seconds,
             "same": bool(np.array_equal(cached, recomputed)), "tokens": new_tokens}
@@ -102,7 +111,7 @@ def main(argv):
     run_dir = FLAGS.run_dir or os.path.join("runs", f"bench_lm_{dataset}")
     run_dir = run_dir if os.path.isabs(run_dir) else os.path.join(ROOT, run_dir)
     metrics, command = train_and_evaluate(dataset, run_dir)
-    evaluation = evaluation_speed(run_dir, dataset, FLAGS.context, FLAGS.speed_segments)
+    evaluation = evaluation_speed(run_dir, dataset, FLAGS.context, FLAGS.speed_segments, FLAGS.vanilla_windows)
     generation = generation_speed(run_dir)
 
     test, train = metrics["eval_test"], metrics["train"]
@@ -119,14 +128,22 @@ def main(argv):
         if name in test:
             lines.append(f"| {label} | {test[name]['memory_length']} | **{test[name][key]:.3f}** | "
                          f"{test[name]['seconds']:.0f} s |")
-    rate_memory = evaluation["tokens"] / evaluation["memory_seconds"]
-    rate_window = evaluation["tokens"] / evaluation["window_seconds"]
+    rate = {name: evaluation[name][1] / evaluation[name][2] for name in ("memory", "window", "vanilla")}
+    segment = evaluation["segment"]
     lines += [
         "",
-        f"Evaluation speed at context {FLAGS.context} ({evaluation['tokens']} test tokens, 10 streams, segment "
-        f"{evaluation['segment']}): memory {rate_memory:.0f} tokens/s, sliding window recomputing the context "
-        f"{rate_window:.0f} tokens/s, speed-up **{rate_memory / rate_window:.1f}x** (mean NLL "
-        f"{evaluation['memory_nll']:.3f} vs {evaluation['window_nll']:.3f}).",
+        f"Evaluation speed at context {FLAGS.context}, test text as 10 streams (scored tokens per second; "
+        "the windows are recomputed by the same weights without memory):",
+        "",
+        "| evaluation | scored tokens | tokens/s | memory's speed-up | mean NLL |",
+        "|---|---|---|---|---|",
+        f"| memory: segments of {segment}, memory {FLAGS.context - segment} | {evaluation['memory'][1]:,} | "
+        f"{rate['memory']:.0f} | | {evaluation['memory'][0]:.3f} |",
+        f"| sliding window of {FLAGS.context}, {segment} scored per window | {evaluation['window'][1]:,} | "
+        f"{rate['window']:.0f} | **{rate['memory'] / rate['window']:.1f}x** | {evaluation['window'][0]:.3f} |",
+        f"| sliding window of {FLAGS.context}, 1 scored per window (Al-Rfou et al., the paper's vanilla "
+        f"baseline) | {evaluation['vanilla'][1]:,} | {rate['vanilla']:.1f} | "
+        f"**{rate['memory'] / rate['vanilla']:.0f}x** | |",
         "",
         f"Generating {generation['tokens']} tokens (greedy, one prompt): cached states "
         f"{generation['cached_seconds']:.2f} s, recomputing the context every token "

@@ -62,6 +62,12 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             mask `look_ahead_mask(q_len, memory_length=m_len)`.
         training: whether dropout is active.
         return_attention_scores: also return (batch, heads, q_len, m_len + q_len).
+        position_keys: optional `position_keys(m_len + q_len, hidden_dim)`, computed
+            once where many calls share the key length (evaluation, generation),
+            instead of projecting R at every call.
+        memory_keys_values: optional `memory_keys_values(memory)`, in place of
+            `memory`: a generation cache, so that each step projects only its own
+            positions.
 
     Returns:
         (batch, q_len, hidden_dim), and the scores if asked.
@@ -115,9 +121,35 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             distances = ops.minimum(distances, self.clamp_length)
         return sinusoid(distances, hidden_dim)
 
-    def call(self, inputs, memory=None, attention_mask=None, training=None, return_attention_scores=False):
-        context = inputs if memory is None else ops.concatenate([ops.cast(memory, inputs.dtype), inputs], axis=1)
-        q_len, k_len = ops.shape(inputs)[1], ops.shape(context)[1]
+    def position_keys(self, key_length, hidden_dim):
+        """W_kR R for distances key_length - 1, ..., 0: (key_length, heads, key_dim)."""
+        relative = self.relative_encoding(key_length, hidden_dim)
+        return self.position_dense(ops.cast(relative, self.compute_dtype))
+
+    def memory_keys_values(self, memory):
+        """W_kE and W_v applied to memory states: (keys, values), each (batch, m_len, heads, key_dim)."""
+        return self.key_dense(memory), self.value_dense(memory)
+
+    def call(
+        self,
+        inputs,
+        memory=None,
+        attention_mask=None,
+        training=None,
+        return_attention_scores=False,
+        position_keys=None,
+        memory_keys_values=None,
+    ):
+        if memory_keys_values is not None:
+            if memory is not None:
+                raise ValueError("Pass `memory` or `memory_keys_values`, not both.")
+            key = ops.concatenate([ops.cast(memory_keys_values[0], inputs.dtype), self.key_dense(inputs)], axis=1)
+            value = ops.concatenate([ops.cast(memory_keys_values[1], inputs.dtype), self.value_dense(inputs)], axis=1)
+        else:
+            context = inputs if memory is None else ops.concatenate([ops.cast(memory, inputs.dtype), inputs], axis=1)
+            key = self.key_dense(context)  # (batch, k_len, heads, key_dim)
+            value = self.value_dense(context)
+        q_len, k_len = ops.shape(inputs)[1], ops.shape(key)[1]
         # Always causal: rel_shift leaves garbage where keys are in the future.
         causal = look_ahead_mask(q_len, memory_length=k_len - q_len)[None]
         if attention_mask is None:
@@ -130,10 +162,9 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         else:
             attention_mask = ops.logical_and(ops.cast(attention_mask, "bool"), causal)
         query = self.query_dense(inputs)  # (batch, q_len, heads, key_dim)
-        key = self.key_dense(context)  # (batch, k_len, heads, key_dim)
-        value = self.value_dense(context)
-        relative = self.relative_encoding(k_len, inputs.shape[-1])
-        position = self.position_dense(ops.cast(relative, self.compute_dtype))  # (k_len, heads, key_dim)
+        if position_keys is None:
+            position_keys = self.position_keys(k_len, inputs.shape[-1])  # (k_len, heads, key_dim)
+        position = ops.cast(position_keys, self.compute_dtype)
 
         u = ops.cast(self.content_bias, query.dtype)
         v = ops.cast(self.position_bias, query.dtype)

@@ -39,6 +39,8 @@ class TransformerXLBlock(BlockBase):
             causal mask (which alone applies when it is None).
         training: whether dropout is active.
         return_attention_scores: also return (batch, heads, q_len, m_len + q_len).
+        position_keys: optional `block.attention.position_keys(m_len + q_len,
+            hidden_dim)`, reused by calls that share the key length.
 
     Returns:
         (outputs (batch, q_len, hidden_dim)[, scores], new_memory
@@ -83,7 +85,15 @@ class TransformerXLBlock(BlockBase):
         self.build_feed_forward(inputs_shape)
         self.built = True
 
-    def call(self, inputs, memory=None, attention_mask=None, training=None, return_attention_scores=False):
+    def call(
+        self,
+        inputs,
+        memory=None,
+        attention_mask=None,
+        training=None,
+        return_attention_scores=False,
+        position_keys=None,
+    ):
         if memory is not None:
             memory = ops.stop_gradient(ops.cast(memory, inputs.dtype))
         normalize = self.attention_add_norm.normalize
@@ -93,6 +103,7 @@ class TransformerXLBlock(BlockBase):
             attention_mask=attention_mask,
             training=training,
             return_attention_scores=True,
+            position_keys=position_keys,
         )
         x = self.attention_add_norm(inputs, attended, training=training)
         outputs = self.feed_forward_sublayer(x, training=training)
@@ -101,6 +112,26 @@ class TransformerXLBlock(BlockBase):
         if return_attention_scores:
             return outputs, scores, new_memory
         return outputs, new_memory
+
+    def memory_keys_values(self, memory):
+        """The attention's keys and values of memory states: a cache for `step`."""
+        memory = ops.cast(memory, self.compute_dtype)
+        return self.attention.memory_keys_values(self.attention_add_norm.normalize(memory))
+
+    def step(self, inputs, keys_values, attention_mask=None, position_keys=None):
+        """`call` for generation: the memory comes as its projected keys and values
+        (`memory_keys_values`), so each step projects only its own positions. Returns
+        (outputs, the keys and values of the last memory_length positions)."""
+        normalized = self.attention_add_norm.normalize(inputs)
+        attended = self.attention(
+            normalized, memory_keys_values=keys_values, attention_mask=attention_mask, position_keys=position_keys
+        )
+        x = self.attention_add_norm(inputs, attended)
+        outputs = self.feed_forward_sublayer(x)
+        new = self.attention.memory_keys_values(normalized)
+        keys_values = [ops.concatenate([ops.cast(old, n.dtype), n], axis=1) for old, n in zip(keys_values, new)]
+        length = ops.shape(keys_values[0])[1]
+        return outputs, tuple(t[:, length - self.memory_length :] for t in keys_values)
 
     def get_config(self):
         config = super().get_config()

@@ -110,8 +110,15 @@ class TransformerXL(keras.Model):
         memories = [tf.zeros([batch, c.memory_length, c.hidden_dim], self.compute_dtype) for _ in self.blocks]
         return memories, tf.zeros([batch, c.memory_length], tf.bool)
 
-    def call(self, token_ids, state=None, real=None, training=None):
-        """`real`: optional bool (batch, T), False on (left) padding of the input."""
+    def position_keys(self, length):
+        """Each layer's projected relative encodings for segments of `length` tokens (the key
+        length is memory_length + length): computed once, passed to many calls of that length."""
+        c = self.config
+        return [block.attention.position_keys(c.memory_length + length, c.hidden_dim) for block in self.blocks]
+
+    def call(self, token_ids, state=None, real=None, training=None, position_keys=None):
+        """`real`: optional bool (batch, T), False on (left) padding of the input.
+        `position_keys`: optional `self.position_keys(T)`."""
         c = self.config
         batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
         memories, valid = self.initial_state(batch) if state is None else state
@@ -123,8 +130,9 @@ class TransformerXL(keras.Model):
         x = self.embedding(token_ids) * tf.cast(math.sqrt(c.hidden_dim), self.compute_dtype)
         x = self.embedding_dropout(x, training=training)
         new_memories = []
-        for block, memory in zip(self.blocks, memories):
-            x, memory = block(x, memory, attention_mask=mask, training=training)
+        position_keys = position_keys or [None] * len(self.blocks)
+        for block, memory, position in zip(self.blocks, memories, position_keys):
+            x, memory = block(x, memory, attention_mask=mask, training=training, position_keys=position)
             new_memories.append(memory)
         if self.final_norm is not None:
             x = self.final_norm(x)
@@ -134,6 +142,33 @@ class TransformerXL(keras.Model):
         new_memories = [tf.ensure_shape(m, [None, c.memory_length, c.hidden_dim]) for m in new_memories]
         valid = tf.ensure_shape(keys[:, tf.shape(keys)[1] - c.memory_length :], [None, c.memory_length])
         return logits, (new_memories, valid)
+
+    def keys_values_state(self, state):
+        """The state for `step`: each layer's memory as its attention's keys and values."""
+        memories, valid = state
+        return [block.memory_keys_values(m) for block, m in zip(self.blocks, memories)], valid
+
+    def step(self, token_ids, state, position_keys=None):
+        """`call` (inference) over a `keys_values_state`: each layer projects only the new
+        positions instead of its whole memory. Returns (logits, the next such state)."""
+        c = self.config
+        keys_values, valid = state
+        batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
+        keys = tf.concat([valid, tf.ones([batch, length], tf.bool)], axis=1)
+        mask = keys[:, None, :]
+        if c.same_length and c.memory_length:
+            mask = tf.logical_and(mask, look_ahead_mask(length, c.memory_length, window=c.memory_length + 1)[None])
+        x = self.embedding(token_ids) * tf.cast(math.sqrt(c.hidden_dim), self.compute_dtype)
+        position_keys = position_keys or [None] * len(self.blocks)
+        new_keys_values = []
+        for block, cache, position in zip(self.blocks, keys_values, position_keys):
+            x, cache = block.step(x, cache, attention_mask=mask, position_keys=position)
+            new_keys_values.append(tuple(tf.ensure_shape(t, [None, c.memory_length, *t.shape[2:]]) for t in cache))
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        logits = tf.cast(self.embedding(x, reverse=True), tf.float32)
+        valid = tf.ensure_shape(keys[:, tf.shape(keys)[1] - c.memory_length :], [None, c.memory_length])
+        return logits, (new_keys_values, valid)
 
     def get_config(self):
         return {"config": dataclasses.asdict(self.config), "name": self.name}
@@ -218,7 +253,8 @@ def lm_loss(label_smoothing=0.0):
 def evaluate_streams(model, streams, segment_length, progress=None, use_memory=True):
     """Summed negative log-likelihood (nats) and token count over the stream layout, carrying
     the memory from segment to segment (or, with use_memory=False, starting each segment empty)."""
-    step = tf.function(lambda inputs, labels, state: _nll(model, inputs, labels, state))
+    step = tf.function(lambda inputs, labels, state, keys: _nll(model, inputs, labels, state, keys))
+    keys = model.position_keys(segment_length)  # every segment has the same key length
     state = model.initial_state(streams.shape[0])
     total, count = 0.0, 0
     per_pass = segments_per_pass(streams, segment_length)
@@ -226,22 +262,25 @@ def evaluate_streams(model, streams, segment_length, progress=None, use_memory=T
         window = streams[:, s * segment_length : (s + 1) * segment_length + 1]
         if not use_memory:
             state = model.initial_state(streams.shape[0])
-        nll, state = step(window[:, :-1], window[:, 1:], state)
+        nll, state = step(window[:, :-1], window[:, 1:], state, keys)
         total, count = total + float(nll), count + window[:, 1:].size
         if progress:
             progress.update(s + 1)
     return total, count
 
 
-def _nll(model, inputs, labels, state):
-    logits, state = model(inputs, state)
+def _nll(model, inputs, labels, state, position_keys):
+    logits, state = model(inputs, state, position_keys=position_keys)
     return tf.reduce_sum(smoothed_cross_entropy(labels, logits)), state
 
 
 def evaluate_sliding_window(model, streams, segment_length, context, progress=None):
     """The vanilla evaluation: each segment scored after recomputing `context` - segment_length
-    earlier tokens from scratch (no memory). Same NLL bookkeeping as `evaluate_streams`."""
-    step = tf.function(lambda inputs, labels, real: _window_nll(model, inputs, labels, real, segment_length))
+    earlier tokens from scratch (no memory). Same NLL bookkeeping as `evaluate_streams`.
+    segment_length=1 is Al-Rfou et al.'s evaluation (one prediction per window). Give it a model
+    with memory_length 0: a memory would only add masked positions to every window."""
+    keys = model.position_keys(context)  # every window has the same length
+    step = tf.function(lambda inputs, labels, real, keys: _window_nll(model, inputs, labels, real, segment_length, keys))
     history = context - segment_length
     total, count = 0.0, 0
     per_pass = segments_per_pass(streams, segment_length)
@@ -253,15 +292,15 @@ def evaluate_sliding_window(model, streams, segment_length, context, progress=No
         inputs = np.pad(window[:, :-1], [[0, 0], [pad, 0]])
         labels = np.pad(window[:, 1:], [[0, 0], [pad, 0]])
         real = np.pad(np.ones_like(window[:, :-1], bool), [[0, 0], [pad, 0]])
-        total += float(step(inputs, labels, real))
+        total += float(step(inputs, labels, real, keys))
         count += streams.shape[0] * segment_length
         if progress:
             progress.update(s + 1)
     return total, count
 
 
-def _window_nll(model, inputs, labels, real, segment_length):
-    logits, _ = model(inputs, real=real)
+def _window_nll(model, inputs, labels, real, segment_length, position_keys):
+    logits, _ = model(inputs, real=real, position_keys=position_keys)
     losses = smoothed_cross_entropy(labels[:, -segment_length:], logits[:, -segment_length:])
     return tf.reduce_sum(losses)
 
@@ -289,11 +328,13 @@ def read_context(model, token_ids, real):
     batch = tf.shape(token_ids)[0]
     count = tf.shape(token_ids)[1] // c.segment_length
     logits = tf.TensorArray(tf.float32, size=count, infer_shape=False)
+    keys = model.position_keys(c.segment_length)
 
     def body(i, state, logits):
         begin = i * c.segment_length
         segment_logits, state = model(
-            token_ids[:, begin : begin + c.segment_length], state, real[:, begin : begin + c.segment_length]
+            token_ids[:, begin : begin + c.segment_length], state, real[:, begin : begin + c.segment_length],
+            position_keys=keys,
         )
         return i + 1, state, logits.write(i, segment_logits)
 
@@ -322,10 +363,14 @@ def generate(model, prompts, max_new_tokens, temperature=1.0, top_k=0, top_p=1.0
     last = tf.gather(prompts.values, prompts.row_limits() - 1)
     context, real = left_padded(prompts[:, :-1], model.config.segment_length)
     state, _ = read_context(model, context, real)
+    # Each step attends from one token over a fixed-size memory: the position keys are computed
+    # once, and the memory is kept as its keys and values (each step projects only its token).
+    state = model.keys_values_state(state)
+    keys = model.position_keys(1)
 
     def step(token_ids, index, state):
         del index  # positions are relative: the memory is all the model needs
-        logits, state = model(token_ids[:, None], state)
+        logits, state = model.step(token_ids[:, None], state, position_keys=keys)
         return logits[:, 0], state
 
     if greedy:

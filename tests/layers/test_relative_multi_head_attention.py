@@ -172,6 +172,14 @@ def test_relative_attention_with_memory_matches_numpy():
     _check(layer, x, mem)
 
 
+def test_precomputed_position_keys_match_the_numpy_reference():
+    layer, x, mem, _ = _setup(6, q_len=4, m_len=3, clamp_length=5)
+    keys = layer.position_keys(7, x.shape[-1])
+    assert tuple(keys.shape) == (7, layer.num_heads, layer.key_dim)
+    expected = rel_attention_reference(layer, x, mem, clamp_length=5)[0]
+    np.testing.assert_allclose(to_np(layer(x, memory=mem, position_keys=keys)), expected, atol=2e-5, rtol=1e-4)
+
+
 def test_relative_attention_clamp_length_matches_numpy():
     layer, x, mem, _ = _setup(2, q_len=4, m_len=3, clamp_length=2)
     _check(layer, x, mem, clamp_length=2)

@@ -50,6 +50,23 @@ def test_memory_equals_concatenated_run(norm_first, clamp_length):
                                atol=2e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_step_over_cached_keys_values_equals_call_over_memory(norm_first):
+    """Generation keeps each layer's memory as its projected keys and values: the same outputs as
+    attending over the memory states, and the next cache is the projection of the next memory."""
+    rng = np.random.default_rng(7)
+    seg1, seg2 = _segments(rng)
+    block = _block(7, memory_length=L1, norm_first=norm_first)
+    block(seg1)
+    _nontrivial(block, rng)
+    expected, new_memory = block(seg2, memory=seg1)
+    out, cache = block.step(seg2, block.memory_keys_values(seg1))
+    np.testing.assert_allclose(to_np(out), to_np(expected), atol=2e-5, rtol=1e-4)
+    for got, want in zip(cache, block.memory_keys_values(new_memory)):
+        assert tuple(got.shape) == (B, L1, HEADS, HID // HEADS)
+        np.testing.assert_allclose(to_np(got), to_np(want), atol=2e-5, rtol=1e-4)
+
+
 def test_new_memory_is_last_inputs():
     rng = np.random.default_rng(1)
     seg1, seg2 = _segments(rng)

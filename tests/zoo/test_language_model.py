@@ -72,6 +72,20 @@ def test_no_gradient_reaches_the_previous_segment():
     assert all(g is None or not np.any(g.numpy()) for g in gradients)
 
 
+def test_step_over_keys_values_equals_call_over_memories():
+    """Token by token from a segment's memory, `step` (the generation path) gives `call`'s logits."""
+    model = lively(dataclasses.replace(CONFIG, tie_embeddings=False))
+    tokens = tf.constant(np.random.default_rng(5).integers(2, 40, size=(2, 10)), tf.int32)
+    _, state = model(tokens[:, :6])
+    cached = model.keys_values_state(state)
+    keys = model.position_keys(1)
+    for i in range(6, 10):
+        expected, state = model(tokens[:, i : i + 1], state)
+        logits, cached = model.step(tokens[:, i : i + 1], cached, position_keys=keys)
+        np.testing.assert_allclose(logits.numpy(), expected.numpy(), atol=1e-4, rtol=1e-4)
+    np.testing.assert_array_equal(cached[1].numpy(), state[1].numpy())
+
+
 @pytest.mark.parametrize("prompts", [[[5, 6, 7]], [[5, 6, 7], [9, 10, 11, 12, 13, 14, 15, 16]]])
 def test_cached_generation_equals_recomputed_generation(prompts):
     # The whole context fits in memory; an untied output layer keeps an untrained model from echoing its input.
@@ -170,6 +184,8 @@ def test_sliding_window_and_memory_evaluations_agree_when_the_contexts_match():
     model = lively()
     streams = lm.stream_layout(np.random.default_rng(4).integers(2, 40, size=26).astype(np.int32), 2)  # 13 each
     nll, count = lm.evaluate_streams(model, streams, 6)
-    window_nll, window_count = lm.evaluate_sliding_window(model, streams, 6, context=12)
+    window_model = lm.build_language_model(lm.with_memory_length(CONFIG, 0))  # the same weights, no memory
+    window_model.set_weights(model.get_weights())
+    window_nll, window_count = lm.evaluate_sliding_window(window_model, streams, 6, context=12)
     assert count == window_count == 24
     np.testing.assert_allclose(nll, window_nll, rtol=1e-5)
