@@ -252,16 +252,19 @@ def lm_loss(label_smoothing=0.0):
 
 def evaluate_streams(model, streams, segment_length, progress=None, use_memory=True):
     """Summed negative log-likelihood (nats) and token count over the stream layout, carrying
-    the memory from segment to segment (or, with use_memory=False, starting each segment empty)."""
+    the memory from segment to segment (or, with use_memory=False, starting each segment empty).
+    The memory is kept as each layer's keys and values (`model.step`): a segment projects only
+    its own positions, and the position keys are computed once."""
     step = tf.function(lambda inputs, labels, state, keys: _nll(model, inputs, labels, state, keys))
     keys = model.position_keys(segment_length)  # every segment has the same key length
-    state = model.initial_state(streams.shape[0])
+    empty = model.keys_values_state(model.initial_state(streams.shape[0]))
+    state = empty
     total, count = 0.0, 0
     per_pass = segments_per_pass(streams, segment_length)
     for s in range(per_pass):
         window = streams[:, s * segment_length : (s + 1) * segment_length + 1]
         if not use_memory:
-            state = model.initial_state(streams.shape[0])
+            state = empty
         nll, state = step(window[:, :-1], window[:, 1:], state, keys)
         total, count = total + float(nll), count + window[:, 1:].size
         if progress:
@@ -270,7 +273,7 @@ def evaluate_streams(model, streams, segment_length, progress=None, use_memory=T
 
 
 def _nll(model, inputs, labels, state, position_keys):
-    logits, state = model(inputs, state, position_keys=position_keys)
+    logits, state = model.step(inputs, state, position_keys=position_keys)
     return tf.reduce_sum(smoothed_cross_entropy(labels, logits)), state
 
 
