@@ -31,8 +31,8 @@ def trained_run(tmp_path_factory):
         "source": translation.source_rows(sources, CONFIG.max_length),
         "target": translation.target_rows(targets, CONFIG.max_length),
     }
-    config = TrainConfig(train_steps=1500, batch_size=64, learning_rate=5e-3, warmup_steps=100, log_every=200,
-                         checkpoint_every=1500, label_smoothing=0.0)
+    config = TrainConfig(train_steps=600, batch_size=128, learning_rate=5e-3, warmup_steps=60, schedule="cosine",
+                         log_every=200, checkpoint_every=600, label_smoothing=0.0)
     plan = batching.training_plan([len(r) for r in rows["source"]], config.train_steps, config.batch_size, 0)
     task = Task(
         build_model=lambda: translation.build_translator(CONFIG),
@@ -53,7 +53,7 @@ def trained(trained_run):
 def test_restore_model_loads_every_trained_weight(trained_run):
     model, model_dir = trained_run
     fresh = translation.build_translator(CONFIG)
-    assert restore_model(fresh, model_dir) == 1500
+    assert restore_model(fresh, model_dir) == 600
     assert len(fresh.weights) == len(model.weights)
     for a, b in zip(model.weights, fresh.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
@@ -80,12 +80,11 @@ def exact_match(tokens, targets):
 
 def test_tiny_preset_learns_to_copy(trained):
     ids, targets = held_out()
-    # Measured: 89.5-96.5% after 1,500 steps, run to run (the issue asks 99% in a few hundred; repeated digits
-    # are the misses).
+    # Measured after 600 cosine steps: 99.5% greedy, 98.5% beam 4 (with 1/sqrt decay, 1,500 steps gave 90-96%).
     tokens, _ = translation.translate_ids(trained, ids, translation.DecodeConfig(beam_size=1))
-    assert exact_match(tokens[:, 0], targets) >= 0.85
+    assert exact_match(tokens[:, 0], targets) >= 0.99
     tokens, _ = translation.translate_ids(trained, ids, translation.DecodeConfig(beam_size=4))
-    assert exact_match(tokens[:, 0], targets) >= 0.85
+    assert exact_match(tokens[:, 0], targets) >= 0.975
 
 
 @pytest.mark.parametrize("beam_size", [1, 3])
