@@ -123,10 +123,7 @@ class TransformerXL(keras.Model):
         batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
         memories, valid = self.initial_state(batch) if state is None else state
         real = tf.ones([batch, length], tf.bool) if real is None else real
-        keys = tf.concat([valid, real], axis=1)  # (batch, M + T)
-        mask = keys[:, None, :]
-        if c.same_length and c.memory_length:  # without memory every query keeps its whole past
-            mask = tf.logical_and(mask, look_ahead_mask(length, c.memory_length, window=c.memory_length + 1)[None])
+        keys, mask = self._keys_and_mask(valid, real, length)
         x = self.embedding(token_ids) * tf.cast(math.sqrt(c.hidden_dim), self.compute_dtype)
         x = self.embedding_dropout(x, training=training)
         new_memories = []
@@ -143,6 +140,15 @@ class TransformerXL(keras.Model):
         valid = tf.ensure_shape(keys[:, tf.shape(keys)[1] - c.memory_length :], [None, c.memory_length])
         return logits, (new_memories, valid)
 
+    def _keys_and_mask(self, valid, real, length):
+        """Which of the M + T keys hold real tokens (batch, M + T), and the attention mask."""
+        c = self.config
+        keys = tf.concat([valid, real], axis=1)
+        mask = keys[:, None, :]
+        if c.same_length and c.memory_length:  # without memory every query keeps its whole past
+            mask = tf.logical_and(mask, look_ahead_mask(length, c.memory_length, window=c.memory_length + 1)[None])
+        return keys, mask
+
     def keys_values_state(self, state):
         """The state for `step`: each layer's memory as its attention's keys and values."""
         memories, valid = state
@@ -154,10 +160,7 @@ class TransformerXL(keras.Model):
         c = self.config
         keys_values, valid = state
         batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
-        keys = tf.concat([valid, tf.ones([batch, length], tf.bool)], axis=1)
-        mask = keys[:, None, :]
-        if c.same_length and c.memory_length:
-            mask = tf.logical_and(mask, look_ahead_mask(length, c.memory_length, window=c.memory_length + 1)[None])
+        keys, mask = self._keys_and_mask(valid, tf.ones([batch, length], tf.bool), length)
         x = self.embedding(token_ids) * tf.cast(math.sqrt(c.hidden_dim), self.compute_dtype)
         position_keys = position_keys or [None] * len(self.blocks)
         new_keys_values = []
