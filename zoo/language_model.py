@@ -116,9 +116,11 @@ class TransformerXL(keras.Model):
         c = self.config
         return [block.attention.position_keys(c.memory_length + length, c.hidden_dim) for block in self.blocks]
 
-    def call(self, token_ids, state=None, real=None, training=None, position_keys=None):
+    def call(self, token_ids, state=None, real=None, training=None, position_keys=None, logits_to_keep=None):
         """`real`: optional bool (batch, T), False on (left) padding of the input.
-        `position_keys`: optional `self.position_keys(T)`."""
+        `position_keys`: optional `self.position_keys(T)`.
+        `logits_to_keep`: optional int; logits of the last this many positions only (a scorer
+        that needs a few positions skips the vocabulary projection of the others)."""
         c = self.config
         batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
         memories, valid = self.initial_state(batch) if state is None else state
@@ -134,6 +136,8 @@ class TransformerXL(keras.Model):
         if self.final_norm is not None:
             x = self.final_norm(x)
         x = self.output_dropout(x, training=training)
+        if logits_to_keep is not None:
+            x = x[:, -logits_to_keep:]
         logits = tf.cast(self.embedding(x, reverse=True), tf.float32)
         # Static shapes, so the state can be a loop variable in graph mode.
         new_memories = [tf.ensure_shape(m, [None, c.memory_length, c.hidden_dim]) for m in new_memories]
@@ -306,8 +310,8 @@ def evaluate_sliding_window(model, streams, segment_length, context, progress=No
 
 
 def _window_nll(model, inputs, labels, real, segment_length, position_keys):
-    logits, _ = model(inputs, real=real, position_keys=position_keys)
-    losses = smoothed_cross_entropy(labels[:, -segment_length:], logits[:, -segment_length:])
+    logits, _ = model(inputs, real=real, position_keys=position_keys, logits_to_keep=segment_length)
+    losses = smoothed_cross_entropy(labels[:, -segment_length:], logits)
     return tf.reduce_sum(losses)
 
 

@@ -36,6 +36,17 @@ def test_second_segment_with_memory_equals_one_long_sequence():
     np.testing.assert_allclose(second, whole[:, 6:], atol=1e-5)
 
 
+
+def test_logits_to_keep_gives_the_last_positions_logits_and_the_same_state():
+    model = lively()
+    ids = tf.constant(np.random.default_rng(2).integers(2, 40, size=(2, 8)), tf.int32)
+    full, (memories, valid) = model(ids)
+    last, (kept_memories, kept_valid) = model(ids, logits_to_keep=3)
+    np.testing.assert_allclose(last, full[:, -3:], atol=1e-5)
+    for memory, kept in zip(memories, kept_memories):
+        np.testing.assert_array_equal(memory, kept)
+    np.testing.assert_array_equal(valid, kept_valid)
+
 @pytest.mark.parametrize("same_length", [False, True])
 def test_memory_shorter_than_the_segment_equals_the_windowed_block(same_length):
     """One layer: segment 2 with a memory of 3 = the concatenation where each query of
