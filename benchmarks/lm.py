@@ -29,12 +29,13 @@ from recipes.lm import load_trained  # also defines the recipes' flags, --datase
 flags.DEFINE_string("run_dir", None, "Run directory of the benchmarked model (default runs/bench_lm_<dataset>).")
 flags.DEFINE_integer("context", 512, "Context length of the evaluation-speed comparison.")
 flags.DEFINE_integer("speed_segments", 40, "Segments timed per evaluation method (the rate is extrapolated).")
+flags.DEFINE_integer("speed_streams", 32, "Streams (the batch) the test text is laid out as for the speed comparison.")
 flags.DEFINE_integer("vanilla_windows", 20, "Windows (per stream) timed for the one-prediction-per-window baseline.")
 FLAGS = flags.FLAGS
 
 RECIPE_FLAGS = {
-    "ptb": ["--preset=small", "--batch_size=32", "--dropout=0.25", "--learning_rate=1e-3", "--warmup_steps=200",
-            "--schedule=cosine", "--train_steps=2600"],
+    "ptb": ["--preset=small", "--batch_size=32", "--dropout=0.2", "--learning_rate=2e-3", "--warmup_steps=200",
+            "--schedule=cosine", "--train_steps=3200"],
     "tinyshakespeare": ["--preset=small", "--batch_size=32", "--segment_length=128", "--memory_length=128",
                         "--dropout=0.0", "--learning_rate=1.5e-3", "--warmup_steps=150", "--schedule=cosine",
                         "--train_steps=1100"],
@@ -53,7 +54,7 @@ def train_and_evaluate(dataset, run_dir):
         return json.load(f), " ".join(["python -m recipes.lm", *flags_, f"--model_dir={run_dir}"])
 
 
-def evaluation_speed(run_dir, dataset, context, segments, windows):
+def evaluation_speed(run_dir, dataset, context, segments, windows, num_streams):
     """Scored tokens per second at the same context: memory evaluation (segment T, memory
     context - T) against sliding windows of `context` tokens recomputed from scratch by the
     same weights without memory, scoring T tokens per window, and scoring 1 (Al-Rfou et al.)."""
@@ -65,7 +66,7 @@ def evaluation_speed(run_dir, dataset, context, segments, windows):
     _, model, vocabulary, _ = load_trained(run_dir, memory_length=context - segment)
     _, no_memory, _, _ = load_trained(run_dir, memory_length=0)
     ids = vocabulary.encode(datasets.load_corpus(dataset, "test").text)
-    streams = lm.stream_layout(ids, 10)
+    streams = lm.stream_layout(ids, num_streams)
 
     def timed(evaluate, *args):
         evaluate(*args[:1], args[1][:, : args[2] * 2 + 1], *args[2:])  # traces
@@ -111,7 +112,8 @@ def main(argv):
     run_dir = FLAGS.run_dir or os.path.join("runs", f"bench_lm_{dataset}")
     run_dir = run_dir if os.path.isabs(run_dir) else os.path.join(ROOT, run_dir)
     metrics, command = train_and_evaluate(dataset, run_dir)
-    evaluation = evaluation_speed(run_dir, dataset, FLAGS.context, FLAGS.speed_segments, FLAGS.vanilla_windows)
+    evaluation = evaluation_speed(run_dir, dataset, FLAGS.context, FLAGS.speed_segments, FLAGS.vanilla_windows,
+                                  FLAGS.speed_streams)
     generation = generation_speed(run_dir)
 
     test, train = metrics["eval_test"], metrics["train"]
@@ -132,8 +134,9 @@ def main(argv):
     segment = evaluation["segment"]
     lines += [
         "",
-        f"Evaluation speed at context {FLAGS.context}, test text as 10 streams (scored tokens per second; "
-        "the windows are recomputed by the same weights without memory):",
+        f"Evaluation speed at context {FLAGS.context}, test text as {FLAGS.speed_streams} streams (scored tokens "
+        "per second; the windows are recomputed by the same weights without memory and project only the "
+        "positions they score onto the vocabulary):",
         "",
         "| evaluation | scored tokens | tokens/s | memory's speed-up | mean NLL |",
         "|---|---|---|---|---|",
