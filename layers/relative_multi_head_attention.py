@@ -68,9 +68,12 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         memory_keys_values: optional `memory_keys_values(memory)`, in place of
             `memory`: a generation cache, so that each step projects only its own
             positions.
+        return_keys_values: also return the (keys, values) of all m_len + q_len
+            positions, each (batch, m_len + q_len, heads, key_dim): the next step's
+            cache, without projecting the inputs a second time.
 
     Returns:
-        (batch, q_len, hidden_dim), and the scores if asked.
+        (batch, q_len, hidden_dim), then the scores and the keys and values if asked.
 
     Example:
     >>> attention = RelativeMultiHeadAttention(num_heads=4, key_dim=8)
@@ -139,6 +142,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         return_attention_scores=False,
         position_keys=None,
         memory_keys_values=None,
+        return_keys_values=False,
     ):
         if memory_keys_values is not None:
             if memory is not None:
@@ -176,7 +180,8 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         probabilities = ops.softmax(scores, axis=-1)  # (batch, heads, q_len, k_len)
         dropped = ops.cast(self.dropout_layer(probabilities, training=training), value.dtype)
         outputs = self.output_dense(ops.einsum("bnqk,bknh->bqnh", dropped, value))
-        return (outputs, probabilities) if return_attention_scores else outputs
+        extras = ((probabilities,) if return_attention_scores else ()) + (((key, value),) if return_keys_values else ())
+        return (outputs, *extras) if extras else outputs
 
     def get_config(self):
         config = super().get_config()

@@ -123,13 +123,15 @@ class TransformerXLBlock(BlockBase):
         (`memory_keys_values`), so each step projects only its own positions. Returns
         (outputs, the keys and values of the last memory_length positions)."""
         normalized = self.attention_add_norm.normalize(inputs)
-        attended = self.attention(
-            normalized, memory_keys_values=keys_values, attention_mask=attention_mask, position_keys=position_keys
+        attended, keys_values = self.attention(
+            normalized,
+            memory_keys_values=keys_values,
+            attention_mask=attention_mask,
+            position_keys=position_keys,
+            return_keys_values=True,
         )
         x = self.attention_add_norm(inputs, attended)
         outputs = self.feed_forward_sublayer(x)
-        new = self.attention.memory_keys_values(normalized)
-        keys_values = [ops.concatenate([ops.cast(old, n.dtype), n], axis=1) for old, n in zip(keys_values, new)]
         length = ops.shape(keys_values[0])[1]
         return outputs, tuple(t[:, length - self.memory_length :] for t in keys_values)
 

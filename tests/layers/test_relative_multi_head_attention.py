@@ -180,6 +180,18 @@ def test_precomputed_position_keys_match_the_numpy_reference():
     np.testing.assert_allclose(to_np(layer(x, memory=mem, position_keys=keys)), expected, atol=2e-5, rtol=1e-4)
 
 
+def test_cached_keys_values_give_the_reference_output_and_the_next_cache():
+    """With the memory as its projected keys and values, the layer matches the reference and,
+    with return_keys_values, returns W_kE and W_v applied to [memory; inputs]."""
+    layer, x, mem, _ = _setup(7, q_len=4, m_len=3)
+    out, (keys, values) = layer(x, memory_keys_values=layer.memory_keys_values(mem), return_keys_values=True)
+    np.testing.assert_allclose(to_np(out), rel_attention_reference(layer, x, mem)[0], atol=2e-5, rtol=1e-4)
+    context = np.concatenate([np.asarray(mem, np.float64), np.asarray(x, np.float64)], axis=1)
+    hidden = x.shape[-1]
+    for projected, dense in ((keys, layer.key_dense), (values, layer.value_dense)):
+        expected = np.einsum("bsd,dhk->bshk", context, _w(dense).reshape(hidden, HEADS, KD))
+        np.testing.assert_allclose(to_np(projected), expected, atol=2e-5, rtol=1e-4)
+
 def test_relative_attention_clamp_length_matches_numpy():
     layer, x, mem, _ = _setup(2, q_len=4, m_len=3, clamp_length=2)
     _check(layer, x, mem, clamp_length=2)
