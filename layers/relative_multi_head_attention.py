@@ -69,7 +69,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             `memory`: a generation cache, so that each step projects only its own
             positions.
         return_keys_values: also return the (keys, values) of all m_len + q_len
-            positions, each (batch, m_len + q_len, heads, key_dim): the next step's
+            positions, each (batch, heads, m_len + q_len, key_dim): the next step's
             cache, without projecting the inputs a second time.
 
     Returns:
@@ -102,11 +102,13 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
 
     def build(self, inputs_shape, memory_shape=None):
         hidden_dim = inputs_shape[-1]
-        heads = (None, self.num_heads, self.key_dim)
-        self.query_dense = self._projection("bqd,dnh->bqnh", heads, "query")
-        self.key_dense = self._projection("bkd,dnh->bknh", heads, "key")
-        self.value_dense = self._projection("bkd,dnh->bknh", heads, "value")
-        self.position_dense = self._projection("kd,dnh->knh", heads[1:], "position")
+        # Keys, values and position keys are head-major (heads before length): the attention
+        # products then read them without a transpose, and a generation cache grows on axis 2.
+        n, h = self.num_heads, self.key_dim
+        self.query_dense = self._projection("bqd,dnh->bqnh", (None, n, h), "query")
+        self.key_dense = self._projection("bkd,dnh->bnkh", (n, None, h), "key")
+        self.value_dense = self._projection("bkd,dnh->bnkh", (n, None, h), "value")
+        self.position_dense = self._projection("kd,dnh->knh", (n, h), "position")  # transposed in position_keys
         self.output_dense = self._projection("bqnh,nhd->bqd", (None, hidden_dim), "attention_output")
         for layer in (self.query_dense, self.key_dense, self.value_dense):
             layer.build(inputs_shape)
@@ -125,12 +127,12 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         return sinusoid(distances, hidden_dim)
 
     def position_keys(self, key_length, hidden_dim):
-        """W_kR R for distances key_length - 1, ..., 0: (key_length, heads, key_dim)."""
+        """W_kR R for distances key_length - 1, ..., 0: (heads, key_length, key_dim)."""
         relative = self.relative_encoding(key_length, hidden_dim)
-        return self.position_dense(ops.cast(relative, self.compute_dtype))
+        return ops.transpose(self.position_dense(ops.cast(relative, self.compute_dtype)), (1, 0, 2))
 
     def memory_keys_values(self, memory):
-        """W_kE and W_v applied to memory states: (keys, values), each (batch, m_len, heads, key_dim)."""
+        """W_kE and W_v applied to memory states: (keys, values), each (batch, heads, m_len, key_dim)."""
         return self.key_dense(memory), self.value_dense(memory)
 
     def call(
@@ -147,13 +149,13 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         if memory_keys_values is not None:
             if memory is not None:
                 raise ValueError("Pass `memory` or `memory_keys_values`, not both.")
-            key = ops.concatenate([ops.cast(memory_keys_values[0], inputs.dtype), self.key_dense(inputs)], axis=1)
-            value = ops.concatenate([ops.cast(memory_keys_values[1], inputs.dtype), self.value_dense(inputs)], axis=1)
+            key = ops.concatenate([ops.cast(memory_keys_values[0], inputs.dtype), self.key_dense(inputs)], axis=2)
+            value = ops.concatenate([ops.cast(memory_keys_values[1], inputs.dtype), self.value_dense(inputs)], axis=2)
         else:
             context = inputs if memory is None else ops.concatenate([ops.cast(memory, inputs.dtype), inputs], axis=1)
-            key = self.key_dense(context)  # (batch, k_len, heads, key_dim)
+            key = self.key_dense(context)  # (batch, heads, k_len, key_dim)
             value = self.value_dense(context)
-        q_len, k_len = ops.shape(inputs)[1], ops.shape(key)[1]
+        q_len, k_len = ops.shape(inputs)[1], ops.shape(key)[2]
         # Always causal: rel_shift leaves garbage where keys are in the future.
         causal = look_ahead_mask(q_len, memory_length=k_len - q_len)[None]
         if attention_mask is None:
@@ -167,19 +169,19 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             attention_mask = ops.logical_and(ops.cast(attention_mask, "bool"), causal)
         query = self.query_dense(inputs)  # (batch, q_len, heads, key_dim)
         if position_keys is None:
-            position_keys = self.position_keys(k_len, inputs.shape[-1])  # (k_len, heads, key_dim)
+            position_keys = self.position_keys(k_len, inputs.shape[-1])  # (heads, k_len, key_dim)
         position = ops.cast(position_keys, self.compute_dtype)
 
         u = ops.cast(self.content_bias, query.dtype)
         v = ops.cast(self.position_bias, query.dtype)
-        content_scores = ops.einsum("bqnh,bknh->bnqk", query + u, key)  # (a) + (c)
-        position_scores = rel_shift(ops.einsum("bqnh,knh->bnqk", query + v, position))  # (b) + (d)
+        content_scores = ops.einsum("bqnh,bnkh->bnqk", query + u, key)  # (a) + (c)
+        position_scores = rel_shift(ops.einsum("bqnh,nkh->bnqk", query + v, position))  # (b) + (d)
         scores = ops.cast(content_scores + position_scores, "float32") / math.sqrt(self.key_dim)
 
         scores = ops.where(ops.cast(attention_mask, "bool")[:, None], scores, -1e9)
         probabilities = ops.softmax(scores, axis=-1)  # (batch, heads, q_len, k_len)
         dropped = ops.cast(self.dropout_layer(probabilities, training=training), value.dtype)
-        outputs = self.output_dense(ops.einsum("bnqk,bknh->bqnh", dropped, value))
+        outputs = self.output_dense(ops.einsum("bnqk,bnkh->bqnh", dropped, value))
         extras = ((probabilities,) if return_attention_scores else ()) + (((key, value),) if return_keys_values else ())
         return (outputs, *extras) if extras else outputs
 

@@ -132,8 +132,8 @@ class TransformerXLBlock(BlockBase):
         )
         x = self.attention_add_norm(inputs, attended)
         outputs = self.feed_forward_sublayer(x)
-        length = ops.shape(keys_values[0])[1]
-        return outputs, tuple(t[:, length - self.memory_length :] for t in keys_values)
+        length = ops.shape(keys_values[0])[2]  # (batch, heads, length, key_dim)
+        return outputs, tuple(t[:, :, length - self.memory_length :] for t in keys_values)
 
     def get_config(self):
         config = super().get_config()

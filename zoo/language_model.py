@@ -170,7 +170,8 @@ class TransformerXL(keras.Model):
         new_keys_values = []
         for block, cache, position in zip(self.blocks, keys_values, position_keys):
             x, cache = block.step(x, cache, attention_mask=mask, position_keys=position)
-            new_keys_values.append(tuple(tf.ensure_shape(t, [None, c.memory_length, *t.shape[2:]]) for t in cache))
+            shape = [None, c.num_heads, c.memory_length, c.hidden_dim // c.num_heads]  # head-major
+            new_keys_values.append(tuple(tf.ensure_shape(t, shape) for t in cache))
         if self.final_norm is not None:
             x = self.final_norm(x)
         logits = tf.cast(self.embedding(x, reverse=True), tf.float32)

@@ -175,7 +175,7 @@ def test_relative_attention_with_memory_matches_numpy():
 def test_precomputed_position_keys_match_the_numpy_reference():
     layer, x, mem, _ = _setup(6, q_len=4, m_len=3, clamp_length=5)
     keys = layer.position_keys(7, x.shape[-1])
-    assert tuple(keys.shape) == (7, layer.num_heads, layer.key_dim)
+    assert tuple(keys.shape) == (layer.num_heads, 7, layer.key_dim)  # head-major
     expected = rel_attention_reference(layer, x, mem, clamp_length=5)[0]
     np.testing.assert_allclose(to_np(layer(x, memory=mem, position_keys=keys)), expected, atol=2e-5, rtol=1e-4)
 
@@ -189,7 +189,7 @@ def test_cached_keys_values_give_the_reference_output_and_the_next_cache():
     context = np.concatenate([np.asarray(mem, np.float64), np.asarray(x, np.float64)], axis=1)
     hidden = x.shape[-1]
     for projected, dense in ((keys, layer.key_dense), (values, layer.value_dense)):
-        expected = np.einsum("bsd,dhk->bshk", context, _w(dense).reshape(hidden, HEADS, KD))
+        expected = np.einsum("bsd,dhk->bhsk", context, _w(dense).reshape(hidden, HEADS, KD))  # head-major
         np.testing.assert_allclose(to_np(projected), expected, atol=2e-5, rtol=1e-4)
 
 def test_relative_attention_clamp_length_matches_numpy():

@@ -63,7 +63,7 @@ def test_step_over_cached_keys_values_equals_call_over_memory(norm_first):
     out, cache = block.step(seg2, block.memory_keys_values(seg1))
     np.testing.assert_allclose(to_np(out), to_np(expected), atol=2e-5, rtol=1e-4)
     for got, want in zip(cache, block.memory_keys_values(new_memory)):
-        assert tuple(got.shape) == (B, L1, HEADS, HID // HEADS)
+        assert tuple(got.shape) == (B, HEADS, L1, HID // HEADS)  # head-major
         np.testing.assert_allclose(to_np(got), to_np(want), atol=2e-5, rtol=1e-4)
 
 
