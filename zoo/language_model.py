@@ -10,6 +10,7 @@ same state instead of recomputing the context.
 
 import dataclasses
 import math
+import weakref
 
 import keras
 import keras_hub
@@ -258,12 +259,26 @@ def lm_loss(label_smoothing=0.0):
     return loss
 
 
+_COMPILED = weakref.WeakKeyDictionary()  # model -> {key: tf.function}
+
+
+def compiled(model, key, function, **options):
+    """`tf.function` of `function(model, *args)` over `*args`, made once per (model, key):
+    evaluating or generating again with the same model does not trace again. It holds the
+    model weakly, so the cache entry goes with the model."""
+    functions = _COMPILED.setdefault(model, {})
+    if key not in functions:
+        owner = weakref.ref(model)
+        functions[key] = tf.function(lambda *args: function(owner(), *args), **options)
+    return functions[key]
+
+
 def evaluate_streams(model, streams, segment_length, progress=None, use_memory=True):
     """Summed negative log-likelihood (nats) and token count over the stream layout, carrying
     the memory from segment to segment (or, with use_memory=False, starting each segment empty).
     The memory is kept as each layer's keys and values (`model.step`): a segment projects only
     its own positions, and the position keys are computed once."""
-    step = tf.function(lambda inputs, labels, state, keys: _nll(model, inputs, labels, state, keys))
+    step = compiled(model, "nll", _nll)
     keys = model.position_keys(segment_length)  # every segment has the same key length
     empty = model.keys_values_state(model.initial_state(streams.shape[0]))
     state = empty
@@ -291,7 +306,7 @@ def evaluate_sliding_window(model, streams, segment_length, context, progress=No
     segment_length=1 is Al-Rfou et al.'s evaluation (one prediction per window). Give it a model
     with memory_length 0: a memory would only add masked positions to every window."""
     keys = model.position_keys(context)  # every window has the same length
-    step = tf.function(lambda inputs, labels, real, keys: _window_nll(model, inputs, labels, real, segment_length, keys))
+    step = compiled(model, ("window_nll", segment_length), lambda *args: _window_nll(*args, segment_length))
     history = context - segment_length
     total, count = 0.0, 0
     per_pass = segments_per_pass(streams, segment_length)
@@ -310,7 +325,7 @@ def evaluate_sliding_window(model, streams, segment_length, context, progress=No
     return total, count
 
 
-def _window_nll(model, inputs, labels, real, segment_length, position_keys):
+def _window_nll(model, inputs, labels, real, position_keys, segment_length):
     logits, _ = model(inputs, real=real, position_keys=position_keys, logits_to_keep=segment_length)
     losses = smoothed_cross_entropy(labels[:, -segment_length:], logits)
     return tf.reduce_sum(losses)
@@ -396,7 +411,7 @@ def generate_recomputing(model, prompt_ids, max_new_tokens):
     memory, no cache) for every new token: the reference `generate` is compared with."""
     ids = tf.convert_to_tensor(prompt_ids, tf.int32)
     # One graph for every length (as a compiled baseline would be), not one trace per length.
-    forward = tf.function(lambda x: model(x)[0], input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    forward = compiled(model, "forward", lambda m, x: m(x)[0], input_signature=[tf.TensorSpec([None, None], tf.int32)])
     out = []
     for _ in range(max_new_tokens):
         logits = forward(ids)
