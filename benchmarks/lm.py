@@ -4,12 +4,14 @@ r"""Transformer-XL language modelling: quality, and what the memory buys in spee
    --run_dir made with them), then the test split with the training memory, a longer
    evaluation memory, and no memory (the paper's ablation).
 2. Evaluation speed: the test set scored with the memory (segment T, memory 512 - T) against
-   sliding windows that recompute the same 512-token context, for every segment of T tokens and
-   (the paper's vanilla baseline, Al-Rfou et al.) for every token; the windows use the same
-   weights built without memory, so they compute no masked positions.
+   sliding windows that recompute the same 512-token context, for every segment of T tokens
+   (for several T: the saving grows as T shrinks) and (the paper's vanilla baseline, Al-Rfou
+   et al.) for every token; the windows use the same weights built without memory, so they
+   compute no masked positions.
 3. Generation speed: 300 new tokens with the cached states against recomputing the whole
    context for every token (greedy, one compiled graph for every length; outputs must match
    while the context fits in the memory).
+Each speed-up is the median ratio over pairs of runs taken alternately (`report.paired`).
 
   python -m benchmarks.lm --dataset=ptb --run_dir=runs/ptb
   python -m benchmarks.lm --dataset=tinyshakespeare --run_dir=runs/shakespeare
@@ -23,14 +25,17 @@ import time
 
 from absl import app, flags
 
-from benchmarks.report import ROOT, write_section
+from benchmarks.report import ROOT, paired, write_section
 from recipes.lm import load_trained  # also defines the recipes' flags, --dataset among them
 
 flags.DEFINE_string("run_dir", None, "Run directory of the benchmarked model (default runs/bench_lm_<dataset>).")
 flags.DEFINE_integer("context", 512, "Context length of the evaluation-speed comparison.")
-flags.DEFINE_integer("speed_segments", 40, "Segments timed per evaluation method (the rate is extrapolated).")
+flags.DEFINE_list("speed_segment_lengths", None, "Evaluation segment lengths of the speed comparison (default: "
+                  "the training segment length, its half and its quarter).")
+flags.DEFINE_integer("speed_tokens", 768, "Tokens per stream scored by each evaluation method in the speed comparison.")
 flags.DEFINE_integer("speed_streams", 32, "Streams (the batch) the test text is laid out as for the speed comparison.")
-flags.DEFINE_integer("speed_repeats", 3, "Each timing is the fastest of this many runs (the machine is noisy).")
+flags.DEFINE_integer("speed_repeats", 3, "Evaluation timings: pairs of runs (memory, window), taken alternately.")
+flags.DEFINE_integer("generation_repeats", 5, "Generation timings: pairs of runs (cached, recomputed), alternately.")
 flags.DEFINE_integer("vanilla_windows", 20, "Windows (per stream) timed for the one-prediction-per-window baseline.")
 FLAGS = flags.FLAGS
 
@@ -55,41 +60,53 @@ def train_and_evaluate(dataset, run_dir):
         return json.load(f), " ".join(["python -m recipes.lm", *flags_, f"--model_dir={run_dir}"])
 
 
-def fastest(function, repeats):
-    """(result, seconds) of the fastest of `repeats` calls."""
-    runs = []
-    for _ in range(repeats):
-        began = time.time()
-        result = function()
-        runs.append((time.time() - began, result))
-    seconds, result = min(runs, key=lambda run: run[0])
-    return result, seconds
+def multiply_adds(config, positions, keys, scored, vocab_size):
+    """Multiply-adds of one forward pass: `positions` new positions, each attending over
+    `keys` keys, `scored` of them projected onto the vocabulary (projections of the new
+    positions, attention's content and position scores and its weighted values, the
+    feed-forward network, the output layer)."""
+    d, f = config["hidden_dim"], config["intermediate_dim"]
+    per_position = config["num_layers"] * (4 * d * d + 2 * d * f + 3 * keys * d)
+    return positions * per_position + scored * vocab_size * d
 
 
-def evaluation_speed(run_dir, dataset, context, segments, windows, num_streams, repeats):
-    """Scored tokens per second at the same context: memory evaluation (segment T, memory
-    context - T) against sliding windows of `context` tokens recomputed from scratch by the
-    same weights without memory, scoring T tokens per window, and scoring 1 (Al-Rfou et al.)."""
+def evaluation_speed(run_dir, dataset, context, segment_lengths, tokens, windows, num_streams, repeats):
+    """Scored tokens per second at the same context, for each evaluation segment length T:
+    memory evaluation (memory context - T) against sliding windows of `context` tokens
+    recomputed from scratch by the same weights without memory, scoring T tokens per window;
+    and, once, windows scoring 1 token each (Al-Rfou et al.)."""
     from zoo import datasets
     from zoo import language_model as lm
 
-    run = json.load(open(os.path.join(run_dir, "config.json")))
-    segment = run["model"]["segment_length"]
-    _, model, vocabulary, _ = load_trained(run_dir, memory_length=context - segment)
-    _, no_memory, _, _ = load_trained(run_dir, memory_length=0)
-    ids = vocabulary.encode(datasets.load_corpus(dataset, "test").text)
-    streams = lm.stream_layout(ids, num_streams)
-
-    def timed(evaluate, *args):
-        evaluate(*args[:1], args[1][:, : args[2] * 2 + 1], *args[2:])  # traces
-        (nll, count), seconds = fastest(lambda: evaluate(*args), repeats)
-        return nll / count, count, seconds
-
-    memory = timed(lm.evaluate_streams, model, streams[:, : segment * segments + 1], segment)
-    window = timed(lm.evaluate_sliding_window, no_memory, streams[:, : segment * segments + 1], segment, context)
+    run, no_memory, vocabulary, _ = load_trained(run_dir, memory_length=0)
+    vocab_size = run["model"]["vocab_size"]
+    streams = lm.stream_layout(vocabulary.encode(datasets.load_corpus(dataset, "test").text), num_streams)
+    rows = []
+    for segment in segment_lengths:
+        _, model, _, _ = load_trained(run_dir, memory_length=context - segment)
+        text = streams[:, : tokens // segment * segment + 1]
+        warm = streams[:, : segment + 1]
+        lm.evaluate_streams(model, warm, segment), lm.evaluate_sliding_window(no_memory, warm, segment, context)
+        memory, window, memory_seconds, window_seconds, speedup = paired(
+            lambda: lm.evaluate_streams(model, text, segment),
+            lambda: lm.evaluate_sliding_window(no_memory, text, segment, context),
+            repeats,
+        )
+        compute = multiply_adds(run["model"], context, context, segment, vocab_size) / multiply_adds(
+            run["model"], segment, context, segment, vocab_size
+        )
+        rows.append({"segment": segment, "tokens": memory[1], "memory_rate": memory[1] / memory_seconds,
+                     "window_rate": window[1] / window_seconds, "speedup": speedup, "compute_ratio": compute,
+                     "memory_nll": memory[0] / memory[1], "window_nll": window[0] / window[1]})
+        print(rows[-1], flush=True)
     # One prediction per window, on the windows that end where the memory evaluation's first segments do.
-    vanilla = timed(lm.evaluate_sliding_window, no_memory, streams[:, : windows + 1], 1, context)
-    return {"segment": segment, "memory": memory, "window": window, "vanilla": vanilla}
+    text = streams[:, : windows + 1]
+    lm.evaluate_sliding_window(no_memory, text[:, :2], 1, context)
+    began = time.time()
+    _, count = lm.evaluate_sliding_window(no_memory, text, 1, context)
+    vanilla = {"tokens": count, "rate": count / (time.time() - began),
+               "multiply_adds": multiply_adds(run["model"], context, context, 1, vocab_size)}
+    return rows, vanilla
 
 
 def generation_speed(run_dir, repeats, new_tokens=300):
@@ -103,13 +120,14 @@ def generation_speed(run_dir, repeats, new_tokens=300):
     _, no_memory, _, _ = load_trained(run_dir, memory_length=0)
     prompt = vocabulary.tokenize(tf.constant(["the company said" if vocabulary.level == "word" else "ROMEO:"]))
     generate = tf.function(lambda p: lm.generate(model, p, new_tokens, greedy=True))
-    generate(prompt)
-    cached, cached_seconds = fastest(lambda: generate(prompt).numpy(), repeats)
+    generate(prompt)  # traces
     lm.generate_recomputing(no_memory, prompt.to_tensor(), 2)  # traces
-    recomputed, recomputed_seconds = fastest(
-        lambda: lm.generate_recomputing(no_memory, prompt.to_tensor(), new_tokens).numpy(), repeats
+    cached, recomputed, cached_seconds, recomputed_seconds, speedup = paired(
+        lambda: generate(prompt).numpy(),
+        lambda: lm.generate_recomputing(no_memory, prompt.to_tensor(), new_tokens).numpy(),
+        repeats,
     )
-    return {"cached_seconds": cached_seconds, "recomputed_seconds": recomputed_seconds,
+    return {"cached_seconds": cached_seconds, "recomputed_seconds": recomputed_seconds, "speedup": speedup,
             "same": bool(np.array_equal(cached, recomputed)), "tokens": new_tokens}
 
 
@@ -121,9 +139,12 @@ def main(argv):
     run_dir = FLAGS.run_dir or os.path.join("runs", f"bench_lm_{dataset}")
     run_dir = run_dir if os.path.isabs(run_dir) else os.path.join(ROOT, run_dir)
     metrics, command = train_and_evaluate(dataset, run_dir)
-    evaluation = evaluation_speed(run_dir, dataset, FLAGS.context, FLAGS.speed_segments, FLAGS.vanilla_windows,
-                                  FLAGS.speed_streams, FLAGS.speed_repeats)
-    generation = generation_speed(run_dir, FLAGS.speed_repeats)
+    run = json.load(open(os.path.join(run_dir, "config.json")))
+    segment = run["model"]["segment_length"]
+    lengths = [int(t) for t in FLAGS.speed_segment_lengths or (segment, segment // 2, segment // 4)]
+    rows, vanilla = evaluation_speed(run_dir, dataset, FLAGS.context, lengths, FLAGS.speed_tokens,
+                                     FLAGS.vanilla_windows, FLAGS.speed_streams, FLAGS.speed_repeats)
+    generation = generation_speed(run_dir, FLAGS.generation_repeats)
 
     test, train = metrics["eval_test"], metrics["train"]
     word = dataset == "ptb"
@@ -139,28 +160,40 @@ def main(argv):
         if name in test:
             lines.append(f"| {label} | {test[name]['memory_length']} | **{test[name][key]:.3f}** | "
                          f"{test[name]['seconds']:.0f} s |")
-    rate = {name: evaluation[name][1] / evaluation[name][2] for name in ("memory", "window", "vanilla")}
-    segment = evaluation["segment"]
+    context = FLAGS.context
     lines += [
         "",
-        f"Evaluation speed at context {FLAGS.context}, test text as {FLAGS.speed_streams} streams (scored tokens "
-        f"per second, the fastest of {FLAGS.speed_repeats} runs; the windows are recomputed by the same weights without memory and project only the "
-        "positions they score onto the vocabulary):",
+        f"Evaluation speed at context {context}: the test text as {FLAGS.speed_streams} streams, "
+        f"{FLAGS.speed_tokens} tokens of each scored in segments of T tokens, with the memory (the last "
+        f"{context} - T positions) and by sliding windows of {context} tokens recomputed for every segment by the "
+        "same weights without memory (each window projects only its T scored positions onto the vocabulary). "
+        f"Speed-up: the median over {FLAGS.speed_repeats} pairs of runs taken alternately, so both methods see "
+        "the same spells of this noisy machine. Compute ratio: the window's multiply-adds per scored token over "
+        f"the memory's (`multiply_adds` in benchmarks/lm.py); the model was trained with T = {segment}.",
         "",
-        "| evaluation | scored tokens | tokens/s | memory's speed-up | mean NLL |",
-        "|---|---|---|---|---|",
-        f"| memory: segments of {segment}, memory {FLAGS.context - segment} | {evaluation['memory'][1]:,} | "
-        f"{rate['memory']:.0f} | | {evaluation['memory'][0]:.3f} |",
-        f"| sliding window of {FLAGS.context}, {segment} scored per window | {evaluation['window'][1]:,} | "
-        f"{rate['window']:.0f} | **{rate['memory'] / rate['window']:.1f}x** | {evaluation['window'][0]:.3f} |",
-        f"| sliding window of {FLAGS.context}, 1 scored per window (Al-Rfou et al., the paper's vanilla "
-        f"baseline) | {evaluation['vanilla'][1]:,} | {rate['vanilla']:.1f} | "
-        f"**{rate['memory'] / rate['vanilla']:.0f}x** | |",
+        "| T | memory, tokens/s | window, tokens/s | memory's speed-up | compute ratio | mean NLL, memory / window |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['segment']} | {row['memory_rate']:.0f} | {row['window_rate']:.0f} | **{row['speedup']:.1f}x** "
+            f"| {row['compute_ratio']:.1f} | {row['memory_nll']:.3f} / {row['window_nll']:.3f} |"
+        )
+    first = rows[0]
+    vanilla_ratio = vanilla["multiply_adds"] / multiply_adds(
+        run["model"], first["segment"], context, first["segment"], run["model"]["vocab_size"]
+    ) * first["segment"]
+    lines += [
         "",
-        f"Generating {generation['tokens']} tokens (greedy, one prompt; the fastest of {FLAGS.speed_repeats} runs): cached states "
-        f"{generation['cached_seconds']:.2f} s, recomputing the context every token "
-        f"{generation['recomputed_seconds']:.2f} s, speed-up **{generation['recomputed_seconds'] / generation['cached_seconds']:.1f}x**; "
-        f"identical tokens: {'yes' if generation['same'] else 'NO'}.",
+        f"The paper's vanilla baseline (Al-Rfou et al.: a window of {context} recomputed for every scored token), "
+        f"timed once on {vanilla['tokens']:,} tokens: {vanilla['rate']:.1f} tokens/s, so the memory at T = "
+        f"{first['segment']} is **{first['memory_rate'] / vanilla['rate']:.0f}x** faster (compute ratio "
+        f"{vanilla_ratio:.0f}).",
+        "",
+        f"Generating {generation['tokens']} tokens (greedy, one prompt; medians of {FLAGS.generation_repeats} "
+        f"pairs of runs taken alternately): cached states {generation['cached_seconds']:.2f} s, recomputing the "
+        f"context every token {generation['recomputed_seconds']:.2f} s, speed-up "
+        f"**{generation['speedup']:.1f}x**; identical tokens: {'yes' if generation['same'] else 'NO'}.",
     ]
     write_section(f"Language model: {dataset}", "\n".join(lines))
     print("\n".join(lines))

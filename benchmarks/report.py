@@ -4,6 +4,7 @@ import os
 import platform
 import re
 import shlex
+import statistics
 import sys
 import time
 
@@ -37,3 +38,19 @@ def write_section(name, body):
     text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
     with open(BENCHMARKS, "w") as f:
         f.write(text)
+
+
+def paired(ours, peer, repeats):
+    """Times `ours()` and `peer()` alternately, `repeats` times each, so that both see the
+    same spells of a noisy machine. Returns (ours' result, peer's result, ours' median
+    seconds, peer's median seconds, the median of the per-pair ratios peer / ours)."""
+    pairs = []
+    for _ in range(repeats):
+        began = time.time()
+        ours_result = ours()
+        middle = time.time()
+        peer_result = peer()
+        pairs.append((middle - began, time.time() - middle))
+    ours_seconds, peer_seconds = (statistics.median(p[i] for p in pairs) for i in (0, 1))
+    ratio = statistics.median(b / a for a, b in pairs)
+    return ours_result, peer_result, ours_seconds, peer_seconds, ratio
