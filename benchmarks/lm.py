@@ -25,7 +25,7 @@ import time
 
 from absl import app, flags
 
-from benchmarks.report import ROOT, paired, write_section
+from benchmarks.report import ROOT, median_seconds, paired, write_section
 from recipes.lm import load_trained  # also defines the recipes' flags, --dataset among them
 
 flags.DEFINE_string("run_dir", None, "Run directory of the benchmarked model (default runs/bench_lm_<dataset>).")
@@ -87,17 +87,18 @@ def evaluation_speed(run_dir, dataset, context, segment_lengths, tokens, windows
         text = streams[:, : tokens // segment * segment + 1]
         warm = streams[:, : segment + 1]
         lm.evaluate_streams(model, warm, segment), lm.evaluate_sliding_window(no_memory, warm, segment, context)
-        memory, window, memory_seconds, window_seconds, speedup = paired(
+        memory_runs, window_runs, speedup = paired(
             lambda: lm.evaluate_streams(model, text, segment),
             lambda: lm.evaluate_sliding_window(no_memory, text, segment, context),
             repeats,
         )
+        (memory_nll, count), (window_nll, _) = memory_runs[-1][1], window_runs[-1][1]
         compute = multiply_adds(run["model"], context, context, segment, vocab_size) / multiply_adds(
             run["model"], segment, context, segment, vocab_size
         )
-        rows.append({"segment": segment, "tokens": memory[1], "memory_rate": memory[1] / memory_seconds,
-                     "window_rate": window[1] / window_seconds, "speedup": speedup, "compute_ratio": compute,
-                     "memory_nll": memory[0] / memory[1], "window_nll": window[0] / window[1]})
+        rows.append({"segment": segment, "tokens": count, "memory_rate": count / median_seconds(memory_runs),
+                     "window_rate": count / median_seconds(window_runs), "speedup": speedup,
+                     "compute_ratio": compute, "memory_nll": memory_nll / count, "window_nll": window_nll / count})
         print(rows[-1], flush=True)
     # One prediction per window, on the windows that end where the memory evaluation's first segments do.
     text = streams[:, : windows + 1]
@@ -122,13 +123,13 @@ def generation_speed(run_dir, repeats, new_tokens=300):
     generate = tf.function(lambda p: lm.generate(model, p, new_tokens, greedy=True))
     generate(prompt)  # traces
     lm.generate_recomputing(no_memory, prompt.to_tensor(), 2)  # traces
-    cached, recomputed, cached_seconds, recomputed_seconds, speedup = paired(
+    cached, recomputed, speedup = paired(
         lambda: generate(prompt).numpy(),
         lambda: lm.generate_recomputing(no_memory, prompt.to_tensor(), new_tokens).numpy(),
         repeats,
     )
-    return {"cached_seconds": cached_seconds, "recomputed_seconds": recomputed_seconds, "speedup": speedup,
-            "same": bool(np.array_equal(cached, recomputed)), "tokens": new_tokens}
+    return {"cached_seconds": median_seconds(cached), "recomputed_seconds": median_seconds(recomputed),
+            "speedup": speedup, "same": bool(np.array_equal(cached[-1][1], recomputed[-1][1])), "tokens": new_tokens}
 
 
 def main(argv):

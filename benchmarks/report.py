@@ -42,15 +42,17 @@ def write_section(name, body):
 
 def paired(ours, peer, repeats):
     """Times `ours()` and `peer()` alternately, `repeats` times each, so that both see the
-    same spells of a noisy machine. Returns (ours' result, peer's result, ours' median
-    seconds, peer's median seconds, the median of the per-pair ratios peer / ours)."""
-    pairs = []
+    same spells of a noisy machine. Returns (ours' runs, peer's runs, the median of the
+    per-pair ratios peer seconds / ours seconds); a run is (seconds, result)."""
+    ours_runs, peer_runs = [], []
     for _ in range(repeats):
-        began = time.time()
-        ours_result = ours()
-        middle = time.time()
-        peer_result = peer()
-        pairs.append((middle - began, time.time() - middle))
-    ours_seconds, peer_seconds = (statistics.median(p[i] for p in pairs) for i in (0, 1))
-    ratio = statistics.median(b / a for a, b in pairs)
-    return ours_result, peer_result, ours_seconds, peer_seconds, ratio
+        for function, runs in ((ours, ours_runs), (peer, peer_runs)):
+            began = time.time()
+            result = function()
+            runs.append((time.time() - began, result))
+    ratio = statistics.median(b[0] / a[0] for a, b in zip(ours_runs, peer_runs))
+    return ours_runs, peer_runs, ratio
+
+
+def median_seconds(runs):
+    return statistics.median(seconds for seconds, _ in runs)

@@ -7,7 +7,8 @@ r"""Translation quality and speed on Multi30k de->en (small preset, this machine
    recomputing the decoder over the whole prefix at every step; greedy outputs must be identical.
 3. Training throughput: the same architecture built from keras-hub layers (TokenAndPositionEmbedding,
    TransformerEncoder / TransformerDecoder, Dense), trained on the same batches with the same
-   optimizer in a plain tf.function step, against the zoo's Trainer; tokens/s ratio.
+   optimizer in a plain tf.function step, against the zoo's Trainer loop; tokens/s ratio, the
+   two sides taking turns in rounds (`report.paired`).
 
   python -m benchmarks.translate --run_dir=runs/m30k_de_en
 """
@@ -20,10 +21,12 @@ import time
 
 from absl import app, flags
 
-from benchmarks.report import ROOT, write_section
+from benchmarks.report import ROOT, paired, write_section
 
 flags.DEFINE_string("run_dir", "runs/bench_m30k_de_en", "Run directory of the benchmarked model.")
 flags.DEFINE_integer("throughput_steps", 40, "Timed training steps per side for the throughput comparison.")
+flags.DEFINE_integer("throughput_rounds", 4, "The timed steps run in this many rounds, the zoo and the peer taking "
+                     "turns (the machine is noisy).")
 flags.DEFINE_float(
     "train_seconds", None, "Training time to report when the run in --run_dir was stopped at its last checkpoint "
     "(so metrics.json has none): the elapsed time the training log shows at that step."
@@ -31,7 +34,8 @@ flags.DEFINE_float(
 flags.DEFINE_integer("uncached_beam_sentences", 200, "Beam search without the cache is timed on this many test "
                      "sentences (with the cached search on the same ones): it takes ~1 s per sentence here.")
 flags.DEFINE_bool("reuse_decoding", False, "Keep the decoding timings saved by an earlier run of this program.")
-flags.DEFINE_bool("reuse_eval", False, "Keep the BLEU figures already in the run's metrics.json.")
+flags.DEFINE_bool("reuse_eval", False, "Keep the BLEU figures already in the run's metrics.json (and the "
+                  "validation BLEU of each length penalty tried, from bench_length_penalties.json).")
 flags.DEFINE_list("length_penalties", ["0.6"], "Beam-search length penalties tried on the validation split; the "
                   "best there is the one used on test.")
 FLAGS = flags.FLAGS
@@ -59,9 +63,13 @@ def train_and_evaluate(model_dir, reuse_eval=False, length_penalties=(0.6,)):
 
     with open(metrics_path) as f:
         metrics = json.load(f)
+    tried_path = os.path.join(model_dir, "bench_length_penalties.json")
     if reuse_eval and "eval_validation" in metrics and "eval_test" in metrics:
-        return metrics, " ".join(["python -m recipes.translate", *RECIPE_FLAGS, f"--model_dir={model_dir}"]), {}
+        tried = {float(p): b for p, b in json.load(open(tried_path)).items()} if os.path.exists(tried_path) else {}
+        return metrics, " ".join(["python -m recipes.translate", *RECIPE_FLAGS, f"--model_dir={model_dir}"]), tried
     tried = {penalty: evaluate("validation", penalty) for penalty in length_penalties}
+    with open(tried_path, "w") as f:
+        json.dump(tried, f)
     best = max(tried, key=tried.get)
     if best != length_penalties[-1]:  # metrics.json and the hypotheses file hold the chosen one's
         evaluate("validation", best)
@@ -115,8 +123,11 @@ def keras_hub_translator(config):
     return keras.Model([source, target], logits)
 
 
-def throughput(model_dir, steps):
-    """tokens/s of the zoo Trainer and of the keras-hub peer on the same batches."""
+def throughput(model_dir, steps, rounds):
+    """tokens/s of the zoo's training loop and of the keras-hub peer on the same batches, in
+    `rounds` alternating rounds of steps // rounds steps each (each round, both sides train on
+    the same batches). Returns (zoo tokens/s, peer tokens/s, the median of the per-round
+    ratios, peer parameters, zoo parameters)."""
     import tempfile
 
     import tensorflow as tf
@@ -137,19 +148,24 @@ def throughput(model_dir, steps):
         "target": translation.target_rows(tokenizer.tokenize(target_tok, data.targets), config.max_length),
     }
     lengths = [max(len(s), len(t) - 1) for s, t in zip(rows["source"], rows["target"])]
-    warmup = 10
+    warmup, per_round = 10, steps // rounds
     train_config = TrainConfig(train_steps=warmup + steps, batch_size=512, max_tokens=4096, learning_rate=1e-3,
-                               warmup_steps=400, log_every=warmup, checkpoint_every=10_000)
-    plan = batching.training_plan(lengths, warmup + steps, 512, 0, 1, 4096)
+                               warmup_steps=400, checkpoint_every=10_000)
+    plan = batching.training_plan(lengths, warmup + per_round * rounds, 512, 0, 1, 4096)
     loss_fn = translation.translation_loss(0.1)
 
-    # The zoo: its own Trainer, timed over the steps after the first `warmup` (its first log interval,
-    # which traces the loop).
-    task = Trainer(
+    # The zoo: its Trainer's model, optimizer and loop (the function Trainer.train runs between
+    # two log lines), over the same plan of batches.
+    trainer = Trainer(
         Task(lambda: translation.build_translator(config), lambda c, s: batching.plan_dataset(plan, rows, skip=s), loss_fn),
         train_config, tempfile.mkdtemp(prefix="bench_zoo_"), make_strategy("one_device"),
     )
-    zoo = task.train()
+    loop = tf.function(trainer._train_loop)
+    zoo_batches = iter(trainer.strategy.distribute_datasets_from_function(lambda c: trainer.task.dataset(c, 0)))
+
+    def zoo_steps(n):
+        _, tokens, trainer.state = loop(zoo_batches, tf.constant(n), trainer.state)
+        return int(tokens.numpy())
 
     # The peer: keras-hub layers, the same loss, optimizer and batches, one tf.function per step.
     model = keras_hub_translator(config)
@@ -169,14 +185,18 @@ def throughput(model_dir, steps):
             tf.cast(target[:, :-1] != 0, tf.int64)
         )
 
-    batches = iter(batching.plan_dataset(plan, rows))
-    for _ in range(warmup):
-        step(next(batches))
-    began, tokens = time.time(), 0
-    for _ in range(steps):
-        tokens += int(step(next(batches)))
-    peer = tokens / (time.time() - began)
-    return zoo["steady_tokens_per_second"], peer, model.count_params(), task.model.count_params()
+    peer_batches = iter(batching.plan_dataset(plan, rows))
+
+    def peer_steps(n):
+        return sum(int(step(next(peer_batches))) for _ in range(n))
+
+    zoo_steps(warmup), peer_steps(warmup)  # traces
+    zoo_runs, peer_runs, ratio = paired(lambda: zoo_steps(per_round), lambda: peer_steps(per_round), rounds)
+
+    def rate(runs):
+        return sum(tokens for _, tokens in runs) / sum(seconds for seconds, _ in runs)
+
+    return rate(zoo_runs), rate(peer_runs), ratio, model.count_params(), trainer.model.count_params()
 
 
 def main(argv):
@@ -192,7 +212,9 @@ def main(argv):
         speed = decoding_speed(model_dir, FLAGS.uncached_beam_sentences)
         with open(saved, "w") as f:
             json.dump({json.dumps(k): v for k, v in speed.items()}, f)
-    zoo_tps, peer_tps, peer_params, zoo_params = throughput(model_dir, FLAGS.throughput_steps)
+    zoo_tps, peer_tps, ratio, peer_params, zoo_params = throughput(
+        model_dir, FLAGS.throughput_steps, FLAGS.throughput_rounds
+    )
 
     validation, test = metrics["eval_validation"], metrics["eval_test"]
     train = metrics.get("train") or {"step": test["step"], "seconds": FLAGS.train_seconds, "tokens_per_second": None}
@@ -253,8 +275,9 @@ def main(argv):
         "",
         f"Training throughput, same architecture ({zoo_params:,} parameters in the zoo's, {peer_params:,} in the "
         "keras-hub one: untied output layer, learned positions), same batches (max 4,096 tokens), same loss and "
-        f"optimizer, {FLAGS.throughput_steps} steps after 10 warm-up steps: zoo {zoo_tps:.0f} tokens/s, keras-hub "
-        f"layers {peer_tps:.0f} tokens/s, ratio **{zoo_tps / peer_tps:.2f}x**.",
+        f"optimizer, {FLAGS.throughput_steps} steps after 10 warm-up steps, in {FLAGS.throughput_rounds} rounds "
+        f"taken alternately on the same batches: zoo {zoo_tps:.0f} tokens/s, keras-hub layers {peer_tps:.0f} "
+        f"tokens/s, ratio **{ratio:.2f}x** (median of the rounds' ratios).",
     ]
     write_section("Translation: Multi30k de-en", "\n".join(lines))
     print("\n".join(lines))
