@@ -12,6 +12,8 @@ r"""Transformer-XL language modelling: quality, and what the memory buys in spee
    context for every token (greedy, one compiled graph for every length; outputs must match
    while the context fits in the memory).
 Each speed-up is the median ratio over pairs of runs taken alternately (`report.paired`).
+A `bench_notes.md` in the run directory (how the run was chosen on validation) goes into the
+section as it is.
 
   python -m benchmarks.lm --dataset=ptb --run_dir=runs/ptb
   python -m benchmarks.lm --dataset=tinyshakespeare --run_dir=runs/shakespeare
@@ -154,6 +156,11 @@ def main(argv):
         f"Model trained by: `{command}` (step {train['step']}, {train['seconds'] / 60:.1f} min of training, "
         f"{train['tokens_per_second']:.0f} tokens/s).",
         "",
+    ]
+    notes = os.path.join(run_dir, "bench_notes.md")  # how the run was chosen, kept with the run
+    if os.path.exists(notes):
+        lines += [open(notes).read().strip(), ""]
+    lines += [
         f"| test set, {unit} | memory | value | evaluation time |",
         "|---|---|---|---|",
     ]
