@@ -11,7 +11,8 @@ r"""Transformer-XL language modelling: quality, and what the memory buys in spee
 3. Generation speed: 300 new tokens with the cached states against recomputing the whole
    context for every token (greedy, one compiled graph for every length; outputs must match
    while the context fits in the memory).
-Each speed-up is the median ratio over pairs of runs taken alternately (`report.paired`).
+Each speed-up but the vanilla baseline's (timed once: it is two orders of magnitude slower) is
+the median ratio over pairs of runs taken alternately (`report.paired`).
 A `bench_notes.md` in the run directory (how the run was chosen on validation) goes into the
 section as it is.
 
@@ -172,11 +173,12 @@ def main(argv):
     lines += [
         "",
         f"Evaluation speed at context {context}: the test text as {FLAGS.speed_streams} streams, "
-        f"{FLAGS.speed_tokens} tokens of each scored in segments of T tokens, with the memory (the last "
+        f"{rows[0]['tokens'] // FLAGS.speed_streams} tokens of each scored in segments of T tokens (the first "
+        f"{rows[-1]['tokens'] // FLAGS.speed_streams} for the last T), with the memory (the last "
         f"{context} - T positions) and by sliding windows of {context} tokens recomputed for every segment by the "
         "same weights without memory (each window projects only its T scored positions onto the vocabulary). "
-        f"Speed-up: the median over {FLAGS.speed_repeats} pairs of runs taken alternately, so both methods see "
-        "the same spells of this noisy machine. Compute ratio: the window's multiply-adds per scored token over "
+        f"Tokens/s: each method's median run. Speed-up: the median of the ratios of {FLAGS.speed_repeats} pairs "
+        "of runs taken alternately, so both methods see the same spells of this noisy machine. Compute ratio: the window's multiply-adds per scored token over "
         f"the memory's (`multiply_adds` in benchmarks/lm.py); the model was trained with T = {segment}.",
         "",
         "| T | memory, tokens/s | window, tokens/s | memory's speed-up | compute ratio | mean NLL, memory / window |",

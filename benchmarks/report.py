@@ -42,11 +42,13 @@ def write_section(name, body):
 
 def paired(ours, peer, repeats):
     """Times `ours()` and `peer()` alternately, `repeats` times each, so that both see the
-    same spells of a noisy machine. Returns (ours' runs, peer's runs, the median of the
+    same spells of a noisy machine; every other pair runs the peer first, so that neither
+    side always follows the other. Returns (ours' runs, peer's runs, the median of the
     per-pair ratios peer seconds / ours seconds); a run is (seconds, result)."""
     ours_runs, peer_runs = [], []
-    for _ in range(repeats):
-        for function, runs in ((ours, ours_runs), (peer, peer_runs)):
+    for i in range(repeats):
+        sides = [(ours, ours_runs), (peer, peer_runs)]
+        for function, runs in sides[:: -1 if i % 2 else 1]:
             began = time.time()
             result = function()
             runs.append((time.time() - began, result))

@@ -148,6 +148,8 @@ def throughput(model_dir, steps, rounds):
         "target": translation.target_rows(tokenizer.tokenize(target_tok, data.targets), config.max_length),
     }
     lengths = [max(len(s), len(t) - 1) for s, t in zip(rows["source"], rows["target"])]
+    if rounds <= 0 or steps % rounds:
+        raise ValueError(f"--throughput_steps={steps} must be a positive multiple of --throughput_rounds={rounds}.")
     warmup, per_round = 10, steps // rounds
     train_config = TrainConfig(train_steps=warmup + steps, batch_size=512, max_tokens=4096, learning_rate=1e-3,
                                warmup_steps=400, checkpoint_every=10_000)

@@ -103,7 +103,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
     def build(self, inputs_shape, memory_shape=None):
         hidden_dim = inputs_shape[-1]
         # Keys, values and position keys are head-major (heads before length): the attention
-        # products then read them without a transpose, and a generation cache grows on axis 2.
+        # products then read them without a transpose, and a cache is joined and cut on axis 2.
         n, h = self.num_heads, self.key_dim
         self.query_dense = self._projection("bqd,dnh->bqnh", (None, n, h), "query")
         self.key_dense = self._projection("bkd,dnh->bnkh", (n, None, h), "key")

@@ -264,12 +264,19 @@ _COMPILED = weakref.WeakKeyDictionary()  # model -> {key: tf.function}
 
 def compiled(model, key, function, **options):
     """`tf.function` of `function(model, *args)` over `*args`, made once per (model, key):
-    evaluating or generating again with the same model does not trace again. It holds the
-    model weakly, so the cache entry goes with the model."""
+    evaluating or generating again with the same model does not trace again. A key names one
+    function and its options (a later call with the same key gets the first one). It holds
+    the model weakly, so the cache entry goes with the model."""
     functions = _COMPILED.setdefault(model, {})
     if key not in functions:
         owner = weakref.ref(model)
-        functions[key] = tf.function(lambda *args: function(owner(), *args), **options)
+
+        def call(*args):
+            if owner() is None:
+                raise RuntimeError(f"The model of compiled function {key!r} no longer exists.")
+            return function(owner(), *args)
+
+        functions[key] = tf.function(call, **options)
     return functions[key]
 
 

@@ -180,6 +180,17 @@ def test_precomputed_position_keys_match_the_numpy_reference():
     np.testing.assert_allclose(to_np(layer(x, memory=mem, position_keys=keys)), expected, atol=2e-5, rtol=1e-4)
 
 
+def test_kernels_keep_their_shapes_and_names():
+    """The head-major outputs come from the einsum equations, not from the kernels: checkpoints
+    written before the layout changed still load."""
+    layer, *_ = _setup(8, q_len=4, m_len=3)
+    kernels = {w.path.split("/")[-2]: tuple(w.shape) for w in layer.weights if w.path.endswith("kernel")}
+    assert kernels == {
+        "query": (HID, HEADS, KD), "key": (HID, HEADS, KD), "value": (HID, HEADS, KD),
+        "position": (HID, HEADS, KD), "attention_output": (HEADS, KD, HID),
+    }
+
+
 def test_cached_keys_values_give_the_reference_output_and_the_next_cache():
     """With the memory as its projected keys and values, the layer matches the reference and,
     with return_keys_values, returns W_kE and W_v applied to [memory; inputs]."""

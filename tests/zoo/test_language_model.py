@@ -2,6 +2,8 @@
 stream batching and exact resumption with the memory."""
 
 import dataclasses
+import gc
+import weakref
 
 import keras
 import numpy as np
@@ -200,3 +202,15 @@ def test_sliding_window_and_memory_evaluations_agree_when_the_contexts_match():
     window_nll, window_count = lm.evaluate_sliding_window(window_model, streams, 6, context=12)
     assert count == window_count == 24
     np.testing.assert_allclose(nll, window_nll, rtol=1e-5)
+
+
+def test_evaluation_traces_once_per_model_and_the_compiled_steps_go_with_the_model():
+    model = lively()
+    streams = lm.stream_layout(np.random.default_rng(5).integers(2, 40, size=26).astype(np.int32), 2)
+    first = lm.evaluate_streams(model, streams, 6)
+    assert lm.evaluate_streams(model, streams, 6) == first
+    assert lm._COMPILED[model]["nll"].experimental_get_tracing_count() == 1
+    owner, cached = weakref.ref(model), len(lm._COMPILED)
+    del model
+    gc.collect()
+    assert owner() is None and len(lm._COMPILED) <= cached - 1  # gc may collect other tests' models too

@@ -1,0 +1,16 @@
+from benchmarks.lm import multiply_adds
+
+CONFIG = {"hidden_dim": 4, "intermediate_dim": 8, "num_layers": 2}
+
+
+def test_multiply_adds_counts_projections_attention_feed_forward_and_output_layer():
+    # Per layer and position: Q, K, V, O 4 * 4 * 4 = 64; feed-forward 2 * 4 * 8 = 64; content and
+    # position scores and weighted values over 10 keys 3 * 10 * 4 = 120. Two layers, 3 positions,
+    # one of them projected onto 7 words: 3 * 2 * 248 + 1 * 7 * 4.
+    assert multiply_adds(CONFIG, positions=3, keys=10, scored=1, vocab_size=7) == 3 * 2 * 248 + 28
+
+
+def test_a_window_costs_context_over_t_times_the_memory_when_the_output_layer_is_free():
+    memory = multiply_adds(CONFIG, positions=16, keys=512, scored=16, vocab_size=0)
+    window = multiply_adds(CONFIG, positions=512, keys=512, scored=16, vocab_size=0)
+    assert window / memory == 512 / 16
