@@ -2,6 +2,8 @@
 
 import keras
 
+from layers.flat_dense import FlatDense
+
 
 @keras.saving.register_keras_serializable(package="zoo")
 class FeedForward(keras.layers.Layer):
@@ -34,14 +36,14 @@ class FeedForward(keras.layers.Layer):
         self.intermediate_dim = intermediate_dim
         self.activation = activation
         self.dropout = dropout
-        self.intermediate_dense = keras.layers.Dense(
+        self.intermediate_dense = FlatDense(
             intermediate_dim, activation=activation, dtype=self.dtype_policy, name="intermediate_dense"
         )
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
         self.output_dense = None
 
     def build(self, inputs_shape):
-        self.output_dense = keras.layers.Dense(inputs_shape[-1], dtype=self.dtype_policy, name="output_dense")
+        self.output_dense = FlatDense(inputs_shape[-1], dtype=self.dtype_policy, name="output_dense")
         self.intermediate_dense.build(inputs_shape)
         self.output_dense.build((*inputs_shape[:-1], self.intermediate_dim))
         self.built = True

@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from layers.flat_einsum_dense import FlatEinsumDense
+
 
 @keras.saving.register_keras_serializable(package="zoo")
 class MultiHeadAttention(keras.layers.MultiHeadAttention):
@@ -62,6 +64,13 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             if kwargs.get(name):
                 raise ValueError(f"{name}={kwargs[name]!r} is not supported by the zoo's MultiHeadAttention.")
         super().__init__(num_heads, key_dim, value_dim=value_dim, dropout=dropout, **kwargs)
+
+    def build(self, query_shape, value_shape, key_shape=None):
+        super().build(query_shape, value_shape, key_shape)
+        # Keras builds the projections as EinsumDense; the same layers, weights and config,
+        # computed as one 2-D matmul each (see FlatEinsumDense).
+        for projection in (self._query_dense, self._key_dense, self._value_dense, self._output_dense):
+            projection.__class__ = FlatEinsumDense
 
     def call(
         self,

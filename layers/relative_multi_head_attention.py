@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from layers.flat_einsum_dense import FlatEinsumDense
 from layers.masks import look_ahead_mask
 from layers.positional_encoding import sinusoid
 
@@ -98,7 +99,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
 
     def _projection(self, equation, output_shape, name):
-        return keras.layers.EinsumDense(equation, output_shape=output_shape, dtype=self.dtype_policy, name=name)
+        return FlatEinsumDense(equation, output_shape=output_shape, dtype=self.dtype_policy, name=name)
 
     def build(self, inputs_shape, memory_shape=None):
         hidden_dim = inputs_shape[-1]
