@@ -94,6 +94,7 @@ def evaluation_speed(run_dir, dataset, context, segment_lengths, tokens, windows
             lambda: lm.evaluate_streams(model, text, segment),
             lambda: lm.evaluate_sliding_window(no_memory, text, segment, context),
             repeats,
+            f"evaluation, T = {segment} (memory, window)",
         )
         (memory_nll, count), (window_nll, _) = memory_runs[-1][1], window_runs[-1][1]
         compute = multiply_adds(run["model"], context, context, segment, vocab_size) / multiply_adds(
@@ -130,6 +131,7 @@ def generation_speed(run_dir, repeats, new_tokens=300):
         lambda: generate(prompt).numpy(),
         lambda: lm.generate_recomputing(no_memory, prompt.to_tensor(), new_tokens).numpy(),
         repeats,
+        "generation (cached, recomputed)",
     )
     return {"cached_seconds": median_seconds(cached), "recomputed_seconds": median_seconds(recomputed),
             "speedup": speedup, "same": bool(np.array_equal(cached[-1][1], recomputed[-1][1])), "tokens": new_tokens}

@@ -40,7 +40,7 @@ def write_section(name, body):
         f.write(text)
 
 
-def paired(ours, peer, repeats):
+def paired(ours, peer, repeats, label="timing"):
     """Times `ours()` and `peer()` alternately, `repeats` times each, so that both see the
     same spells of a noisy machine; every other pair runs the peer first, so that neither
     side always follows the other. Returns (ours' runs, peer's runs, the median of the
@@ -52,6 +52,7 @@ def paired(ours, peer, repeats):
             began = time.time()
             result = function()
             runs.append((time.time() - began, result))
+        print(f"{label}: pair {i + 1}/{repeats}: ours {ours_runs[-1][0]:.2f} s, peer {peer_runs[-1][0]:.2f} s", flush=True)
     ratio = statistics.median(b[0] / a[0] for a, b in zip(ours_runs, peer_runs))
     return ours_runs, peer_runs, ratio
 

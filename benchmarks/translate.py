@@ -193,7 +193,9 @@ def throughput(model_dir, steps, rounds):
         return sum(int(step(next(peer_batches))) for _ in range(n))
 
     zoo_steps(warmup), peer_steps(warmup)  # traces
-    zoo_runs, peer_runs, ratio = paired(lambda: zoo_steps(per_round), lambda: peer_steps(per_round), rounds)
+    zoo_runs, peer_runs, ratio = paired(
+        lambda: zoo_steps(per_round), lambda: peer_steps(per_round), rounds, "training throughput (zoo, keras-hub)"
+    )
 
     def rate(runs):
         return sum(tokens for _, tokens in runs) / sum(seconds for seconds, _ in runs)
