@@ -28,6 +28,7 @@ import time
 
 from absl import app, flags
 
+from benchmarks.costs import multiply_adds
 from benchmarks.report import ROOT, median_seconds, paired, write_section
 from recipes.lm import load_trained  # also defines the recipes' flags, --dataset among them
 
@@ -61,16 +62,6 @@ def train_and_evaluate(dataset, run_dir):
     subprocess.run([*command, "--mode=eval", "--eval_split=test", "--eval_memory_length=256"], cwd=ROOT, check=True)
     with open(metrics_path) as f:
         return json.load(f), " ".join(["python -m recipes.lm", *flags_, f"--model_dir={run_dir}"])
-
-
-def multiply_adds(config, positions, keys, scored, vocab_size):
-    """Multiply-adds of one forward pass: `positions` new positions, each attending over
-    `keys` keys, `scored` of them projected onto the vocabulary (projections of the new
-    positions, attention's content and position scores and its weighted values, the
-    feed-forward network, the output layer)."""
-    d, f = config["hidden_dim"], config["intermediate_dim"]
-    per_position = config["num_layers"] * (4 * d * d + 2 * d * f + 3 * keys * d)
-    return positions * per_position + scored * vocab_size * d
 
 
 def evaluation_speed(run_dir, dataset, context, segment_lengths, tokens, windows, num_streams, repeats):
@@ -181,7 +172,7 @@ def main(argv):
         "same weights without memory (each window projects only its T scored positions onto the vocabulary). "
         f"Tokens/s: each method's median run. Speed-up: the median of the ratios of {FLAGS.speed_repeats} pairs "
         "of runs taken alternately, so both methods see the same spells of this noisy machine. Compute ratio: the window's multiply-adds per scored token over "
-        f"the memory's (`multiply_adds` in benchmarks/lm.py); the model was trained with T = {segment}.",
+        f"the memory's (`multiply_adds` in benchmarks/costs.py); the model was trained with T = {segment}.",
         "",
         "| T | memory, tokens/s | window, tokens/s | memory's speed-up | compute ratio | mean NLL, memory / window |",
         "|---|---|---|---|---|---|",

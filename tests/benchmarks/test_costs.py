@@ -1,4 +1,4 @@
-from benchmarks.lm import multiply_adds
+from benchmarks.costs import multiply_adds
 
 CONFIG = {"hidden_dim": 4, "intermediate_dim": 8, "num_layers": 2}
 
