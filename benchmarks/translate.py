@@ -192,7 +192,8 @@ def throughput(model_dir, steps, rounds):
     def peer_steps(n):
         return sum(int(step(next(peer_batches))) for _ in range(n))
 
-    zoo_steps(warmup), peer_steps(warmup)  # traces
+    zoo_steps(warmup)  # traces
+    peer_steps(warmup)
     zoo_runs, peer_runs, ratio = paired(
         lambda: zoo_steps(per_round), lambda: peer_steps(per_round), rounds, "training throughput (zoo, keras-hub)"
     )

@@ -169,9 +169,9 @@ class TransformerXL(keras.Model):
         x = self.embedding(token_ids) * tf.cast(math.sqrt(c.hidden_dim), self.compute_dtype)
         position_keys = position_keys or [None] * len(self.blocks)
         new_keys_values = []
+        shape = [None, c.num_heads, c.memory_length, c.hidden_dim // c.num_heads]  # head-major
         for block, cache, position in zip(self.blocks, keys_values, position_keys):
             x, cache = block.step(x, cache, attention_mask=mask, position_keys=position)
-            shape = [None, c.num_heads, c.memory_length, c.hidden_dim // c.num_heads]  # head-major
             new_keys_values.append(tuple(tf.ensure_shape(t, shape) for t in cache))
         if self.final_norm is not None:
             x = self.final_norm(x)
