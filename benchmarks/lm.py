@@ -40,6 +40,8 @@ flags.DEFINE_integer("speed_tokens", 768, "Tokens per stream scored by each eval
 flags.DEFINE_integer("speed_streams", 32, "Streams (the batch) the test text is laid out as for the speed comparison.")
 flags.DEFINE_integer("speed_repeats", 3, "Evaluation timings: pairs of runs (memory, window), taken alternately.")
 flags.DEFINE_integer("generation_repeats", 5, "Generation timings: pairs of runs (cached, recomputed), alternately.")
+flags.DEFINE_list("seeds", ["0"], "Training seeds (--seed of the recipe). The first seed's run is the one timed; each "
+                  "further seed trains its own run (<run_dir>_seed<N>) with the same flags, for its test figures.")
 flags.DEFINE_integer("vanilla_windows", 20, "Windows (per stream) timed for the one-prediction-per-window baseline.")
 FLAGS = flags.FLAGS
 
@@ -52,9 +54,9 @@ RECIPE_FLAGS = {
 }
 
 
-def train_and_evaluate(dataset, run_dir):
+def train_and_evaluate(dataset, run_dir, seed=0):
     metrics_path = os.path.join(run_dir, "metrics.json")
-    flags_ = [f"--dataset={dataset}", *RECIPE_FLAGS[dataset]]
+    flags_ = [f"--dataset={dataset}", *RECIPE_FLAGS[dataset], f"--seed={seed}"]
     command = [sys.executable, "-m", "recipes.lm", *flags_, f"--model_dir={run_dir}"]
     done = os.path.exists(metrics_path) and "train" in json.load(open(metrics_path))
     if not done:
@@ -139,7 +141,9 @@ def main(argv):
         raise app.UsageError(f"--dataset={dataset}: this benchmark knows {sorted(RECIPE_FLAGS)}.")
     run_dir = FLAGS.run_dir or os.path.join("runs", f"bench_lm_{dataset}")
     run_dir = run_dir if os.path.isabs(run_dir) else os.path.join(ROOT, run_dir)
-    metrics, command = train_and_evaluate(dataset, run_dir)
+    seeds = [int(seed) for seed in FLAGS.seeds]
+    metrics, command = train_and_evaluate(dataset, run_dir, seeds[0])
+    other_seeds = [(seed, train_and_evaluate(dataset, f"{run_dir}_seed{seed}", seed)[0]) for seed in seeds[1:]]
     run = json.load(open(os.path.join(run_dir, "config.json")))
     segment = run["model"]["segment_length"]
     lengths = [int(t) for t in FLAGS.speed_segment_lengths or (segment, segment // 2, segment // 4)]
@@ -166,6 +170,18 @@ def main(argv):
         if name in test:
             lines.append(f"| {label} | {test[name]['memory_length']} | **{test[name][key]:.3f}** | "
                          f"{test[name]['seconds']:.0f} s |")
+    if other_seeds:
+        lines += [
+            "",
+            f"The same flags with other seeds (initialization and data order), each its own run: test {unit}",
+            "",
+            "| seed | training memory | no memory | training time |",
+            "|---|---|---|---|",
+        ]
+        for seed, other in [(seeds[0], metrics), *other_seeds]:
+            other_test = other["eval_test"]
+            lines.append(f"| {seed} | **{other_test['train_memory'][key]:.3f}** | {other_test['no_memory'][key]:.3f} | "
+                         f"{other['train']['seconds'] / 60:.1f} min |")
     context = FLAGS.context
     lines += [
         "",

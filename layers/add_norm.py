@@ -2,6 +2,8 @@
 
 import keras
 
+from layers.dropout import Dropout
+
 
 @keras.saving.register_keras_serializable(package="zoo")
 class AddNorm(keras.layers.Layer):
@@ -42,7 +44,7 @@ class AddNorm(keras.layers.Layer):
         self.dropout = dropout
         self.epsilon = epsilon
         self.norm_first = norm_first
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy)
         self.layer_norm = keras.layers.LayerNormalization(epsilon=epsilon, dtype=self.dtype_policy)
 
     def build(self, inputs_shape, sublayer_output_shape=None):

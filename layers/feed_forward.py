@@ -2,6 +2,7 @@
 
 import keras
 
+from layers.dropout import Dropout
 from layers.flat_dense import FlatDense
 
 
@@ -39,7 +40,7 @@ class FeedForward(keras.layers.Layer):
         self.intermediate_dense = FlatDense(
             intermediate_dim, activation=activation, dtype=self.dtype_policy, name="intermediate_dense"
         )
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy)
         self.output_dense = None
 
     def build(self, inputs_shape):

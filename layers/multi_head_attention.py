@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from layers.dropout import Dropout
 from layers.flat_einsum_dense import FlatEinsumDense
 
 
@@ -67,10 +68,12 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
 
     def build(self, query_shape, value_shape, key_shape=None):
         super().build(query_shape, value_shape, key_shape)
-        # Keras builds the projections as EinsumDense; the same layers, weights and config,
-        # computed as one 2-D matmul each (see FlatEinsumDense).
+        # Keras builds the projections as EinsumDense and the dropout as Dropout; the same
+        # layers, weights and config, computed as one 2-D matmul each (see FlatEinsumDense)
+        # and with the zoo's cheaper dropout mask (see layers.dropout.Dropout).
         for projection in (self._query_dense, self._key_dense, self._value_dense, self._output_dense):
             projection.__class__ = FlatEinsumDense
+        self._dropout_layer.__class__ = Dropout
 
     def call(
         self,

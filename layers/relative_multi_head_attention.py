@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from layers.dropout import Dropout
 from layers.flat_einsum_dense import FlatEinsumDense
 from layers.masks import look_ahead_mask
 from layers.positional_encoding import sinusoid
@@ -96,7 +97,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         self.key_dim = key_dim
         self.dropout = dropout
         self.clamp_length = clamp_length
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy)
 
     def _projection(self, equation, output_shape, name):
         return FlatEinsumDense(equation, output_shape=output_shape, dtype=self.dtype_policy, name=name)

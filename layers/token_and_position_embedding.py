@@ -6,6 +6,7 @@ import keras
 import keras_hub
 from keras import ops
 
+from layers.dropout import Dropout
 from layers.positional_encoding import PositionalEncoding
 
 POSITIONS = ("sinusoidal", "learned")
@@ -69,7 +70,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             )
         else:
             self.position_embedding = PositionalEncoding(dtype=self.dtype_policy, name="position_encoding")
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy)
 
     def build(self, token_ids_shape):
         self.token_embedding.build(token_ids_shape)

@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from layers import EncoderBlock, TokenAndPositionEmbedding, padding_mask
+from layers.dropout import Dropout
 from zoo.optimization import smoothed_cross_entropy
 from zoo.tokenizer import START_ID
 
@@ -53,7 +54,7 @@ def build_classifier(config):
         )(x, padding_mask=real)
     if config.norm_first:
         x = keras.layers.LayerNormalization(epsilon=1e-5, name="final_norm")(x)
-    head = keras.layers.Dropout(config.dropout)(x[:, 0])  # the <s> token's state
+    head = Dropout(config.dropout)(x[:, 0])  # the <s> token's state
     logits = keras.layers.Dense(config.num_classes, dtype="float32", name="logits")(head)
     return keras.Model(token_ids, logits, name="classifier")
 

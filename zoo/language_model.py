@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from layers import TransformerXLBlock, look_ahead_mask
+from layers.dropout import Dropout
 from zoo import decoding
 from zoo.optimization import smoothed_cross_entropy
 
@@ -87,7 +88,7 @@ class TransformerXL(keras.Model):
             embeddings_initializer=keras.initializers.RandomNormal(stddev=c.hidden_dim**-0.5),
             name="embedding",
         )
-        self.embedding_dropout = keras.layers.Dropout(c.dropout)
+        self.embedding_dropout = Dropout(c.dropout)
         self.blocks = [
             TransformerXLBlock(
                 c.num_heads,
@@ -104,7 +105,7 @@ class TransformerXL(keras.Model):
         for layer in self.blocks:  # tf.train.Checkpoint does not see layers inside Keras-tracked lists
             setattr(self, layer.name, layer)
         self.final_norm = keras.layers.LayerNormalization(epsilon=1e-5, name="final_norm") if c.norm_first else None
-        self.output_dropout = keras.layers.Dropout(c.dropout)
+        self.output_dropout = Dropout(c.dropout)
 
     def initial_state(self, batch):
         c = self.config

@@ -1,0 +1,40 @@
+"""Dropout whose mask costs half the random numbers and one multiply each way."""
+
+import keras
+import tensorflow as tf
+
+KEEP_LEVELS = 2**16  # the mask draws 16 random bits per element
+
+
+def keep_mask(shape, rate, seed, dtype):
+    """A (shape) tensor of 0 and 1 / (1 - rate): each element kept with probability 1 - rate
+    (rate rounded to a multiple of 2**-16), from 16 random bits per element, two per uint32
+    that `tf.random.stateless_uniform` draws with `seed` (an int32 pair)."""
+    drop_levels = round(rate * KEEP_LEVELS)
+    size = tf.reduce_prod(shape)
+    words = tf.random.stateless_uniform([(size + 1) // 2], seed, minval=None, maxval=None, dtype=tf.uint32)
+    bits = tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:size]
+    scale = KEEP_LEVELS / (KEEP_LEVELS - drop_levels)
+    return tf.reshape(tf.where(bits >= drop_levels, tf.constant(scale, dtype), tf.constant(0, dtype)), shape)
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class Dropout(keras.layers.Dropout):
+    """`keras.layers.Dropout` that multiplies its input by a mask of 0 and 1 / (1 - rate) built
+    from 16 random bits per element (`keep_mask`), so its gradient is that one multiply.
+
+    Keras's dropout (`tf.nn.experimental.stateless_dropout`) draws a float per element, then
+    scales and selects; its gradient selects again against zeros. On a CPU those passes cost
+    about as much as the matmuls of a small Transformer's feed-forward. Same arguments, config
+    and expected value as Keras's layer (the rate is used rounded to a multiple of 2**-16);
+    with `noise_shape` it calls Keras's.
+
+    Example:
+    >>> y = Dropout(0.1)(keras.ops.ones((4, 8)), training=True)  # entries 0 or 1 / 0.9
+    """
+
+    def call(self, inputs, training=False):
+        if not training or self.rate <= 0 or self.rate >= 1 or self.noise_shape is not None:
+            return super().call(inputs, training=training)
+        seed = tf.cast(tf.math.floormod(self.seed_generator.next(), tf.int32.max - 1), tf.int32)
+        return inputs * keep_mask(tf.shape(inputs), self.rate, seed, inputs.dtype)

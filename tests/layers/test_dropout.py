@@ -1,0 +1,80 @@
+"""Dropout: Keras's semantics (keep probability, scale, gradient, inference) from a cheaper mask."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras  # noqa: F401  (layers sets the backend first)
+import layers  # noqa: F401
+from layers.dropout import Dropout, keep_mask
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.5])
+def test_the_mask_keeps_one_minus_rate_with_independent_halves_of_each_random_word(rate):
+    mask = keep_mask(tf.constant([1000, 1001]), rate, tf.constant([3, 4]), tf.float32).numpy()
+    assert mask.shape == (1000, 1001)  # an odd size: the last word's second half is unused
+    np.testing.assert_allclose(np.unique(mask), [0.0, 1 / (1 - rate)], rtol=2e-5)  # rate to a multiple of 2**-16
+    kept = (mask > 0).ravel()
+    # Each uint32 gives two neighbouring elements: both halves keep 1 - rate, independently.
+    n = kept.size // 2 * 2
+    first, second = kept[:n:2], kept[1:n:2]
+    tolerance = 5 * np.sqrt(rate * (1 - rate) / first.size)
+    assert abs(first.mean() - (1 - rate)) < tolerance
+    assert abs(second.mean() - (1 - rate)) < tolerance
+    assert abs(np.corrcoef(first, second)[0, 1]) < 0.01
+    assert abs(mask.mean() - 1.0) < 5 * np.sqrt(rate / (1 - rate) / mask.size)  # the expected value is kept
+
+
+def test_training_multiplies_by_the_mask_and_so_does_the_gradient():
+    layer = Dropout(0.3, seed=1)
+    x = tf.constant(np.random.default_rng(0).normal(size=(4, 7, 9)).astype("float32"))
+    weights = tf.constant(np.random.default_rng(1).normal(size=(4, 7, 9)).astype("float32"))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(x, training=True)
+        loss = tf.reduce_sum(y * weights)
+    scaled = y.numpy() / x.numpy()
+    np.testing.assert_allclose(np.unique(np.round(scaled, 5)), [0.0, round(1 / 0.7, 5)], rtol=1e-5)
+    np.testing.assert_allclose(tape.gradient(loss, x).numpy(), scaled * weights.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_inference_and_rate_zero_are_the_identity_and_masks_differ_between_calls():
+    x = tf.ones((3, 5, 8))
+    layer = Dropout(0.5, seed=2)
+    np.testing.assert_array_equal(layer(x).numpy(), x.numpy())
+    np.testing.assert_array_equal(Dropout(0.0)(x, training=True).numpy(), x.numpy())
+    first, second = layer(x, training=True).numpy(), layer(x, training=True).numpy()
+    assert not np.array_equal(first, second)
+    again = Dropout(0.5, seed=2)
+    np.testing.assert_array_equal(again(x, training=True).numpy(), first)  # a seed reproduces the masks
+
+
+def test_symbolic_shapes_bfloat16_and_the_config_round_trip():
+    layer = Dropout(0.2, seed=5, dtype="mixed_bfloat16")
+    step = tf.function(lambda x: layer(x, training=True), input_signature=[tf.TensorSpec([None, None, 6])])
+    y = step(tf.ones((2, 3, 6)))
+    assert y.dtype == tf.bfloat16 and y.shape == (2, 3, 6)
+    np.testing.assert_allclose(np.unique(y.numpy().astype("float32")), [0.0, 1.25], rtol=1e-2)
+    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
+    assert type(restored) is Dropout and restored.get_config() == layer.get_config()
+
+
+def test_noise_shape_goes_to_keras():
+    y = Dropout(0.5, noise_shape=(2, 1, 4), seed=0)(tf.ones((2, 3, 4)), training=True).numpy()
+    np.testing.assert_array_equal(y, np.repeat(y[:, :1], 3, axis=1))  # one mask shared along axis 1
+
+
+def test_the_zoo_layers_drop_with_it():
+    attention = layers.MultiHeadAttention(num_heads=2, key_dim=4, dropout=0.1)
+    attention(tf.zeros((1, 3, 8)), tf.zeros((1, 3, 8)))
+    block = layers.TransformerXLBlock(num_heads=2, intermediate_dim=16, memory_length=2, dropout=0.1)
+    block(tf.zeros((1, 3, 8)))
+    embedding = layers.TokenAndPositionEmbedding(vocab_size=10, hidden_dim=8, max_length=5, dropout=0.1)
+    embedding(tf.zeros((1, 3), "int32"))
+    encoder = layers.EncoderBlock(num_heads=2, intermediate_dim=16, dropout=0.1)
+    encoder(tf.zeros((1, 3, 8)))
+    found = [
+        layer for owner in (attention, block, embedding, encoder) for layer in owner._flatten_layers()
+        if isinstance(layer, keras.layers.Dropout)
+    ]
+    assert len(found) >= 8 and all(type(layer) is Dropout for layer in found)
