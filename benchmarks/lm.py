@@ -11,6 +11,8 @@ r"""Transformer-XL language modelling: quality, and what the memory buys in spee
 3. Generation speed: 300 new tokens with the cached states against recomputing the whole
    context for every token (greedy, one compiled graph for every length; outputs must match
    while the context fits in the memory).
+`--seeds=0,1` also trains the same flags with seed 1 in <run_dir>_seed1 and tabulates the test
+figures of both (how robust the recipe is); the speed rows use the first seed's run.
 Each speed-up but the vanilla baseline's (timed once: it is two orders of magnitude slower) is
 the median ratio over pairs of runs taken alternately (`report.paired`).
 A `bench_notes.md` in the run directory (how the run was chosen on validation) goes into the
@@ -59,6 +61,12 @@ def train_and_evaluate(dataset, run_dir, seed=0):
     flags_ = [f"--dataset={dataset}", *RECIPE_FLAGS[dataset], f"--seed={seed}"]
     command = [sys.executable, "-m", "recipes.lm", *flags_, f"--model_dir={run_dir}"]
     done = os.path.exists(metrics_path) and "train" in json.load(open(metrics_path))
+    if done:
+        with open(os.path.join(run_dir, "config.json")) as f:
+            trained_seed = json.load(f)["train"]["seed"]
+        if trained_seed != seed:
+            raise app.UsageError(f"{run_dir} holds a finished run trained with --seed={trained_seed}, not {seed}: "
+                                 "give another --run_dir, or the seeds in the order that run had.")
     if not done:
         subprocess.run([*command, "--mode=train"], cwd=ROOT, check=True)
     subprocess.run([*command, "--mode=eval", "--eval_split=test", "--eval_memory_length=256"], cwd=ROOT, check=True)
@@ -142,6 +150,8 @@ def main(argv):
     run_dir = FLAGS.run_dir or os.path.join("runs", f"bench_lm_{dataset}")
     run_dir = run_dir if os.path.isabs(run_dir) else os.path.join(ROOT, run_dir)
     seeds = [int(seed) for seed in FLAGS.seeds]
+    if not seeds:
+        raise app.UsageError("--seeds needs at least one seed.")
     metrics, command = train_and_evaluate(dataset, run_dir, seeds[0])
     other_seeds = [(seed, train_and_evaluate(dataset, f"{run_dir}_seed{seed}", seed)[0]) for seed in seeds[1:]]
     run = json.load(open(os.path.join(run_dir, "config.json")))
@@ -173,7 +183,8 @@ def main(argv):
     if other_seeds:
         lines += [
             "",
-            f"The same flags with other seeds (initialization and data order), each its own run: test {unit}",
+            f"The same flags with other seeds (`--seed`: initialization, data order, the tokenizer's sample), each "
+            f"its own run (`--model_dir={run_dir}_seed<N>`): test {unit}",
             "",
             "| seed | training memory | no memory | training time |",
             "|---|---|---|---|",

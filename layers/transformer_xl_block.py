@@ -24,12 +24,14 @@ class TransformerXLBlock(BlockBase):
         num_heads: number of attention heads.
         intermediate_dim: inner width of the feed-forward network.
         memory_length: how many positions the returned memory keeps.
-        dropout: dropout on attention probabilities, FFN activations and
-            each sub-layer's output.
+        dropout: dropout on FFN activations and each sub-layer's output,
+            and (unless `attention_dropout` is given) on attention probabilities.
         activation: the FFN's activation.
         norm_first: pre-norm instead of the paper's post-norm.
         clamp_length: optional cap on relative distances.
         epsilon: LayerNorm's epsilon.
+        attention_dropout: dropout on the attention probabilities (the
+            reference implementation's `dropatt`); None: `dropout`.
 
     Call arguments:
         inputs: (batch, q_len, hidden_dim), this layer's input for the segment.
@@ -65,9 +67,13 @@ class TransformerXLBlock(BlockBase):
         norm_first=False,
         clamp_length=None,
         epsilon=1e-5,
+        attention_dropout=None,
         **kwargs,
     ):
         super().__init__(num_heads, intermediate_dim, dropout, activation, norm_first, epsilon, **kwargs)
+        if attention_dropout is not None and not 0 <= attention_dropout < 1:
+            raise ValueError(f"attention_dropout={attention_dropout!r} must be in [0, 1) or None.")
+        self.attention_dropout = attention_dropout
         if not isinstance(memory_length, int) or memory_length < 0:
             raise ValueError(f"memory_length={memory_length!r} must be a non-negative integer.")
         self.memory_length = memory_length
@@ -78,7 +84,12 @@ class TransformerXLBlock(BlockBase):
     def build(self, inputs_shape, memory_shape=None):
         key_dim = head_dim(inputs_shape[-1], self.num_heads)
         self.attention = RelativeMultiHeadAttention(
-            self.num_heads, key_dim, self.dropout, self.clamp_length, dtype=self.dtype_policy, name="attention"
+            self.num_heads,
+            key_dim,
+            self.dropout if self.attention_dropout is None else self.attention_dropout,
+            self.clamp_length,
+            dtype=self.dtype_policy,
+            name="attention",
         )
         self.attention.build(inputs_shape, memory_shape)
         self.attention_add_norm.build(inputs_shape)
@@ -137,5 +148,7 @@ class TransformerXLBlock(BlockBase):
 
     def get_config(self):
         config = super().get_config()
-        config.update(memory_length=self.memory_length, clamp_length=self.clamp_length)
+        config.update(
+            memory_length=self.memory_length, clamp_length=self.clamp_length, attention_dropout=self.attention_dropout
+        )
         return config

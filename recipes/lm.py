@@ -42,6 +42,8 @@ flags.DEFINE_integer("eval_memory_length", None, "Cached positions per layer at 
 flags.DEFINE_integer("clamp_length", None, "Relative distances beyond this share one encoding.")
 flags.DEFINE_bool("same_length", None, "Every query attends to the same number of keys.")
 flags.DEFINE_float("dropout", None, "Dropout rate. Default: the preset's.")
+flags.DEFINE_float("attention_dropout", None, "Dropout on attention probabilities (the reference code's dropatt). "
+                   "Default: the preset's, where None means --dropout.")
 flags.DEFINE_integer("eval_batch_size", 10, "Streams the evaluated text is laid out as.")
 flags.DEFINE_string("prompt", None, "Text to continue (--mode=generate).")
 flags.DEFINE_integer("max_new_tokens", 100, "Tokens to generate.")
@@ -65,7 +67,8 @@ def prepare_run(model_dir, dataset, wanted, corpus, chief):
         if run["dataset"] != dataset or run["model"] != dataclasses.asdict(wanted):
             raise common.RunDirError(
                 f"{model_dir} holds a run of {run['dataset']!r} with model {run['model']}; resume it with the same "
-                "--dataset/--preset/--segment_length/--memory_length/--clamp_length/--same_length/--dropout, "
+                "--dataset/--preset/--segment_length/--memory_length/--clamp_length/--same_length/--dropout/"
+                "--attention_dropout, "
                 "or use another --model_dir."
             )
         return run, Vocabulary.load(model_dir)
@@ -220,6 +223,7 @@ def main(argv):
             clamp_length=FLAGS.clamp_length,
             same_length=FLAGS.same_length,
             dropout=FLAGS.dropout,
+            attention_dropout=FLAGS.attention_dropout,
         )
         train_config, epochs = common.train_config(DEFAULTS)
         strategy = make_strategy(FLAGS.strategy, FLAGS.cpu_replicas, FLAGS.tpu)

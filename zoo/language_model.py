@@ -35,6 +35,7 @@ class LMConfig:
     clamp_length: int | None = None  # relative distances beyond this share one encoding
     same_length: bool = False  # every query sees the same number of keys (memory_length + 1)
     dropout: float = 0.1
+    attention_dropout: float | None = None  # on attention probabilities (Dai et al.'s dropatt); None: dropout
     tie_embeddings: bool = True
     norm_first: bool = False
     activation: str = "relu"
@@ -95,6 +96,7 @@ class TransformerXL(keras.Model):
                 c.intermediate_dim,
                 c.memory_length,
                 dropout=c.dropout,
+                attention_dropout=c.attention_dropout,
                 activation=c.activation,
                 norm_first=c.norm_first,
                 clamp_length=c.clamp_length,

@@ -49,7 +49,7 @@ def test_inference_and_rate_zero_are_the_identity_and_masks_differ_between_calls
     np.testing.assert_array_equal(again(x, training=True).numpy(), first)  # a seed reproduces the masks
 
 
-def test_symbolic_shapes_bfloat16_and_the_config_round_trip():
+def test_unknown_shapes_bfloat16_and_the_config_round_trip():
     layer = Dropout(0.2, seed=5, dtype="mixed_bfloat16")
     step = tf.function(lambda x: layer(x, training=True), input_signature=[tf.TensorSpec([None, None, 6])])
     y = step(tf.ones((2, 3, 6)))
@@ -57,6 +57,21 @@ def test_symbolic_shapes_bfloat16_and_the_config_round_trip():
     np.testing.assert_allclose(np.unique(y.numpy().astype("float32")), [0.0, 1.25], rtol=1e-2)
     restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
     assert type(restored) is Dropout and restored.get_config() == layer.get_config()
+    assert keras.saving.get_registered_name(Dropout) == "zoo>Dropout"
+
+
+def test_a_functional_model_saves_and_loads_with_it(tmp_path):
+    inputs = keras.Input((4,))
+    model = keras.Model(inputs, Dropout(0.5, seed=3)(keras.layers.Dense(4)(inputs)))
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert type(loaded.layers[-1]) is Dropout
+    x = np.ones((2, 4), "float32")
+    np.testing.assert_allclose(loaded(x).numpy(), model(x).numpy(), rtol=1e-6)
+
+
+def test_a_rate_that_rounds_to_one_drops_everything_through_keras():
+    np.testing.assert_array_equal(Dropout(1 - 1e-6, seed=0)(tf.ones((3, 4)), training=True).numpy(), np.zeros((3, 4)))
 
 
 def test_noise_shape_goes_to_keras():

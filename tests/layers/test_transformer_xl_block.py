@@ -173,3 +173,21 @@ def test_explicit_causal_mask_equals_default():
     mask2[:, :, 0] = False
     c, _ = block(seg2, memory=seg1, attention_mask=mask2)
     assert np.max(np.abs(to_np(a) - to_np(c))) > 1e-4
+
+
+def test_attention_dropout_sets_the_attention_probabilities_rate_alone():
+    block = layers.TransformerXLBlock(num_heads=2, intermediate_dim=16, memory_length=4, dropout=0.3, attention_dropout=0.0)
+    block(tf.zeros((1, 3, 8)))
+    assert block.attention.dropout == 0.0 and block.feed_forward.dropout == 0.3
+    default = layers.TransformerXLBlock(num_heads=2, intermediate_dim=16, memory_length=4, dropout=0.3)
+    default(tf.zeros((1, 3, 8)))
+    assert default.attention.dropout == 0.3  # None: the block's dropout, as before
+    restored = layers.TransformerXLBlock.from_config(block.get_config())
+    assert restored.attention_dropout == 0.0
+    # With attention_dropout=0 the attention output is the same in training and at inference.
+    x = tf.random.normal((2, 5, 8))
+    normalized = block.attention_add_norm.normalize(x)
+    np.testing.assert_allclose(block.attention(normalized, training=True).numpy(),
+                               block.attention(normalized, training=False).numpy(), rtol=1e-6)
+    with pytest.raises(ValueError, match="attention_dropout"):
+        layers.TransformerXLBlock(num_heads=2, intermediate_dim=16, memory_length=4, attention_dropout=1.0)
