@@ -51,8 +51,8 @@ RECIPE_FLAGS = {
     "ptb": ["--preset=small", "--batch_size=32", "--dropout=0.2", "--learning_rate=2e-3", "--warmup_steps=200",
             "--schedule=cosine", "--train_steps=3200"],
     "tinyshakespeare": ["--preset=small", "--batch_size=32", "--segment_length=128", "--memory_length=128",
-                        "--dropout=0.0", "--learning_rate=2e-3", "--warmup_steps=150", "--schedule=cosine",
-                        "--train_steps=1300"],
+                        "--dropout=0.05", "--attention_dropout=0.0", "--learning_rate=2e-3", "--warmup_steps=200",
+                        "--schedule=cosine", "--train_steps=3000", "--mixed_precision=bfloat16"],
 }
 
 

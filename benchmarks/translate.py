@@ -11,6 +11,7 @@ r"""Translation quality and speed on Multi30k de->en (small preset, this machine
    two sides taking turns in rounds (`report.paired`).
 
   python -m benchmarks.translate --run_dir=runs/m30k_de_en
+  python -m benchmarks.translate --throughput_only --run_dir=runs/bench_throughput   # step 3 alone
 """
 
 import json
@@ -36,6 +37,9 @@ flags.DEFINE_integer("uncached_beam_sentences", 200, "Beam search without the ca
 flags.DEFINE_bool("reuse_decoding", False, "Keep the decoding timings saved by an earlier run of this program.")
 flags.DEFINE_bool("reuse_eval", False, "Keep the BLEU figures already in the run's metrics.json (and the "
                   "validation BLEU of each length penalty tried, from bench_length_penalties.json).")
+flags.DEFINE_bool("throughput_only", False, "Only the training-throughput comparison, in a section of its own. It needs "
+                  "the run's config and tokenizers only: without them in --run_dir, a one-step run of the recipe's "
+                  "flags makes them.")
 flags.DEFINE_list("length_penalties", ["0.6"], "Beam-search length penalties tried on the validation split; the "
                   "best there is the one used on test.")
 FLAGS = flags.FLAGS
@@ -204,9 +208,34 @@ def throughput(model_dir, steps, rounds):
     return rate(zoo_runs), rate(peer_runs), ratio, model.count_params(), trainer.model.count_params()
 
 
+def throughput_line(zoo_tps, peer_tps, ratio, peer_params, zoo_params):
+    return (
+        f"Training throughput, same architecture ({zoo_params:,} parameters in the zoo's, {peer_params:,} in the "
+        "keras-hub one: untied output layer, learned positions), same batches (max 4,096 tokens), same loss and "
+        f"optimizer, {FLAGS.throughput_steps} steps after 10 warm-up steps, in {FLAGS.throughput_rounds} rounds "
+        f"taken alternately on the same batches: zoo {zoo_tps:.0f} tokens/s, keras-hub layers {peer_tps:.0f} "
+        f"tokens/s, ratio **{ratio:.2f}x** (median of the rounds' ratios)."
+    )
+
+
+def throughput_only(model_dir):
+    if not os.path.exists(os.path.join(model_dir, "config.json")):
+        flags_ = [f for f in RECIPE_FLAGS if not f.startswith("--train_steps=")]
+        subprocess.run([sys.executable, "-m", "recipes.translate", *flags_, "--train_steps=1", "--mode=train",
+                        f"--model_dir={model_dir}"], cwd=ROOT, check=True)
+    line = throughput_line(*throughput(model_dir, FLAGS.throughput_steps, FLAGS.throughput_rounds))
+    body = (f"The model of `python -m recipes.translate {' '.join(RECIPE_FLAGS)}`; both sides start from a fresh "
+            "initialization, as in the full benchmark (the run directory gives only the config and tokenizers, from a "
+            f"one-step run of those flags).\n\n{line}")
+    write_section("Translation: training throughput", body)
+    print(body)
+
+
 def main(argv):
     del argv
     model_dir = os.path.join(ROOT, FLAGS.run_dir) if not os.path.isabs(FLAGS.run_dir) else FLAGS.run_dir
+    if FLAGS.throughput_only:
+        return throughput_only(model_dir)
     penalties = tuple(float(p) for p in FLAGS.length_penalties)
     metrics, command, tried = train_and_evaluate(model_dir, FLAGS.reuse_eval, penalties)
     saved = os.path.join(model_dir, "bench_decoding.json")
@@ -278,11 +307,7 @@ def main(argv):
         "",
         f"Greedy outputs with and without the cache identical: {'yes' if greedy_same else 'NO'}.",
         "",
-        f"Training throughput, same architecture ({zoo_params:,} parameters in the zoo's, {peer_params:,} in the "
-        "keras-hub one: untied output layer, learned positions), same batches (max 4,096 tokens), same loss and "
-        f"optimizer, {FLAGS.throughput_steps} steps after 10 warm-up steps, in {FLAGS.throughput_rounds} rounds "
-        f"taken alternately on the same batches: zoo {zoo_tps:.0f} tokens/s, keras-hub layers {peer_tps:.0f} "
-        f"tokens/s, ratio **{ratio:.2f}x** (median of the rounds' ratios).",
+        throughput_line(zoo_tps, peer_tps, ratio, peer_params, zoo_params),
     ]
     write_section("Translation: Multi30k de-en", "\n".join(lines))
     print("\n".join(lines))
