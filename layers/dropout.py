@@ -25,8 +25,8 @@ class Dropout(keras.layers.Dropout):
 
     Keras's dropout (`tf.nn.experimental.stateless_dropout`) draws 32 random bits per element,
     then scales and selects; its gradient selects again against zeros. On a CPU the random
-    numbers dominate: this layer's forward and backward take about 0.6 of Keras's time
-    (`benchmarks/dropout.py`). Same arguments, config and expected value as Keras's layer (the
+    numbers dominate: this layer's forward and backward run 1.5x faster than Keras's in float32,
+    2x in bfloat16 (`benchmarks/dropout.py`). Same arguments, config and expected value as Keras's layer (the
     rate is used rounded to a multiple of 2**-16); with `noise_shape`, or a rate that rounds to
     1, it calls Keras's.
 
