@@ -106,9 +106,11 @@ def beam_search(step_fn, state, start_ids, max_steps, end_id, beam_size, length_
 
     Keeps `beam_size` unfinished hypotheses per sentence. As in fairseq, a
     candidate ending with `end_id` is finished only if it ranks among the
-    `beam_size` best candidates of its step, and a sentence is done once it
-    has `beam_size` finished hypotheses or no unfinished one can beat its worst
-    finished one (so beam_size=1 is exactly greedy search). A hypothesis'
+    `beam_size` best candidates of its step. A sentence is done once it has
+    `beam_size` finished hypotheses and its best unfinished one, scored at its
+    present length, does not beat the worst of them (as Hugging Face's default;
+    so beam_size=1 is exactly greedy search), or once no unfinished one can beat
+    the worst finished one at any length. A hypothesis'
     score is its summed log-probability divided by ((5 + length) / 6) **
     length_penalty, its length counting the end token. `state` (leading
     dimension B) is repeated per beam and reordered with the beams; what the
@@ -175,11 +177,16 @@ def beam_search(step_fn, state, start_ids, max_steps, end_id, beam_size, length_
         finished_scores, best = tf.math.top_k(merged_scores, k=k)
         finished_seqs = tf.gather(merged_seqs, best, batch_dims=1)
 
+        # Done when k hypotheses have finished and the best unfinished one, scored at its present
+        # length, does not beat the worst of them (Hugging Face's default): stopping at k finished
+        # alone (fairseq) can return a poor early end while a far better hypothesis is still alive.
+        # Or done when no unfinished hypothesis can beat the worst finished one at any length.
         full = tf.reduce_all(finished_scores > NEG_INF / 2, axis=1)
+        worse_now = alive_scores[:, 0] / length_penalty_factor(index + 1, length_penalty) <= finished_scores[:, -1]
         best_possible = alive_scores[:, 0] / length_penalty_factor(max_steps, length_penalty)
         # With a negative length penalty longer can score better: no bound then.
         hopeless = best_possible <= finished_scores[:, -1] if length_penalty >= 0 else tf.zeros_like(full)
-        done = tf.logical_or(done, tf.logical_or(full, hopeless))
+        done = tf.logical_or(done, tf.logical_or(tf.logical_and(full, worse_now), hopeless))
         return index + 1, last, state, alive_seqs, alive_scores, finished_seqs, finished_scores, done
 
     loop = tf.while_loop(
