@@ -37,6 +37,15 @@ def step_function(layer, x, weights):
     return step
 
 
+def timed(step, calls):
+    """Seconds for `calls` calls of `step`, waiting for the last result."""
+    began = time.perf_counter()
+    for _ in range(calls):
+        result = step()
+    result.numpy()
+    return time.perf_counter() - began
+
+
 def main(argv):
     del argv
     import keras
@@ -54,16 +63,8 @@ def main(argv):
             peer = step_function(keras.layers.Dropout(FLAGS.rate, dtype=dtype), x, weights)
             ours().numpy()  # traces
             peer().numpy()
-
-            def timed(step):
-                began = time.perf_counter()
-                for _ in range(FLAGS.calls):
-                    result = step()
-                result.numpy()
-                return time.perf_counter() - began
-
-            ours_runs, peer_runs, ratio = paired(lambda: timed(ours), lambda: timed(peer), FLAGS.repeats,
-                                                 f"{name}, {dtype} (zoo, Keras)")
+            ours_runs, peer_runs, ratio = paired(lambda: timed(ours, FLAGS.calls), lambda: timed(peer, FLAGS.calls),
+                                                 FLAGS.repeats, f"{name}, {dtype} (zoo, Keras)")
             per_call = 1000 / FLAGS.calls
             rows.append(f"| {name} | {shape} | {dtype} | {median_seconds(ours_runs) * per_call:.1f} ms | "
                         f"{median_seconds(peer_runs) * per_call:.1f} ms | **{ratio:.2f}x** |")

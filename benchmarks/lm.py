@@ -67,7 +67,7 @@ def train_and_evaluate(dataset, run_dir, seed=0):
         if trained_seed != seed:
             raise app.UsageError(f"{run_dir} holds a finished run trained with --seed={trained_seed}, not {seed}: "
                                  "give another --run_dir, or the seeds in the order that run had.")
-    if not done:
+    else:
         subprocess.run([*command, "--mode=train"], cwd=ROOT, check=True)
     subprocess.run([*command, "--mode=eval", "--eval_split=test", "--eval_memory_length=256"], cwd=ROOT, check=True)
     with open(metrics_path) as f:

@@ -26,9 +26,9 @@ class Dropout(keras.layers.Dropout):
     Keras's dropout (`tf.nn.experimental.stateless_dropout`) draws 32 random bits per element,
     then scales and selects; its gradient selects again against zeros. On a CPU the random
     numbers dominate: this layer's forward and backward run 1.5x faster than Keras's in float32,
-    2x in bfloat16 (`benchmarks/dropout.py`). Same arguments, config and expected value as Keras's layer (the
-    rate is used rounded to a multiple of 2**-16); with `noise_shape`, or a rate that rounds to
-    1, it calls Keras's.
+    2x in bfloat16 (`benchmarks/dropout.py`). Same arguments, config and expected value as
+    Keras's layer (the rate is used rounded to a multiple of 2**-16); with `noise_shape`, or a
+    rate that rounds to 1, it calls Keras's.
 
     Differences to know: the backward pass keeps the mask in the compute dtype (4 bytes per
     element in float32) where Keras keeps a boolean; and a dropped inf or NaN gives NaN (0 * inf),
