@@ -86,9 +86,34 @@ def make_optimizer(learning_rate, warmup_steps, mixed_precision="float32", sched
 
 def smoothed_cross_entropy(labels, logits, label_smoothing=0.0):
     """Per-example cross-entropy (float32) against labels smoothed uniformly
-    over the classes: (1 - e) * NLL + e * mean over classes of -log p."""
-    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
-    nll = -tf.gather(log_probs, labels, axis=-1, batch_dims=len(labels.shape))
-    if not label_smoothing:
-        return nll
-    return (1.0 - label_smoothing) * nll - label_smoothing * tf.reduce_mean(log_probs, axis=-1)
+    over the classes: (1 - e) * NLL + e * mean over classes of -log p.
+
+    Its gradient is written out, softmax(logits) - target (target = (1 - e) one_hot + e / classes),
+    in four passes over the logits: TensorFlow's own gradient of the same expression scatters the
+    label term into a zeroed (examples, classes) tensor and broadcasts the mean's, and took twice
+    as long (on 4,900 x 8,000 logits: 110 ms against 210 ms on a 2-core CPU)."""
+    logits = tf.cast(logits, tf.float32)
+    labels = tf.convert_to_tensor(labels)
+    shape, classes = tf.shape(labels), tf.shape(logits)[-1]
+    flat_labels = tf.reshape(labels, [-1])
+    flat_logits = tf.reshape(logits, [-1, classes])
+    e = float(label_smoothing)
+
+    @tf.custom_gradient
+    def loss(flat_logits):
+        log_probs = tf.nn.log_softmax(flat_logits, axis=-1)  # (examples, classes)
+        nll = -tf.gather(log_probs, flat_labels, axis=-1, batch_dims=1)
+        value = nll if not e else (1.0 - e) * nll - e * tf.reduce_mean(log_probs, axis=-1)
+
+        def grad(upstream):
+            upstream = upstream[:, None]
+            probabilities = tf.exp(log_probs) * upstream
+            if e:
+                probabilities -= upstream * (e / tf.cast(classes, tf.float32))
+            rows = tf.range(tf.shape(flat_labels)[0], dtype=flat_labels.dtype)
+            label_positions = tf.stack([rows, flat_labels], axis=1)
+            return tf.tensor_scatter_nd_sub(probabilities, label_positions, (1.0 - e) * upstream[:, 0])
+
+        return value, grad
+
+    return tf.reshape(loss(flat_logits), shape)

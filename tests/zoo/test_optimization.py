@@ -49,3 +49,37 @@ def test_smoothed_cross_entropy_matches_numpy():
         got = smoothed_cross_entropy(tf.constant(labels), tf.constant(logits), eps).numpy()
         np.testing.assert_allclose(got, expected, rtol=1e-5)
     assert math.isfinite(float(smoothed_cross_entropy(tf.constant([1]), tf.constant([[1e4, -1e4]]), 0.1)[0]))
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_smoothed_cross_entropy_gradient_is_softmax_minus_the_smoothed_target(eps):
+    # d loss / d logits = upstream * (softmax(logits) - target), for every example, in any batch shape.
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(2, 3, 7)).astype(np.float32) * 3
+    labels = rng.integers(0, 7, size=(2, 3))
+    upstream = rng.normal(size=(2, 3)).astype(np.float32)
+    x = tf.constant(logits)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        total = tf.reduce_sum(smoothed_cross_entropy(tf.constant(labels), x, eps) * upstream)
+    softmax = np.exp(logits - logits.max(-1, keepdims=True))
+    softmax /= softmax.sum(-1, keepdims=True)
+    target = np.full(logits.shape, eps / 7)
+    np.put_along_axis(target, labels[..., None], 1 - eps + eps / 7, axis=-1)
+    np.testing.assert_allclose(tape.gradient(total, x).numpy(), upstream[..., None] * (softmax - target), atol=1e-6)
+
+
+def test_smoothed_cross_entropy_gradient_in_bfloat16_logits_and_graph():
+    logits = tf.constant(np.random.default_rng(1).normal(size=(4, 5)), tf.bfloat16)
+    labels = tf.constant([0, 4, 2, 2])
+
+    @tf.function
+    def gradient(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            total = tf.reduce_sum(smoothed_cross_entropy(labels, x, 0.1))
+        return tape.gradient(total, x)
+
+    got = gradient(logits)
+    assert got.dtype == tf.bfloat16
+    np.testing.assert_allclose(tf.reduce_sum(tf.cast(got, tf.float32), axis=-1).numpy(), 0.0, atol=1e-2)
