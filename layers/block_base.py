@@ -16,6 +16,11 @@ def head_dim(hidden_dim, num_heads):
     return hidden_dim // num_heads
 
 
+def check_skip_padding(skip_padding, padding_mask):
+    if skip_padding and padding_mask is None:
+        raise ValueError("skip_padding=True needs `padding_mask`: it says which tokens are real.")
+
+
 class BlockBase(keras.layers.Layer):
     """Base of the Transformer blocks; not used on its own.
 

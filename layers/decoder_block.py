@@ -1,9 +1,10 @@
 """Transformer decoder block: masked self-attention, cross-attention, feed-forward."""
 
 import keras
+from keras import ops
 
-from layers.block_base import BlockBase, head_dim
-from layers.masks import merge_masks
+from layers.block_base import BlockBase, check_skip_padding, head_dim
+from layers.masks import gather_tokens, merge_masks, scatter_tokens
 from layers.multi_head_attention import MultiHeadAttention
 
 
@@ -45,6 +46,11 @@ class DecoderBlock(BlockBase):
         cross_attention_cache: from `compute_cross_attention_cache`.
         training: whether dropout is active.
         return_attention_scores: also return (self_scores, cross_scores).
+        skip_padding: compute the position-wise parts (projections, Add & Norm,
+            FFN) at the real tokens of `padding_mask` and `encoder_padding_mask` only
+            (`layers.masks.gather_tokens`): their outputs are the same, the padding's
+            are 0. Faster when batches hold padding; needs dynamic shapes, so not
+            under XLA (jit_compile, TPUs). Not with caches.
 
     Returns:
         outputs (batch, target_length, hidden_dim); then (self_scores,
@@ -84,6 +90,26 @@ class DecoderBlock(BlockBase):
         """Cross-attention keys/values of `encoder_output`, computed once per sentence."""
         return self.cross_attention.compute_cache(encoder_output)
 
+    def _attend_encoder(self, x, encoder_output, encoder_padding_mask, cross_attention_cache, tokens_of, training):
+        """Cross-attention of x over the encoder output (or its cache): (attended, scores).
+        With `tokens_of` (the decoder's padding mask), x holds those tokens' rows."""
+        if tokens_of is not None:
+            if encoder_padding_mask is None:
+                encoder_padding_mask = ops.ones(ops.shape(encoder_output)[:2], "bool")
+            encoder_tokens = gather_tokens(encoder_output, encoder_padding_mask)
+            return self.cross_attention.call_on_tokens(
+                x, encoder_tokens, tokens_of, encoder_padding_mask, return_attention_scores=True, training=training
+            )
+        mask = merge_masks(None, encoder_padding_mask)
+        if cross_attention_cache is None:
+            return self.cross_attention(
+                x, encoder_output, attention_mask=mask, return_attention_scores=True, training=training
+            )
+        attended, scores, _ = self.cross_attention(
+            x, None, attention_mask=mask, cache=cross_attention_cache, return_attention_scores=True, training=training
+        )
+        return attended, scores
+
     def call(
         self,
         inputs,
@@ -95,43 +121,49 @@ class DecoderBlock(BlockBase):
         cross_attention_cache=None,
         training=None,
         return_attention_scores=False,
+        skip_padding=False,
     ):
         if encoder_output is None and cross_attention_cache is None:
             raise ValueError("DecoderBlock needs `encoder_output` or a `cross_attention_cache`.")
         if cache is not None and cache_update_index is None:
             raise ValueError("A self-attention `cache` needs `cache_update_index` (the position of the new tokens).")
+        if skip_padding and (cache is not None or cross_attention_cache is not None):
+            raise ValueError("skip_padding works on whole sequences, not with a `cache` or `cross_attention_cache`.")
+        check_skip_padding(skip_padding, padding_mask)
         caching = {} if cache is None else {"cache": cache, "cache_update_index": cache_update_index}
-        x = self.self_attention_add_norm.normalize(inputs)
-        attended, self_scores, *new_cache = self.self_attention(
-            x,
-            x,
-            attention_mask=merge_masks(None, padding_mask),
-            use_causal_mask=True,
-            return_attention_scores=True,
-            training=training,
-            **caching,
-        )
-        x = self.self_attention_add_norm(inputs, attended, training=training)
-
-        residual = x
-        x = self.cross_attention_add_norm.normalize(x)
-        cross_mask = merge_masks(None, encoder_padding_mask)
-        if cross_attention_cache is None:
-            attended, cross_scores = self.cross_attention(
-                x, encoder_output, attention_mask=cross_mask, return_attention_scores=True, training=training
-            )
-        else:
-            attended, cross_scores, _ = self.cross_attention(
-                x,
-                None,
-                attention_mask=cross_mask,
-                cache=cross_attention_cache,
-                return_attention_scores=True,
+        # With skip_padding, x holds the real target tokens' rows (tokens, hidden) until the end.
+        x = gather_tokens(inputs, padding_mask) if skip_padding else inputs
+        normalized = self.self_attention_add_norm.normalize(x)
+        if skip_padding:
+            attended, self_scores = self.self_attention.call_on_tokens(
+                normalized, normalized, padding_mask, padding_mask, use_causal_mask=True, return_attention_scores=True,
                 training=training,
             )
-        x = self.cross_attention_add_norm(residual, attended, training=training)
+            new_cache = []
+        else:
+            attended, self_scores, *new_cache = self.self_attention(
+                normalized,
+                normalized,
+                attention_mask=merge_masks(None, padding_mask),
+                use_causal_mask=True,
+                return_attention_scores=True,
+                training=training,
+                **caching,
+            )
+        x = self.self_attention_add_norm(x, attended, training=training)
+
+        attended, cross_scores = self._attend_encoder(
+            self.cross_attention_add_norm.normalize(x),
+            encoder_output,
+            encoder_padding_mask,
+            cross_attention_cache,
+            padding_mask if skip_padding else None,
+            training,
+        )
+        x = self.cross_attention_add_norm(x, attended, training=training)
 
         outputs = self.feed_forward_sublayer(x, training=training)
+        outputs = scatter_tokens(outputs, padding_mask) if skip_padding else outputs
         results = (outputs,)
         if return_attention_scores:
             results += ((self_scores, cross_scores),)

@@ -2,8 +2,8 @@
 
 import keras
 
-from layers.block_base import BlockBase, head_dim
-from layers.masks import merge_masks
+from layers.block_base import BlockBase, check_skip_padding, head_dim
+from layers.masks import gather_tokens, merge_masks, scatter_tokens
 from layers.multi_head_attention import MultiHeadAttention
 
 
@@ -29,6 +29,10 @@ class EncoderBlock(BlockBase):
         attention_mask: bool (batch, seq, seq), True where attention is allowed.
         training: whether dropout is active.
         return_attention_scores: also return (batch, num_heads, seq, seq).
+        skip_padding: compute the position-wise parts (projections, Add & Norm,
+            FFN) at the real tokens of `padding_mask` only (`layers.masks.gather_tokens`):
+            their outputs are the same, the padding's are 0. Faster when batches
+            hold padding; needs dynamic shapes, so not under XLA (jit_compile, TPUs).
 
     Returns:
         (batch, seq, hidden_dim), and the attention scores if asked.
@@ -59,12 +63,29 @@ class EncoderBlock(BlockBase):
         self.build_feed_forward(inputs_shape)
         self.built = True
 
-    def call(self, inputs, padding_mask=None, attention_mask=None, training=None, return_attention_scores=False):
+    def call(
+        self,
+        inputs,
+        padding_mask=None,
+        attention_mask=None,
+        training=None,
+        return_attention_scores=False,
+        skip_padding=False,
+    ):
+        check_skip_padding(skip_padding, padding_mask)
         mask = merge_masks(attention_mask, padding_mask)  # (batch, 1 or seq, seq)
-        x = self.attention_add_norm.normalize(inputs)
-        attended, scores = self.self_attention(
-            x, x, attention_mask=mask, return_attention_scores=True, training=training
-        )
-        x = self.attention_add_norm(inputs, attended, training=training)
+        # With skip_padding, x holds the real tokens' rows (tokens, hidden) until the end.
+        x = gather_tokens(inputs, padding_mask) if skip_padding else inputs
+        normalized = self.attention_add_norm.normalize(x)
+        if skip_padding:
+            attended, scores = self.self_attention.call_on_tokens(
+                normalized, normalized, padding_mask, padding_mask, mask, return_attention_scores=True, training=training
+            )
+        else:
+            attended, scores = self.self_attention(
+                normalized, normalized, attention_mask=mask, return_attention_scores=True, training=training
+            )
+        x = self.attention_add_norm(x, attended, training=training)
         outputs = self.feed_forward_sublayer(x, training=training)
+        outputs = scatter_tokens(outputs, padding_mask) if skip_padding else outputs
         return (outputs, scores) if return_attention_scores else outputs

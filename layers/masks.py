@@ -4,6 +4,7 @@ One convention everywhere: a mask is boolean and True means "may attend"
 (for `padding_mask`: "is a real token"), as in Keras.
 """
 
+import tensorflow as tf
 from keras import ops
 
 
@@ -110,3 +111,38 @@ def merge_masks(allowed=None, real_keys=None):
     if real_keys is None:
         return allowed
     return ops.logical_and(allowed, real_keys)
+
+
+def gather_tokens(inputs, padding_mask):
+    """The real tokens' vectors as one matrix: (batch, seq, ...) -> (tokens, ...), in order.
+
+    Position-wise layers (feed-forward networks, projections) computed on this matrix skip
+    the padding; `scatter_tokens` puts the results back. The number of rows depends on the
+    data, so this needs dynamic shapes (not under XLA: jit_compile, TPUs).
+
+    Args:
+        inputs: (batch, seq, ...).
+        padding_mask: bool (batch, seq), True on real tokens.
+
+    Returns:
+        (tokens, ...), tokens = the number of True entries of `padding_mask`.
+
+    Example:
+    >>> gather_tokens(keras.random.normal((2, 3, 4)), [[True, True, False], [True, False, False]]).shape  # (3, 4)
+    """
+    mask = ops.cast(padding_mask, "bool")
+    _check_rank("padding_mask", mask, 2)
+    return tf.boolean_mask(inputs, mask)
+
+
+def scatter_tokens(tokens, padding_mask):
+    """`gather_tokens` undone: (tokens, ...) -> (batch, seq, ...), zeros at padding.
+
+    Example:
+    >>> mask = [[True, False]]
+    >>> scatter_tokens(gather_tokens(x, mask), mask)  # x with x[0, 1] zeroed
+    """
+    mask = ops.cast(padding_mask, "bool")
+    _check_rank("padding_mask", mask, 2)
+    shape = tf.concat([tf.shape(mask, out_type=tf.int64), tf.shape(tokens, out_type=tf.int64)[1:]], axis=0)
+    return tf.scatter_nd(tf.where(mask), tokens, shape)

@@ -5,6 +5,7 @@ from keras import ops
 
 from layers.dropout import Dropout
 from layers.flat_einsum_dense import FlatEinsumDense
+from layers.masks import gather_tokens, scatter_tokens
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -19,7 +20,9 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
     - `cache` / `cache_update_index` for incremental decoding, where the keys
       and values of earlier positions are kept instead of recomputed;
     - `compute_cache(value)`, the projected keys/values of a fixed sequence
-      (the encoder output, for cross-attention), computed once per sentence.
+      (the encoder output, for cross-attention), computed once per sentence;
+    - `call_on_tokens`, the same attention over the real tokens' rows of padded
+      batches (`layers.masks.gather_tokens`): the projections skip the padding.
 
     Args:
         num_heads: number of attention heads.
@@ -130,6 +133,55 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         if return_attention_scores:
             return output, scores, cache
         return output, cache
+
+    def call_on_tokens(
+        self,
+        query,
+        value,
+        query_padding_mask,
+        value_padding_mask,
+        attention_mask=None,
+        use_causal_mask=False,
+        return_attention_scores=False,
+        training=None,
+    ):
+        """`call` on the real tokens of padded batches, each side as one matrix of rows.
+
+        The four projections run on those rows only; the attention itself on the
+        padded (batch, heads, q, k) layout, keys at padding masked out.
+
+        Args:
+            query: (query_tokens, query_dim), `gather_tokens(query, query_padding_mask)`.
+            value: (value_tokens, value_dim), `gather_tokens(value, value_padding_mask)`
+                (also the keys).
+            query_padding_mask: bool (batch, q), True on the tokens `query` holds.
+            value_padding_mask: bool (batch, k), True on the tokens `value` holds.
+            attention_mask: optional bool (batch, q or 1, k), True where attention is allowed.
+            use_causal_mask: forbid attending to later positions (q == k).
+
+        Returns:
+            the output's rows (query_tokens, query_dim), and the probabilities
+            (batch, num_heads, q, k) if asked.
+        """
+        mask = ops.cast(value_padding_mask, "bool")[:, None, :]
+        if attention_mask is not None:
+            mask = ops.logical_and(mask, ops.cast(attention_mask, "bool"))
+        if use_causal_mask:
+            length = ops.shape(value_padding_mask)[1]
+            mask = ops.logical_and(mask, ops.arange(length)[None, :] <= ops.arange(length)[:, None])
+
+        def project(dense, rows, padding_mask):  # (tokens, dim) -> (batch, length, heads, head_dim)
+            return scatter_tokens(dense(rows[None])[0], padding_mask)
+
+        output, scores = self._compute_attention(
+            project(self._query_dense, query, query_padding_mask),
+            project(self._key_dense, value, value_padding_mask),
+            project(self._value_dense, value, value_padding_mask),
+            mask,
+            training,
+        )
+        output = self._output_dense(gather_tokens(output, query_padding_mask)[None])[0]
+        return (output, scores) if return_attention_scores else output
 
     def compute_cache(self, value, key=None):
         """Projected keys and values: (batch, 2, length, num_heads, key_dim)."""

@@ -16,7 +16,7 @@ from absl import app, flags
 
 from recipes import common
 from zoo import batching, datasets, export, tokenizer, translation
-from zoo.distribute import is_chief, make_strategy
+from zoo.distribute import is_chief, make_strategy, uses_xla
 from zoo.evaluation import evaluate, write_summaries
 from zoo.progress import Progress
 from zoo.training import Task, Trainer, TrainConfig, restore_model, set_precision
@@ -141,7 +141,9 @@ def train(model_dir, identity, wanted, train_config, epochs, max_examples, strat
     task = Task(
         build_model=lambda: translation.build_translator(config),
         dataset=dataset_fn,
-        loss=translation.translation_loss(train_config.label_smoothing),
+        loss=translation.translation_loss(
+            train_config.label_smoothing, skip_padding=not uses_xla(strategy, train_config.jit_compile)
+        ),
     )
     metrics = Trainer(task, train_config, model_dir, strategy).train()
     if chief and metrics is not None:

@@ -44,6 +44,12 @@ def _tpu_strategy(tpu):
     return tf.distribute.TPUStrategy(resolver)
 
 
+def uses_xla(strategy, jit_compile):
+    """Whether training steps compile with XLA (jit_compile, or any step on a TPU): shapes
+    must then be static, so data-dependent ones (skipping padding) are out."""
+    return bool(jit_compile) or isinstance(strategy, tf.distribute.TPUStrategy)
+
+
 def is_chief(strategy):
     """Whether this process writes checkpoints, summaries and exports."""
     resolver = getattr(strategy, "cluster_resolver", None)

@@ -105,12 +105,15 @@ class Translator(keras.Model):
             None if c.tie_embeddings else keras.layers.Dense(c.target_vocab_size, name="output_projection")
         )
 
-    def encode(self, source_ids, training=False):
-        """(encoder_output (batch, S, hidden), source_mask (batch, S) bool)."""
+    def encode(self, source_ids, training=False, skip_padding=False):
+        """(encoder_output (batch, S, hidden), source_mask (batch, S) bool).
+
+        `skip_padding`: the blocks' feed-forward sub-layers run at real tokens only (the
+        blocks' argument of that name; not under XLA)."""
         source_mask = padding_mask(source_ids)
         x = self.source_embedding(source_ids, training=training)
         for block in self.encoder_blocks:
-            x = block(x, padding_mask=source_mask, training=training)
+            x = block(x, padding_mask=source_mask, training=training, skip_padding=skip_padding)
         if self.encoder_norm is not None:
             x = self.encoder_norm(x)
         return x, source_mask
@@ -125,15 +128,24 @@ class Translator(keras.Model):
             logits = self.output_projection(hidden)
         return tf.cast(logits, tf.float32)
 
-    def decode(self, target_ids, encoder_output, source_mask, training=False):
-        """Teacher-forced logits (batch, T, vocab) for decoder inputs `target_ids` (<s> + target)."""
+    def decoder_states(self, target_ids, encoder_output, source_mask, training=False, skip_padding=False):
+        """The last decoder block's outputs (batch, T, hidden) for decoder inputs `target_ids`."""
         target_mask = padding_mask(target_ids)
         x = self.target_embedding(target_ids, training=training)
         for block in self.decoder_blocks:
             x = block(
-                x, encoder_output, padding_mask=target_mask, encoder_padding_mask=source_mask, training=training
+                x,
+                encoder_output,
+                padding_mask=target_mask,
+                encoder_padding_mask=source_mask,
+                training=training,
+                skip_padding=skip_padding,
             )
-        return self.project(x)
+        return x
+
+    def decode(self, target_ids, encoder_output, source_mask, training=False):
+        """Teacher-forced logits (batch, T, vocab) for decoder inputs `target_ids` (<s> + target)."""
+        return self.project(self.decoder_states(target_ids, encoder_output, source_mask, training))
 
     def call(self, inputs, training=None):
         encoder_output, source_mask = self.encode(inputs["source"], training=training)
@@ -205,26 +217,35 @@ def text_from_ids(tokenizer, token_ids):
 # --- training and evaluation --------------------------------------------------------------------------
 
 
-def translation_loss(label_smoothing):
-    """The Task.loss of a translator: smoothed cross-entropy summed over the real target tokens."""
+def translation_loss(label_smoothing, skip_padding=False):
+    """The Task.loss of a translator: smoothed cross-entropy summed over the real target tokens.
+
+    `skip_padding`: the feed-forward sub-layers, the output projection and the loss run at real
+    tokens only (a quarter of the positions of a Multi30k batch are padding). It needs dynamic
+    shapes: not under XLA (jit_compile, TPUs)."""
 
     def loss(model, batch, training):
-        target = batch["target"]
-        logits = model({"source": batch["source"], "target": target[:, :-1]}, training=training)
+        source, target = batch["source"], batch["target"]
+        encoder_output, source_mask = model.encode(source, training=training, skip_padding=skip_padding)
+        states = model.decoder_states(target[:, :-1], encoder_output, source_mask, training, skip_padding)
         labels = target[:, 1:]
-        weights = tf.cast(labels != PAD_ID, tf.float32)
-        losses = smoothed_cross_entropy(labels, logits, label_smoothing) * weights
-        tokens = tf.reduce_sum(tf.cast(batch["source"] != PAD_ID, tf.int64)) + tf.reduce_sum(
+        real = labels != PAD_ID
+        if skip_padding:
+            losses = smoothed_cross_entropy(tf.boolean_mask(labels, real), model.project(tf.boolean_mask(states, real)),
+                                            label_smoothing)
+        else:
+            losses = smoothed_cross_entropy(labels, model.project(states), label_smoothing) * tf.cast(real, tf.float32)
+        tokens = tf.reduce_sum(tf.cast(source != PAD_ID, tf.int64)) + tf.reduce_sum(
             tf.cast(target[:, :-1] != PAD_ID, tf.int64)
         )
-        return tf.reduce_sum(losses), tf.reduce_sum(weights), tokens
+        return tf.reduce_sum(losses), tf.reduce_sum(tf.cast(real, tf.float32)), tokens
 
     return loss
 
 
 def translation_metrics(model):
     """Per-batch sums for `zoo.evaluation.evaluate`: teacher-forced loss over target tokens."""
-    loss = translation_loss(0.0)
+    loss = translation_loss(0.0, skip_padding=True)
 
     def metrics(batch):
         loss_sum, weight, _ = loss(model, batch, False)

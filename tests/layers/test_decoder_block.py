@@ -158,3 +158,40 @@ def test_cached_decoding_in_tf_function_with_tensor_index():
         out, cache = step(x[:, i:i + 1], cache, tf.constant(i))
         np.testing.assert_allclose(to_np(out)[:, 0], full[:, i],
                                    atol=1e-5, rtol=1e-4)
+
+
+def test_skip_padding_gives_the_same_real_tokens_and_gradients():
+    block, x, enc, _ = _setup(seed=4)
+    pm = np.ones((B, T), bool)
+    pm[0, 4:] = False
+    x = tf.constant(x)
+    results = []
+    for skip in (False, True):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = block(x, enc, padding_mask=pm, encoder_padding_mask=_enc_mask(), skip_padding=skip)
+            total = tf.reduce_sum(tf.where(pm[:, :, None], y, 0.0) ** 2)
+        results.append((to_np(y), tape.gradient(total, [x, *block.trainable_weights])))
+    (full, full_grads), (skipped, skipped_grads) = results
+    np.testing.assert_allclose(skipped[pm], full[pm], atol=1e-5)
+    np.testing.assert_array_equal(skipped[~pm], 0.0)
+    for a, b in zip(full_grads, skipped_grads):
+        np.testing.assert_allclose(to_np(b), to_np(a), atol=1e-5)
+
+
+def test_skip_padding_is_refused_with_a_cache_or_without_a_mask():
+    block, x, enc, _ = _setup()
+    with pytest.raises(ValueError, match="skip_padding=True needs `padding_mask`"):
+        block(x, enc, skip_padding=True)
+    cache = tf.zeros((B, 2, T, HEADS, HID // HEADS))
+    with pytest.raises(ValueError, match="not with a `cache`"):
+        block(x[:, :1], enc, padding_mask=np.ones((B, T), bool), cache=cache, cache_update_index=0, skip_padding=True)
+
+
+def test_skip_padding_without_an_encoder_mask_reads_every_encoder_position():
+    block, x, enc, _ = _setup(seed=6)
+    pm = np.ones((B, T), bool)
+    pm[1, 3:] = False
+    full = to_np(block(x, enc, padding_mask=pm))
+    skipped = to_np(block(x, enc, padding_mask=pm, skip_padding=True))
+    np.testing.assert_allclose(skipped[pm], full[pm], atol=1e-5)

@@ -135,3 +135,29 @@ def test_dropout_inactive_at_inference():
     np.testing.assert_allclose(a, b, atol=0)
     c = to_np(block(x, padding_mask=pm, training=True))
     assert np.max(np.abs(a - c)) > 1e-3
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_skip_padding_gives_the_same_real_tokens_and_gradients(norm_first):
+    import tensorflow as tf
+
+    block, x, pm, _ = _setup(seed=3, norm_first=norm_first)
+    x = tf.constant(x)
+    results = []
+    for skip in (False, True):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = block(x, padding_mask=pm, training=False, skip_padding=skip)
+            total = tf.reduce_sum(tf.where(pm[:, :, None], y, 0.0) ** 2)
+        results.append((to_np(y), tape.gradient(total, [x, *block.trainable_weights])))
+    (full, full_grads), (skipped, skipped_grads) = results
+    np.testing.assert_allclose(skipped[pm], full[pm], atol=1e-5)
+    np.testing.assert_array_equal(skipped[~pm], 0.0)
+    for a, b in zip(full_grads, skipped_grads):
+        np.testing.assert_allclose(to_np(b), to_np(a), atol=1e-5)
+
+
+def test_skip_padding_needs_the_padding_mask():
+    block, x, _, _ = _setup()
+    with pytest.raises(ValueError, match="skip_padding=True needs `padding_mask`"):
+        block(x, skip_padding=True)

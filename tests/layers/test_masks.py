@@ -166,3 +166,33 @@ def test_attention_mask_wrong_rank():
         layers.attention_mask(good, np.ones((3,), bool))
     with pytest.raises(ValueError, match="query_mask"):
         layers.attention_mask(np.ones((2, 3, 1), bool), good)
+
+
+def test_gather_tokens_keeps_the_real_rows_in_order_and_scatter_puts_them_back():
+    import tensorflow as tf
+
+    from layers.masks import gather_tokens, scatter_tokens
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 4, 2, 5)).astype("float32")
+    mask = np.array([[T, T, F, F], [F, F, F, F], [T, F, T, T]])
+    rows = to_np(gather_tokens(x, mask))
+    np.testing.assert_array_equal(rows, np.stack([x[0, 0], x[0, 1], x[2, 0], x[2, 2], x[2, 3]]))
+    back = to_np(scatter_tokens(rows, mask))
+    np.testing.assert_array_equal(back, np.where(mask[:, :, None, None], x, 0.0))
+    # Gradients go back the same way: each row's to its token, none to the padding.
+    xt = tf.constant(x)
+    w = rng.normal(size=(5, 2, 5)).astype("float32")
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        total = tf.reduce_sum(scatter_tokens(gather_tokens(xt, mask) * w, mask))
+    expected = np.zeros_like(x)
+    expected[mask] = w
+    np.testing.assert_array_equal(tape.gradient(total, xt).numpy(), expected)
+
+
+def test_gather_tokens_wants_a_batch_by_sequence_mask():
+    from layers.masks import gather_tokens
+
+    with pytest.raises(ValueError, match="padding_mask"):
+        gather_tokens(np.zeros((2, 3, 4), "float32"), np.ones((2, 3, 4), bool))

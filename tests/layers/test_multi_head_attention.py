@@ -279,3 +279,26 @@ def test_causal_attention_mask_needs_as_many_queries_as_keys():
 
     with pytest.raises(ValueError, match="causal=True needs as many queries as keys"):
         zoo_layers.attention_mask(np.ones((1, 3), bool), np.ones((1, 4), bool), causal=True)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_call_on_tokens_matches_numpy_at_the_real_tokens(causal):
+    from layers.masks import gather_tokens
+
+    q_len = kv_len = 6
+    mha, q, v, _ = _make(seed=7, q_len=q_len, kv_len=kv_len)
+    q_mask = np.ones((B, q_len), bool)
+    q_mask[0, 4:] = False
+    v_mask = np.ones((B, kv_len), bool)
+    v_mask[1, 3:] = False
+    allowed = np.broadcast_to(v_mask[:, None, :], (B, q_len, kv_len))
+    if causal:
+        allowed = allowed & causal_np(q_len, kv_len)[None]
+    got, scores = mha.call_on_tokens(
+        gather_tokens(q, q_mask), gather_tokens(v, v_mask), q_mask, v_mask, use_causal_mask=causal,
+        return_attention_scores=True,
+    )
+    expected, expected_scores = mha_reference(mha, q, v, mask=allowed)
+    np.testing.assert_allclose(to_np(got), expected[q_mask], atol=1e-5, rtol=1e-4)
+    np.testing.assert_allclose(to_np(scores)[q_mask.nonzero()[0], :, q_mask.nonzero()[1]],
+                               expected_scores[q_mask.nonzero()[0], :, q_mask.nonzero()[1]], atol=1e-6)

@@ -37,7 +37,7 @@ def trained_run(tmp_path_factory):
     task = Task(
         build_model=lambda: translation.build_translator(CONFIG),
         dataset=lambda context, start: batching.plan_dataset(plan, rows, skip=start),
-        loss=translation.translation_loss(config.label_smoothing),
+        loss=translation.translation_loss(config.label_smoothing, skip_padding=True),
     )
     model_dir = str(tmp_path_factory.mktemp("copy"))
     trainer = Trainer(task, config, model_dir, make_strategy("one_device"))
@@ -176,3 +176,27 @@ def test_beam_search_does_not_stop_below_the_greedy_hypothesis(trained):
     _, greedy = translation.translate_ids(trained, ids, translation.DecodeConfig(beam_size=1, length_penalty=0.0))
     _, beam = translation.translate_ids(trained, ids, translation.DecodeConfig(beam_size=4, length_penalty=0.0))
     assert np.all(beam.numpy()[:, 0] >= greedy.numpy()[:, 0] - 1e-4)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_loss_skipping_padding_equals_the_padded_loss(norm_first):
+    config = dataclasses.replace(CONFIG, norm_first=norm_first, dropout=0.1)
+    model = translation.build_translator(config)
+    sources, targets = copy_task(6, seed=5)
+    rows = {
+        "source": translation.source_rows(sources, config.max_length),
+        "target": translation.target_rows(targets, config.max_length),
+    }
+    batch = next(iter(batching.plan_dataset([np.arange(6)], rows)))
+    assert not np.all(batch["target"].numpy() != 0)  # the batch holds padding
+    results = []
+    for skip in (False, True):
+        with tf.GradientTape() as tape:
+            loss_sum, weight, tokens = translation.translation_loss(0.1, skip_padding=skip)(model, batch, False)
+        results.append((loss_sum, weight, tokens, tape.gradient(loss_sum, model.trainable_variables)))
+    (loss_a, weight_a, tokens_a, grads_a), (loss_b, weight_b, tokens_b, grads_b) = results
+    np.testing.assert_allclose(loss_b.numpy(), loss_a.numpy(), rtol=1e-5)
+    assert float(weight_a) == float(weight_b) == sum(len(t) + 1 for t in targets)
+    assert int(tokens_a) == int(tokens_b)
+    for a, b in zip(grads_a, grads_b):
+        np.testing.assert_allclose(tf.convert_to_tensor(b).numpy(), tf.convert_to_tensor(a).numpy(), atol=1e-5)
