@@ -17,6 +17,7 @@ def head_dim(hidden_dim, num_heads):
 
 
 def check_skip_padding(skip_padding, padding_mask):
+    """The blocks' `skip_padding` needs to know which tokens are real."""
     if skip_padding and padding_mask is None:
         raise ValueError("skip_padding=True needs `padding_mask`: it says which tokens are real.")
 

@@ -139,7 +139,7 @@ def scatter_tokens(tokens, padding_mask):
     """`gather_tokens` undone: (tokens, ...) -> (batch, seq, ...), zeros at padding.
 
     Example:
-    >>> mask = [[True, False]]
+    >>> x, mask = keras.random.normal((1, 2, 4)), [[True, False]]
     >>> scatter_tokens(gather_tokens(x, mask), mask)  # x with x[0, 1] zeroed
     """
     mask = ops.cast(padding_mask, "bool")

@@ -158,11 +158,21 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             value_padding_mask: bool (batch, k), True on the tokens `value` holds.
             attention_mask: optional bool (batch, q or 1, k), True where attention is allowed.
             use_causal_mask: forbid attending to later positions (q == k).
+            return_attention_scores: also return the probabilities.
+            training: whether dropout is active.
 
         Returns:
-            the output's rows (query_tokens, query_dim), and the probabilities
-            (batch, num_heads, q, k) if asked.
+            the output's rows (query_tokens, query_dim), the same as `call`'s at those
+            tokens (but for a query that may attend to no key at all: `call` then
+            averages every value, padding included, and this only the real ones); and
+            the probabilities (batch, num_heads, q, k) if asked.
         """
+        if not self.built:
+            raise ValueError("call_on_tokens needs a built layer: call it (or `build` it) on padded inputs first.")
+        if attention_mask is not None and len(attention_mask.shape) != 3:
+            raise ValueError(
+                f"`attention_mask` must have shape (batch, q or 1, k), got shape {tuple(attention_mask.shape)}."
+            )
         mask = ops.cast(value_padding_mask, "bool")[:, None, :]
         if attention_mask is not None:
             mask = ops.logical_and(mask, ops.cast(attention_mask, "bool"))

@@ -33,7 +33,7 @@ def rel_shift(x):
     x = ops.pad(x, [[0, 0], [0, 0], [0, 0], [1, 0]])  # (batch, heads, q_len, k_len + 1)
     # Read as (k_len + 1, q_len) rows, dropping the first: on the flattened last axis that is
     # the elements from q_len on. A plain slice, whose gradient is one Pad; TensorFlow's
-    # gradient of a strided slice (x[:, :, 1:]) took 10x as long on a CPU.
+    # gradient of a strided slice (x[:, :, 1:]) took 5-12x as long on a CPU.
     x = ops.reshape(x, (batch, heads, (k_len + 1) * q_len))
     x = ops.slice(x, (0, 0, q_len), (batch, heads, k_len * q_len))
     return ops.reshape(x, (batch, heads, q_len, k_len))

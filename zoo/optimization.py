@@ -89,11 +89,13 @@ def smoothed_cross_entropy(labels, logits, label_smoothing=0.0):
     over the classes: (1 - e) * NLL + e * mean over classes of -log p.
 
     Its gradient is written out, softmax(logits) - target (target = (1 - e) one_hot + e / classes),
-    in four passes over the logits: TensorFlow's own gradient of the same expression scatters the
-    label term into a zeroed (examples, classes) tensor and broadcasts the mean's, and took twice
-    as long (on 4,900 x 8,000 logits: 110 ms against 210 ms on a 2-core CPU)."""
+    a few passes over the logits: TensorFlow's own gradient of the same expression scatters the
+    label term into a zeroed (examples, classes) tensor and broadcasts the mean's, and took about
+    twice as long on a CPU."""
     logits = tf.cast(logits, tf.float32)
     labels = tf.convert_to_tensor(labels)
+    labels.shape.assert_is_compatible_with(logits.shape[:-1])
+    tf.debugging.assert_equal(tf.shape(labels), tf.shape(logits)[:-1], message="labels must have the logits' shape but the last")
     shape, classes = tf.shape(labels), tf.shape(logits)[-1]
     flat_labels = tf.reshape(labels, [-1])
     flat_logits = tf.reshape(logits, [-1, classes])

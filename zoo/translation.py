@@ -108,8 +108,8 @@ class Translator(keras.Model):
     def encode(self, source_ids, training=False, skip_padding=False):
         """(encoder_output (batch, S, hidden), source_mask (batch, S) bool).
 
-        `skip_padding`: the blocks' feed-forward sub-layers run at real tokens only (the
-        blocks' argument of that name; not under XLA)."""
+        `skip_padding`: the blocks' projections, Add & Norm and feed-forward networks run at
+        real tokens only (the blocks' argument of that name; not under XLA)."""
         source_mask = padding_mask(source_ids)
         x = self.source_embedding(source_ids, training=training)
         for block in self.encoder_blocks:
@@ -220,9 +220,9 @@ def text_from_ids(tokenizer, token_ids):
 def translation_loss(label_smoothing, skip_padding=False):
     """The Task.loss of a translator: smoothed cross-entropy summed over the real target tokens.
 
-    `skip_padding`: the feed-forward sub-layers, the output projection and the loss run at real
-    tokens only (a quarter of the positions of a Multi30k batch are padding). It needs dynamic
-    shapes: not under XLA (jit_compile, TPUs)."""
+    `skip_padding`: the blocks' projections, Add & Norm and feed-forward networks, the output
+    projection and the loss run at real tokens only (a quarter of the positions of a Multi30k
+    batch are padding). It needs dynamic shapes: not under XLA (jit_compile, TPUs)."""
 
     def loss(model, batch, training):
         source, target = batch["source"], batch["target"]
@@ -231,13 +231,12 @@ def translation_loss(label_smoothing, skip_padding=False):
         labels = target[:, 1:]
         real = labels != PAD_ID
         if skip_padding:
-            losses = smoothed_cross_entropy(tf.boolean_mask(labels, real), model.project(tf.boolean_mask(states, real)),
-                                            label_smoothing)
+            logits = model.project(tf.boolean_mask(states, real))  # (real tokens, vocab)
+            losses = smoothed_cross_entropy(tf.boolean_mask(labels, real), logits, label_smoothing)
         else:
             losses = smoothed_cross_entropy(labels, model.project(states), label_smoothing) * tf.cast(real, tf.float32)
-        tokens = tf.reduce_sum(tf.cast(source != PAD_ID, tf.int64)) + tf.reduce_sum(
-            tf.cast(target[:, :-1] != PAD_ID, tf.int64)
-        )
+        # Real input tokens: the source's, and the decoder's (<s> + target: one per real label).
+        tokens = tf.reduce_sum(tf.cast(source != PAD_ID, tf.int64)) + tf.reduce_sum(tf.cast(real, tf.int64))
         return tf.reduce_sum(losses), tf.reduce_sum(tf.cast(real, tf.float32)), tokens
 
     return loss

@@ -160,8 +160,9 @@ def test_cached_decoding_in_tf_function_with_tensor_index():
                                    atol=1e-5, rtol=1e-4)
 
 
-def test_skip_padding_gives_the_same_real_tokens_and_gradients():
-    block, x, enc, _ = _setup(seed=4)
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_skip_padding_gives_the_same_real_tokens_and_gradients(norm_first):
+    block, x, enc, _ = _setup(seed=4, norm_first=norm_first)
     pm = np.ones((B, T), bool)
     pm[0, 4:] = False
     x = tf.constant(x)

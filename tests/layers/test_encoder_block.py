@@ -161,3 +161,24 @@ def test_skip_padding_needs_the_padding_mask():
     block, x, _, _ = _setup()
     with pytest.raises(ValueError, match="skip_padding=True needs `padding_mask`"):
         block(x, skip_padding=True)
+
+
+def test_skip_padding_in_mixed_bfloat16_and_training():
+    import tensorflow as tf
+
+    keras.mixed_precision.set_dtype_policy("mixed_bfloat16")
+    try:
+        block, x, pm, _ = _setup(seed=5, dropout=0.1)
+        full = block(x, padding_mask=pm)
+        skipped = block(x, padding_mask=pm, skip_padding=True)
+        assert skipped.dtype == "bfloat16"
+        np.testing.assert_allclose(to_np(tf.cast(skipped, "float32"))[pm], to_np(tf.cast(full, "float32"))[pm],
+                                   atol=0.05)
+        with tf.GradientTape() as tape:
+            trained = block(x, padding_mask=pm, skip_padding=True, training=True)
+            total = tf.reduce_sum(tf.cast(trained, "float32") ** 2)
+        gradients = tape.gradient(total, block.trainable_weights)
+        assert np.all(to_np(tf.cast(trained, "float32"))[~pm] == 0.0)
+        assert all(np.all(np.isfinite(to_np(tf.cast(g, "float32")))) for g in gradients)
+    finally:
+        keras.mixed_precision.set_dtype_policy("float32")

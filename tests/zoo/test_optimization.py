@@ -82,4 +82,11 @@ def test_smoothed_cross_entropy_gradient_in_bfloat16_logits_and_graph():
 
     got = gradient(logits)
     assert got.dtype == tf.bfloat16
-    np.testing.assert_allclose(tf.reduce_sum(tf.cast(got, tf.float32), axis=-1).numpy(), 0.0, atol=1e-2)
+    expected = gradient(tf.cast(logits, tf.float32))  # the same logits, computed from float32
+    np.testing.assert_allclose(tf.cast(got, tf.float32).numpy(), expected.numpy(), atol=1e-2)
+    assert np.abs(expected.numpy()).max() > 0.05
+
+
+def test_smoothed_cross_entropy_refuses_labels_of_another_shape():
+    with pytest.raises((ValueError, tf.errors.InvalidArgumentError)):
+        smoothed_cross_entropy(tf.zeros([1, 3], tf.int32), tf.zeros([3, 1, 5]))
