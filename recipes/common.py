@@ -29,6 +29,7 @@ flags.DEFINE_enum("schedule", None, list(SCHEDULES), "Learning rate after warm-u
                   "annealed to zero at the last step. Default: the recipe's (inverse_sqrt).")
 flags.DEFINE_integer("warmup_steps", None, "Linear warm-up steps of the learning-rate schedule.")
 flags.DEFINE_float("label_smoothing", None, "Label smoothing of the cross-entropy.")
+flags.DEFINE_float("weight_decay", None, "AdamW's decoupled weight decay (biases and LayerNorm excluded); 0 = Adam.")
 flags.DEFINE_float("clip_norm", None, "Clip the global gradient norm to this value (0 = off).")
 flags.DEFINE_enum("strategy", "one_device", STRATEGIES, "tf.distribute strategy.")
 flags.DEFINE_integer("cpu_replicas", 0, "Split the CPU into this many logical devices (tests mirrored on CPU).")
@@ -53,7 +54,7 @@ def train_config(defaults):
     overrides = {
         name: getattr(FLAGS, name)
         for name in ("train_steps", "batch_size", "learning_rate", "warmup_steps", "schedule", "label_smoothing")
-        + ("clip_norm", "checkpoint_every", "log_every")
+        + ("weight_decay", "clip_norm", "checkpoint_every", "log_every")
         if getattr(FLAGS, name) is not None
     }
     overrides.update(jit_compile=FLAGS.jit_compile, mixed_precision=FLAGS.mixed_precision, seed=FLAGS.seed)

@@ -72,13 +72,25 @@ def make_schedule(name, learning_rate, warmup_steps, total_steps):
     raise ValueError(f"Unknown learning-rate schedule {name!r}: use one of {SCHEDULES}.")
 
 
-def make_optimizer(learning_rate, warmup_steps, mixed_precision="float32", schedule="inverse_sqrt", total_steps=None):
+# Weight decay leaves these alone (BERT's choice): biases (Transformer-XL's u and v among them) and LayerNorm's.
+NOT_DECAYED = ("bias", "gamma", "beta")
+
+
+def make_optimizer(
+    learning_rate, warmup_steps, mixed_precision="float32", schedule="inverse_sqrt", total_steps=None, weight_decay=0.0
+):
     """Adam with the paper's betas (0.9, 0.98), eps 1e-9, and a warm-up schedule
-    (`total_steps` is where `cosine` ends); wrapped in dynamic loss scaling for float16."""
-    optimizer = keras.optimizers.Adam(
-        make_schedule(schedule, learning_rate, warmup_steps, total_steps or warmup_steps),
-        beta_1=0.9, beta_2=0.98, epsilon=1e-9,
-    )
+    (`total_steps` is where `cosine` ends); wrapped in dynamic loss scaling for float16.
+
+    With `weight_decay`, AdamW (Loshchilov & Hutter): each step also shrinks the weights by
+    learning_rate(step) * weight_decay, decoupled from the gradient; biases and LayerNorm's
+    scales and offsets (NOT_DECAYED) are not decayed."""
+    schedule = make_schedule(schedule, learning_rate, warmup_steps, total_steps or warmup_steps)
+    if weight_decay:
+        optimizer = keras.optimizers.AdamW(schedule, weight_decay, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
+        optimizer.exclude_from_weight_decay(var_names=list(NOT_DECAYED))
+    else:
+        optimizer = keras.optimizers.Adam(schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
     if mixed_precision == "float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer

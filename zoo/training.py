@@ -36,6 +36,7 @@ class TrainConfig:
     warmup_steps: int = 1000
     schedule: str = "inverse_sqrt"  # or "cosine": annealed to zero at train_steps
     label_smoothing: float = 0.1
+    weight_decay: float = 0.0  # AdamW's, decoupled; 0 = Adam
     clip_norm: float | None = 1.0  # global gradient norm, over all replicas
     checkpoint_every: int = 500
     keep_checkpoints: int = 3
@@ -49,6 +50,8 @@ class TrainConfig:
             raise ValueError(f"mixed_precision={self.mixed_precision!r} is not one of {tuple(PRECISIONS)}.")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule={self.schedule!r} is not one of {SCHEDULES}.")
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay={self.weight_decay} must be non-negative.")
         for name in ("train_steps", "batch_size", "checkpoint_every", "log_every"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)} must be positive.")
@@ -112,7 +115,12 @@ class Trainer:
         with strategy.scope():
             self.model = task.build_model()
             self.optimizer = make_optimizer(
-                config.learning_rate, config.warmup_steps, config.mixed_precision, config.schedule, config.train_steps
+                config.learning_rate,
+                config.warmup_steps,
+                config.mixed_precision,
+                config.schedule,
+                config.train_steps,
+                config.weight_decay,
             )
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")

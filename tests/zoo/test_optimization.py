@@ -90,3 +90,25 @@ def test_smoothed_cross_entropy_gradient_in_bfloat16_logits_and_graph():
 def test_smoothed_cross_entropy_refuses_labels_of_another_shape():
     with pytest.raises((ValueError, tf.errors.InvalidArgumentError)):
         smoothed_cross_entropy(tf.zeros([1, 3], tf.int32), tf.zeros([3, 1, 5]))
+
+
+def test_weight_decay_shrinks_kernels_and_embeddings_but_not_biases_or_layer_norm():
+    # With zero gradients Adam moves nothing, so one step shows the decay alone: w <- w (1 - lr * wd).
+    inputs = keras.Input((3,), dtype="int32")
+    x = keras.layers.Embedding(10, 4)(inputs)
+    x = keras.layers.LayerNormalization()(keras.layers.Dense(4, bias_initializer="ones")(x))
+    model = keras.Model(inputs, x)
+    optimizer = make_optimizer(1e-2, 1, weight_decay=0.5)  # warm-up of one step: lr = 1e-2 at once
+    before = {v.path: v.numpy().copy() for v in model.trainable_variables}
+    optimizer.apply_gradients([(tf.zeros_like(v), v) for v in model.trainable_variables])
+    for v in model.trainable_variables:
+        decayed = v.path.endswith(("kernel", "embeddings"))
+        expected = before[v.path] * (1 - 1e-2 * 0.5) if decayed else before[v.path]
+        np.testing.assert_allclose(v.numpy(), expected, rtol=1e-6, err_msg=v.path)
+
+
+def test_negative_weight_decay_is_refused():
+    from zoo.training import TrainConfig
+
+    with pytest.raises(ValueError, match="weight_decay=-0.1 must be non-negative"):
+        TrainConfig(weight_decay=-0.1)
