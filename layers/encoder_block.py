@@ -79,7 +79,8 @@ class EncoderBlock(BlockBase):
         normalized = self.attention_add_norm.normalize(x)
         if skip_padding:
             attended, scores = self.self_attention.call_on_tokens(
-                normalized, normalized, padding_mask, padding_mask, mask, return_attention_scores=True, training=training
+                normalized, normalized, padding_mask, padding_mask, mask, return_attention_scores=True,
+                training=training,
             )
         else:
             attended, scores = self.self_attention(
