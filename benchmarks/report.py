@@ -17,9 +17,21 @@ HEADER = (
 )
 
 
+def cpu_name(cpuinfo="/proc/cpuinfo"):
+    """The CPU's model name (Linux), else the architecture: machines of one kind differ in speed."""
+    try:
+        with open(cpuinfo) as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def machine():
     cores = os.cpu_count()
-    return f"{platform.machine()} CPU, {cores} cores, Python {platform.python_version()}"
+    return f"{cpu_name()} ({platform.machine()}), {cores} cores, Python {platform.python_version()}"
 
 
 def command_line():

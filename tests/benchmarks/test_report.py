@@ -21,3 +21,11 @@ def test_paired_alternates_the_sides_and_takes_the_median_of_the_pairs_ratios(mo
     assert ours[-1][1] == "ours5" and peer[-1][1] == "peer6"
     assert ratio == 1.0
     assert report.median_seconds(ours) == 2.0 and report.median_seconds(peer) == 3.0
+
+
+def test_cpu_name_reads_the_model_name_and_falls_back_to_the_architecture(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9R14\nflags\t: fpu\n")
+    assert report.cpu_name(str(info)) == "AMD EPYC 9R14"
+    assert report.cpu_name(str(tmp_path / "missing")) == (report.platform.processor() or report.platform.machine())
+    assert report.machine().startswith(report.cpu_name())
