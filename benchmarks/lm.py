@@ -52,7 +52,7 @@ RECIPE_FLAGS = {
             "--schedule=cosine", "--train_steps=3200"],
     "tinyshakespeare": ["--preset=small", "--batch_size=32", "--segment_length=128", "--memory_length=128",
                         "--dropout=0.05", "--attention_dropout=0.0", "--learning_rate=2e-3", "--warmup_steps=200",
-                        "--schedule=cosine", "--train_steps=3000", "--mixed_precision=bfloat16"],
+                        "--schedule=cosine", "--train_steps=2800", "--mixed_precision=bfloat16", "--weight_decay=0.1"],
 }
 
 
