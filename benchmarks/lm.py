@@ -31,7 +31,7 @@ import time
 from absl import app, flags
 
 from benchmarks.costs import multiply_adds
-from benchmarks.report import ROOT, median_seconds, paired, write_section
+from benchmarks.report import ROOT, finished_run, median_seconds, paired, write_section
 from recipes.lm import load_trained  # also defines the recipes' flags, --dataset among them
 
 flags.DEFINE_string("run_dir", None, "Run directory of the benchmarked model (default runs/bench_lm_<dataset>).")
@@ -60,14 +60,7 @@ def train_and_evaluate(dataset, run_dir, seed=0):
     metrics_path = os.path.join(run_dir, "metrics.json")
     flags_ = [f"--dataset={dataset}", *RECIPE_FLAGS[dataset], f"--seed={seed}"]
     command = [sys.executable, "-m", "recipes.lm", *flags_, f"--model_dir={run_dir}"]
-    done = os.path.exists(metrics_path) and "train" in json.load(open(metrics_path))
-    if done:
-        with open(os.path.join(run_dir, "config.json")) as f:
-            trained_seed = json.load(f)["train"]["seed"]
-        if trained_seed != seed:
-            raise app.UsageError(f"{run_dir} holds a finished run trained with --seed={trained_seed}, not {seed}: "
-                                 "give another --run_dir, or the seeds in the order that run had.")
-    else:
+    if not finished_run(run_dir, flags_):  # a finished run must have these flags, --seed among them
         subprocess.run([*command, "--mode=train"], cwd=ROOT, check=True)
     subprocess.run([*command, "--mode=eval", "--eval_split=test", "--eval_memory_length=256"], cwd=ROOT, check=True)
     with open(metrics_path) as f:

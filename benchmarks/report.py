@@ -1,5 +1,7 @@
 """Writes a benchmark's figures into BENCHMARKS.md, in a section of its own."""
 
+import json
+import math
 import os
 import platform
 import re
@@ -32,6 +34,44 @@ def cpu_name(cpuinfo="/proc/cpuinfo"):
 def machine():
     cores = os.cpu_count()
     return f"{cpu_name()} ({platform.machine()}), {cores} cores, Python {platform.python_version()}"
+
+
+def finished_run(run_dir, recipe_flags):
+    """Whether `run_dir` holds a finished training run (metrics.json has its "train" entry). A
+    finished run is reused, so it must be the one the benchmark's command names: each
+    `--name=value` of `recipe_flags` found in its config.json (top level, or its model, train or
+    data part) must hold that value, else ValueError names the flags that differ."""
+    metrics_path = os.path.join(run_dir, "metrics.json")
+    if not os.path.exists(metrics_path):
+        return False
+    with open(metrics_path) as f:
+        if "train" not in json.load(f):
+            return False
+    with open(os.path.join(run_dir, "config.json")) as f:
+        config = json.load(f)
+    parts = [config] + [part for part in config.values() if isinstance(part, dict)]
+    differ = []
+    for flag in recipe_flags:
+        name, _, value = flag.removeprefix("--").partition("=")
+        part = next((p for p in parts if name in p and not isinstance(p[name], dict)), None)
+        if part is not None and not _same(part[name], value):
+            differ.append(f"--{name}={value} (the run has {part[name]!r})")
+    if differ:
+        raise ValueError(
+            f"{run_dir} holds a finished run trained with other flags than this benchmark's: {', '.join(differ)}. "
+            "Give another --run_dir (or move that run away) so the benchmark trains its own."
+        )
+    return True
+
+
+def _same(recorded, flag_value):
+    if isinstance(recorded, bool):
+        return recorded == (flag_value.lower() in ("true", "1"))
+    if isinstance(recorded, (int, float)):
+        return math.isclose(recorded, float(flag_value), rel_tol=1e-9)
+    if recorded is None:
+        return flag_value.lower() in ("", "none")
+    return str(recorded) == flag_value
 
 
 def command_line():

@@ -22,16 +22,12 @@ import time
 
 from absl import app, flags
 
-from benchmarks.report import ROOT, paired, write_section
+from benchmarks.report import ROOT, finished_run, paired, write_section
 
 flags.DEFINE_string("run_dir", "runs/bench_m30k_de_en", "Run directory of the benchmarked model.")
 flags.DEFINE_integer("throughput_steps", 40, "Timed training steps per side for the throughput comparison.")
 flags.DEFINE_integer("throughput_rounds", 4, "The timed steps run in this many rounds, the zoo and the peer taking "
                      "turns (the machine is noisy).")
-flags.DEFINE_float(
-    "train_seconds", None, "Training time to report when the run in --run_dir was stopped at its last checkpoint "
-    "(so metrics.json has none): the elapsed time the training log shows at that step."
-)
 flags.DEFINE_integer("uncached_beam_sentences", 200, "Beam search without the cache is timed on this many test "
                      "sentences (with the cached search on the same ones): it takes ~1 s per sentence here.")
 flags.DEFINE_bool("reuse_decoding", False, "Keep the decoding timings saved by an earlier run of this program.")
@@ -55,8 +51,7 @@ def train_and_evaluate(model_dir, reuse_eval=False, length_penalties=(0.6,)):
     Returns metrics.json, the training command, and {length penalty: validation BLEU}."""
     metrics_path = os.path.join(model_dir, "metrics.json")
     command = [sys.executable, "-m", "recipes.translate", *RECIPE_FLAGS, f"--model_dir={model_dir}"]
-    done = os.path.exists(metrics_path) and "train" in json.load(open(metrics_path))
-    if not done:
+    if not finished_run(model_dir, RECIPE_FLAGS):
         subprocess.run([*command, "--mode=train"], cwd=ROOT, check=True)
 
     def evaluate(split, length_penalty):
@@ -271,27 +266,15 @@ def main(argv):
     figures = throughput(model_dir, FLAGS.throughput_steps, FLAGS.throughput_rounds)
 
     validation, test = metrics["eval_validation"], metrics["eval_test"]
-    train = metrics.get("train") or {"step": test["step"], "seconds": FLAGS.train_seconds, "tokens_per_second": None}
-    stopped = "train" not in metrics
+    train = metrics["train"]
     greedy_same = speed[("greedy", True)][1] == speed[("greedy", False)][1]
-    speed_note = f", {train['tokens_per_second']:.0f} tokens/s" if train["tokens_per_second"] else ""
     lines = [
         "Multi30k task 1, German to English; sacreBLEU on detokenized, cased output "
         f"(`{test['bleu_signature']}`).",
         "",
-        f"Model trained by: `{command}` (step {train['step']}, {train['seconds'] / 60:.1f} min of training"
-        f"{speed_note}). The flags were chosen before any test figure was seen; nothing was tuned on test.",
-    ]
-    if stopped:
-        lines += [
-            "",
-            "This model is the step-1500 checkpoint of a run started with `--epochs=15` (1,812 steps) and stopped "
-            "there to stay within the 60-minute budget; batch plans are prefix-stable, so it is the model "
-            "`--train_steps=1500` makes. The training time is the elapsed time the training log showed at step 1500. "
-            "(That run's checkpoint held the model's weights only through the optimizer's references, a bug "
-            "since fixed: they were re-saved under the model's names, values unchanged, before this evaluation.)",
-        ]
-    lines += [
+        f"Model trained by: `{command}` (step {train['step']}, {train['seconds'] / 60:.1f} min of training, "
+        f"{train['tokens_per_second']:.0f} tokens/s). The flags were chosen before any test figure was seen; "
+        "nothing was tuned on test.",
         "",
     ]
     if len(tried) > 1:
