@@ -41,7 +41,7 @@ flags.DEFINE_list("length_penalties", ["0.6"], "Beam-search length penalties tri
 FLAGS = flags.FLAGS
 
 RECIPE_FLAGS = [
-    "--dataset=multi30k", "--source=de", "--target=en", "--preset=small", "--train_steps=1500", "--max_tokens=4096",
+    "--dataset=multi30k", "--source=de", "--target=en", "--preset=small", "--train_steps=2000", "--max_tokens=4096",
     "--learning_rate=1e-3", "--warmup_steps=400", "--dropout=0.2",
 ]
 
