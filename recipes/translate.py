@@ -40,6 +40,8 @@ flags.DEFINE_string("target", "en", "Target language code.")
 flags.DEFINE_string("eval_split", "test", "Split to evaluate (test, validation, or a dataset's own, e.g. test_2017_flickr).")
 flags.DEFINE_integer("vocab_size", 8000, "Subword vocabulary size (per language when not shared).")
 flags.DEFINE_bool("shared_vocabulary", True, "One vocabulary and embedding for both languages, else one per language.")
+flags.DEFINE_bool("tie_embeddings", None, "Output projection = the target embedding matrix. Default: the preset's "
+                  "(tied).")
 flags.DEFINE_integer("max_tokens", None, "Token budget of a global training batch, padding included.")
 flags.DEFINE_integer("max_length", None, "Tokens per source or target sentence. Default: the preset's.")
 flags.DEFINE_float("dropout", None, "Dropout rate. Default: the preset's.")
@@ -88,7 +90,7 @@ def prepare_run(model_dir, identity, wanted, data, seed, chief):
             raise common.RunDirError(
                 f"{model_dir} holds a run of {run['dataset']} {run['source']}->{run['target']} with model "
                 f"{run['model']}; resume it with the same --dataset/--source/--target/--preset/--vocab_size/"
-                "--shared_vocabulary/--max_length/--dropout, or use another --model_dir."
+                "--shared_vocabulary/--tie_embeddings/--max_length/--dropout, or use another --model_dir."
             )
         return run, load_tokenizers(model_dir, wanted.shared_vocabulary)
     source_file, target_file = tokenizer_files(wanted.shared_vocabulary)
@@ -308,6 +310,7 @@ def main(argv):
             source_vocab_size=FLAGS.vocab_size,
             target_vocab_size=FLAGS.vocab_size,
             shared_vocabulary=FLAGS.shared_vocabulary,
+            tie_embeddings=FLAGS.tie_embeddings,
             max_length=FLAGS.max_length,
             dropout=FLAGS.dropout,
         )

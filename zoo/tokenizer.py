@@ -68,7 +68,22 @@ def load_tokenizer(source, name=TOKENIZER_FILE):
             raise FileNotFoundError(f"{path} does not exist: train a model in this directory first.")
         with open(path, "rb") as f:
             source = f.read()
-    return keras_hub.tokenizers.SentencePieceTokenizer(proto=source)
+    tokenizer = keras_hub.tokenizers.SentencePieceTokenizer(proto=source)
+    _name_model_resource(tokenizer, name)
+    return tokenizer
+
+
+def _name_model_resource(tokenizer, name):
+    """Names the TF Text resource that holds the SentencePiece model after its file.
+
+    TF Text creates every model's resource under one default name, and a loaded SavedModel
+    shares a resource between creators of the same name: an export with two tokenizers (one
+    vocabulary per language) would decode the target language with the source's model.
+    keras-hub makes the TF Text tokenizer without a name, hence the private attribute;
+    tests/recipes/test_translate.py checks an export with two tokenizers."""
+    resource = getattr(getattr(tokenizer, "_sentence_piece", None), "_model_resource", None)
+    if resource is not None:
+        resource._name = name
 
 
 def tokenize(tokenizer, texts, batch_size=2048):

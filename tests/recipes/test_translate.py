@@ -60,6 +60,14 @@ def test_export_translates_in_a_fresh_process_like_the_model_in_process(trained,
     with open(os.path.join(version_dir, "ops_manifest.json")) as f:
         manifest = json.load(f)
     assert manifest["metadata"]["decode"]["beam_size"] == 2
+    served = serve_in_fresh_process(version_dir, manifest)
+    assert served == translate_mode(run_recipe, model_dir, beam_size=2)
+    assert served[1] == ""
+
+
+def serve_in_fresh_process(version_dir, manifest):
+    """The export's translations of SENTENCES, in a process that imports TensorFlow (and TF Text
+    only if the manifest lists its ops)."""
     program = (
         "import json\n"
         "import tensorflow as tf\n"
@@ -70,11 +78,35 @@ def test_export_translates_in_a_fresh_process_like_the_model_in_process(trained,
     )
     fresh = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, cwd="/")
     assert fresh.returncode == 0, fresh.stderr[-3000:]
-    served = json.loads(fresh.stdout.strip().splitlines()[-1])
-    in_process = run_recipe("translate", "--mode=translate", f"--model_dir={model_dir}", "--beam_size=2",
-                            input="\n".join(SENTENCES) + "\n").stdout.split("\n")[:-1]
-    assert served == in_process
-    assert served[1] == ""
+    return json.loads(fresh.stdout.strip().splitlines()[-1])
+
+
+def translate_mode(run_recipe, model_dir, beam_size):
+    """`--mode=translate`'s lines for SENTENCES."""
+    result = run_recipe("translate", "--mode=translate", f"--model_dir={model_dir}", f"--beam_size={beam_size}",
+                        input="\n".join(SENTENCES) + "\n")
+    return result.stdout.split("\n")[:-1]
+
+
+def test_one_vocabulary_per_language_and_an_untied_output_layer(tmp_path, run_recipe):
+    model_dir, export_dir = str(tmp_path / "run"), str(tmp_path / "export")
+    run_recipe("translate", *QUICK, "--noshared_vocabulary", "--notie_embeddings", "--train_steps=10",
+               "--log_every=5", "--mode=train", "--beam_size=2", f"--model_dir={model_dir}",
+               f"--export_dir={export_dir}", timeout=600)
+    with open(os.path.join(model_dir, "config.json")) as f:
+        model = json.load(f)["model"]
+    assert not model["shared_vocabulary"] and not model["tie_embeddings"]
+    assert all(os.path.exists(os.path.join(model_dir, name)) for name in ("source.model", "target.model"))
+    from zoo import translation
+    from zoo.training import restore_model
+
+    trained = translation.build_translator(translation.TranslatorConfig(**model))
+    restore_model(trained, model_dir)  # every layer of the untied, per-language model is in the checkpoint
+    assert trained.target_embedding is not trained.source_embedding and trained.output_projection is not None
+    version_dir = os.path.join(export_dir, "1")
+    with open(os.path.join(version_dir, "ops_manifest.json")) as f:
+        manifest = json.load(f)
+    assert serve_in_fresh_process(version_dir, manifest) == translate_mode(run_recipe, model_dir, beam_size=2)
 
 
 @pytest.mark.parametrize(
