@@ -49,10 +49,11 @@ FLAGS = flags.FLAGS
 
 RECIPE_FLAGS = {
     "ptb": ["--preset=small", "--batch_size=32", "--dropout=0.2", "--learning_rate=2e-3", "--warmup_steps=200",
-            "--schedule=cosine", "--train_steps=3200"],
+            "--schedule=cosine", "--train_steps=3200", "--random_offset=false"],
     "tinyshakespeare": ["--preset=small", "--batch_size=32", "--segment_length=128", "--memory_length=128",
                         "--dropout=0.05", "--attention_dropout=0.0", "--learning_rate=2e-3", "--warmup_steps=200",
-                        "--schedule=cosine", "--train_steps=2800", "--mixed_precision=bfloat16", "--weight_decay=0.1"],
+                        "--schedule=cosine", "--train_steps=2800", "--mixed_precision=bfloat16", "--weight_decay=0.1",
+                        "--random_offset=false"],
 }
 
 

@@ -44,6 +44,9 @@ flags.DEFINE_bool("same_length", None, "Every query attends to the same number o
 flags.DEFINE_float("dropout", None, "Dropout rate. Default: the preset's.")
 flags.DEFINE_float("attention_dropout", None, "Dropout on attention probabilities (the reference code's dropatt). "
                    "Default: the preset's, where None means --dropout.")
+flags.DEFINE_bool("random_offset", False, "Start every pass over the training text at a random offset in "
+                  "[0, segment_length): segment boundaries differ from pass to pass (helps on small corpora trained "
+                  "for many passes). Drawn from --seed, so a resumed run reads the same segments.")
 flags.DEFINE_integer("eval_batch_size", 10, "Streams the evaluated text is laid out as.")
 flags.DEFINE_string("prompt", None, "Text to continue (--mode=generate).")
 flags.DEFINE_integer("max_new_tokens", 100, "Tokens to generate.")
@@ -81,19 +84,22 @@ def prepare_run(model_dir, dataset, wanted, corpus, chief):
     return {"recipe": RECIPE, "dataset": dataset, "model": dataclasses.asdict(wanted)}, vocabulary
 
 
-def train(model_dir, dataset, wanted, train_config, epochs, strategy):
+def train(model_dir, dataset, wanted, train_config, epochs, strategy, random_offset=False):
     corpus = datasets.load_corpus(dataset, "train")
     chief = is_chief(strategy)
     run, vocabulary = prepare_run(model_dir, dataset, wanted, corpus, chief)
+    if "data" in run:  # runs recorded before --random_offset existed trained without it
+        run = {**run, "data": {"random_offset": False, **run["data"]}}
     config = lm.LMConfig(**run["model"])
     replicas = strategy.num_replicas_in_sync
     if train_config.batch_size % replicas:
         raise ValueError(f"batch_size={train_config.batch_size} streams are not divisible by the {replicas} replicas.")
     streams = lm.stream_layout(vocabulary.encode(corpus.text), train_config.batch_size)
-    per_pass = lm.segments_per_pass(streams, config.segment_length)
+    per_pass = lm.segments_per_pass(streams, config.segment_length, random_offset)
     if epochs is not None:
         train_config = dataclasses.replace(train_config, train_steps=max(1, round(epochs * per_pass)))
-    setup = {"replicas": replicas, "strategy": type(strategy).__name__, "segments_per_pass": per_pass}
+    setup = {"replicas": replicas, "strategy": type(strategy).__name__, "segments_per_pass": per_pass,
+             "random_offset": random_offset}
     common.check_resumable(run, {**dataclasses.asdict(train_config), **setup})
     if chief:
         common.write_json(model_dir, common.CONFIG_FILE, {**run, "train": dataclasses.asdict(train_config), "data": setup})
@@ -102,7 +108,8 @@ def train(model_dir, dataset, wanted, train_config, epochs, strategy):
     def dataset_fn(context, start_step):
         local = replicas // context.num_input_pipelines
         first = context.input_pipeline_id * local
-        return lm.stream_dataset(streams, config.segment_length, replicas, first, local, start_step, train_config.train_steps)
+        return lm.stream_dataset(streams, config.segment_length, replicas, first, local, start_step,
+                                 train_config.train_steps, offset_seed=train_config.seed if random_offset else None)
 
     task = Task(
         build_model=lambda: lm.build_language_model(config),
@@ -216,6 +223,9 @@ def main(argv):
         if FLAGS.dataset not in datasets.CORPORA:
             raise datasets.DatasetError(f"Unknown language-modelling dataset {FLAGS.dataset!r}: use one of "
                                         f"{sorted(datasets.CORPORA)}.")
+        if FLAGS.max_examples is not None:
+            raise ValueError("--max_examples picks training examples (sentiment, translation); a language model "
+                             "trains on the whole text: shorten a quick run with --train_steps instead.")
         wanted = model_config(
             FLAGS.preset,
             segment_length=FLAGS.segment_length,
@@ -227,7 +237,7 @@ def main(argv):
         )
         train_config, epochs = common.train_config(DEFAULTS)
         strategy = make_strategy(FLAGS.strategy, FLAGS.cpu_replicas, FLAGS.tpu)
-        train(model_dir, FLAGS.dataset, wanted, train_config, epochs, strategy)
+        train(model_dir, FLAGS.dataset, wanted, train_config, epochs, strategy, FLAGS.random_offset)
         if not is_chief(strategy):
             return
     if evaluating:

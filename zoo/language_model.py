@@ -210,21 +210,39 @@ def stream_layout(ids, num_streams):
     return ids[: per_stream * num_streams].reshape(num_streams, per_stream)
 
 
-def segments_per_pass(streams, segment_length):
-    return (streams.shape[1] - 1) // segment_length
+def segments_per_pass(streams, segment_length, random_offset=False):
+    """Segments of `segment_length` (plus the next token, the last label) a pass reads from each
+    stream; with `random_offset`, at most one fewer, since a pass may start up to segment_length - 1 in."""
+    spare = segment_length - 1 if random_offset else 0
+    return (streams.shape[1] - 1 - spare) // segment_length
 
 
-def stream_dataset(streams, segment_length, replicas, first_replica, num_local, start_step, steps):
+def pass_offset(seed, pass_index, segment_length):
+    """Where in every stream pass `pass_index` starts: uniform in [0, segment_length), a function
+    of (seed, pass_index) alone, so a resumed run reads the same segments."""
+    seed = tf.stack([tf.cast(seed, tf.int64), tf.cast(pass_index, tf.int64)])
+    return tf.random.stateless_uniform([], seed, maxval=segment_length, dtype=tf.int32)
+
+
+def stream_dataset(streams, segment_length, replicas, first_replica, num_local, start_step, steps, offset_seed=None):
     """Per-replica batches for training: step s feeds segment s % per_pass of every stream.
 
     Replica r owns streams [r * b, (r + 1) * b) of the global batch (b = streams / replicas),
     so each replica's memory always belongs to its own streams. Elements come step-major,
     one per local replica, as `distribute_datasets_from_function` expects; `reset` is True
     on the first segment of every pass (the memory starts empty).
+
+    With `offset_seed`, every pass starts at `pass_offset(offset_seed, pass, segment_length)`
+    in all streams, so segment boundaries (and the memory each token sees) differ between
+    passes: over many passes of a small corpus the model does not see the same segments again
+    (the idea of AWD-LSTM's variable BPTT length). Within a pass the streams stay contiguous.
     """
-    per_pass = segments_per_pass(streams, segment_length)
+    random_offset = offset_seed is not None
+    per_pass = segments_per_pass(streams, segment_length, random_offset)
     if per_pass < 1:
-        raise ValueError("The corpus is shorter than one segment per stream: lower --batch_size or --segment_length.")
+        raise ValueError("The corpus is shorter than one segment per stream"
+                         + (" and its random offset" if random_offset else "")
+                         + ": lower --batch_size or --segment_length.")
     per_replica = streams.shape[0] // replicas
     table = tf.constant(streams)
 
@@ -234,6 +252,8 @@ def stream_dataset(streams, segment_length, replicas, first_replica, num_local, 
         segment = tf.cast(step % per_pass, tf.int32)
         rows = table[replica * per_replica : (replica + 1) * per_replica]
         begin = segment * segment_length
+        if random_offset:
+            begin += pass_offset(offset_seed, step // per_pass, segment_length)
         window = tf.ensure_shape(rows[:, begin : begin + segment_length + 1], [per_replica, segment_length + 1])
         return {"inputs": window[:, :-1], "labels": window[:, 1:], "reset": tf.equal(segment, 0)}
 

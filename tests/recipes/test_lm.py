@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -39,27 +40,35 @@ def test_train_and_eval_reports_perplexity_with_and_without_memory(ptb):
         assert json.load(f)["model"]["vocab_size"] == 10001  # PTB: 10,000 tokens with <unk> and <eos>, plus <pad>
 
 
-def test_export_generates_and_scores_in_a_fresh_tensorflow_only_process(ptb):
-    _, export_dir, _ = ptb
+def serve_in_fresh_process(export_dir, prompts, generate_prompt, texts):
+    """Loads the export in a new process that imports TensorFlow alone and calls its three
+    signatures; returns their outputs. Checks the files that sit beside the graph."""
     version_dir = os.path.join(export_dir, "1")
     with open(os.path.join(version_dir, "ops_manifest.json")) as f:
         assert json.load(f)["non_core_ops"] == {}
+    assert os.path.getsize(os.path.join(version_dir, "assets.extra", "tf_serving_warmup_requests")) > 0
     program = (
-        "import json\n"
+        "import json, sys\n"
         "import tensorflow as tf\n"
         f"model = tf.saved_model.load({version_dir!r})\n"
-        "out = model.signatures['serving_default'](prompt=tf.constant(['the company said', '']))\n"
-        "gen = model.signatures['generate'](prompt=tf.constant(['the market']), max_new_tokens=tf.constant(7),"
+        f"out = model.signatures['serving_default'](prompt=tf.constant({prompts!r}))\n"
+        f"gen = model.signatures['generate'](prompt=tf.constant([{generate_prompt!r}]), max_new_tokens=tf.constant(7),"
         " temperature=tf.constant(1.0), top_k=tf.constant(1), seed=tf.constant(0))\n"
-        "score = model.signatures['score'](text=tf.constant(['the company said it expects', '']))\n"
-        "import sys; assert 'tensorflow_text' not in sys.modules\n"
+        f"score = model.signatures['score'](text=tf.constant({texts!r}))\n"
+        "assert 'tensorflow_text' not in sys.modules and 'keras_hub' not in sys.modules\n"
         "print(json.dumps({'out': [t.decode() for t in out['continuation'].numpy()],"
         " 'gen': [t.decode() for t in gen['continuation'].numpy()],"
         " 'tokens': score['tokens'].numpy().tolist(), 'ppl': score['perplexity'].numpy().tolist()}))\n"
     )
     fresh = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, cwd="/")
     assert fresh.returncode == 0, fresh.stderr[-3000:]
-    served = json.loads(fresh.stdout.strip().splitlines()[-1])
+    return json.loads(fresh.stdout.strip().splitlines()[-1])
+
+
+def test_export_generates_and_scores_in_a_fresh_tensorflow_only_process(ptb):
+    _, export_dir, _ = ptb
+    served = serve_in_fresh_process(export_dir, ["the company said", ""], "the market",
+                                    ["the company said it expects", ""])
     assert len(served["out"]) == 2 and all(served["out"])
     assert len(served["gen"][0].replace("\n", " <eos> ").split()) == 7
     assert served["tokens"] == [5, 0] and served["ppl"][0] > 1
@@ -94,11 +103,27 @@ def test_unknown_dataset_gets_a_clear_error(tmp_path, run_recipe):
     assert result.returncode == 2 and "Unknown language-modelling dataset" in result.stderr
 
 
+def test_max_examples_is_refused_rather_than_ignored(tmp_path, run_recipe):
+    result = run_recipe("lm", "--dataset=ptb", "--max_examples=100", f"--model_dir={tmp_path}", check=False)
+    assert result.returncode == 2 and "--train_steps instead" in result.stderr and "Traceback" not in result.stderr
+    assert not os.listdir(tmp_path)  # refused before anything was written
+
+
 def test_tiny_shakespeare_trains_at_character_level_and_reports_bits_per_character(tmp_path, run_recipe):
+    model_dir, export_dir = str(tmp_path / "run"), str(tmp_path / "export")
     result = run_recipe("lm", "--dataset=tinyshakespeare", *QUICK, "--train_steps=10", "--eval_split=validation",
-                        f"--model_dir={tmp_path}")
+                        "--random_offset", f"--model_dir={model_dir}", f"--export_dir={export_dir}", timeout=600)
     assert "bits_per_character" in result.stdout
-    generated = run_recipe("lm", "--mode=generate", f"--model_dir={tmp_path}", "--prompt=ROMEO:",
+    served = serve_in_fresh_process(export_dir, ["ROMEO:", ""], "JULIET:", ["To be, or", "é", ""])
+    assert len(served["out"]) == 2 and all(served["out"])
+    assert len(re.findall(r"<pad>|<unk>|.", served["gen"][0], re.DOTALL)) == 7  # one character per token
+    assert served["tokens"] == [9, 1, 0] and served["ppl"][0] > 1
+    with open(os.path.join(model_dir, "config.json")) as f:
+        assert json.load(f)["data"]["random_offset"] is True
+    refused = run_recipe("lm", "--dataset=tinyshakespeare", *QUICK, "--train_steps=20", f"--model_dir={model_dir}",
+                         "--mode=train", check=False)
+    assert refused.returncode == 2 and "random_offset=False (was True)" in refused.stderr
+    generated = run_recipe("lm", "--mode=generate", f"--model_dir={model_dir}", "--prompt=ROMEO:",
                            "--max_new_tokens=20", "--greedy")
     assert generated.stdout.startswith("ROMEO:") and len(generated.stdout.rstrip("\n")) >= 20
 
@@ -108,17 +133,19 @@ def test_killed_training_resumes_with_its_memory(tmp_path):
     the memory saved with that checkpoint (the trainer prints its state)."""
     command = [sys.executable, "-m", "recipes.lm", "--dataset=ptb", *QUICK, "--train_steps=400",
                "--checkpoint_every=10", f"--model_dir={tmp_path}", "--mode=train"]
+    import numpy as np
+    import tensorflow as tf
+
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
-    while not os.path.exists(os.path.join(tmp_path, "ckpt-10.index")):
+    while tf.train.latest_checkpoint(str(tmp_path)) is None:  # the checkpoint file names a whole checkpoint
         assert time.time() < deadline and process.poll() is None
         time.sleep(0.5)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    import numpy as np
-    import tensorflow as tf
-
-    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(tmp_path)))
+    latest = tf.train.latest_checkpoint(str(tmp_path))
+    killed_at = int(latest.rsplit("-", 1)[1])
+    reader = tf.train.load_checkpoint(latest)
     saved = [name for name in reader.get_variable_to_shape_map() if name.startswith("state/")]
     assert saved, "the checkpoint holds no memory"
     masks = [reader.get_tensor(n) for n in saved if reader.get_variable_to_dtype_map()[n] == tf.bool]
@@ -126,7 +153,7 @@ def test_killed_training_resumes_with_its_memory(tmp_path):
     resumed = subprocess.run([*command[:-3], "--train_steps=20", *command[-2:]], cwd=ROOT, capture_output=True,
                              text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert "Resuming from step " in resumed.stdout and "restored the memory" in resumed.stdout
+    assert f"Resuming from step {killed_at} " in resumed.stdout and "restored the memory" in resumed.stdout
 
 
 def test_mirrored_replicas_carry_and_restore_their_own_memory(tmp_path, run_recipe):

@@ -139,6 +139,69 @@ def test_stream_dataset_starts_at_the_resumed_step():
         np.testing.assert_array_equal(a["inputs"], b["inputs"])
 
 
+def test_random_offset_starts_every_pass_at_its_own_offset_and_keeps_streams_contiguous():
+    streams = lm.stream_layout(np.arange(1, 401, dtype=np.int32), 2)  # rows of 200 consecutive ids
+    segment, seed, passes = 16, 3, 8
+    per_pass = lm.segments_per_pass(streams, segment, random_offset=True)
+    assert per_pass == (200 - 1 - 15) // segment == lm.segments_per_pass(streams, segment) - 1
+    elements = list(lm.stream_dataset(streams, segment, 1, 0, 1, 0, passes * per_pass, offset_seed=seed)
+                    .as_numpy_iterator())
+    offsets = []
+    for p in range(passes):
+        first = elements[p * per_pass]
+        offset = int(first["inputs"][0, 0] - streams[0, 0])
+        assert 0 <= offset < segment and offset == int(lm.pass_offset(seed, p, segment))
+        offsets.append(offset)
+        for s, batch in enumerate(elements[p * per_pass : (p + 1) * per_pass]):
+            begin = offset + s * segment
+            np.testing.assert_array_equal(batch["inputs"], streams[:, begin : begin + segment])
+            np.testing.assert_array_equal(batch["labels"], streams[:, begin + 1 : begin + segment + 1])
+            assert batch["reset"] == (s == 0)
+    assert len(set(offsets)) > 3  # the boundaries move between passes
+    other_seed = lm.stream_dataset(streams, segment, 1, 0, 1, 0, passes * per_pass, offset_seed=seed + 1)
+    assert [int(e["inputs"][0, 0]) for e in other_seed.as_numpy_iterator()][::per_pass] != [
+        int(e["inputs"][0, 0]) for e in elements][::per_pass]
+    resumed = list(lm.stream_dataset(streams, segment, 1, 0, 1, 2 * per_pass + 5, passes * per_pass,
+                                     offset_seed=seed).as_numpy_iterator())
+    for a, b in zip(elements[2 * per_pass + 5 :], resumed, strict=True):
+        np.testing.assert_array_equal(a["inputs"], b["inputs"])
+        assert a["reset"] == b["reset"]
+
+
+def test_random_offset_windows_stay_inside_their_rows_for_every_row_length(monkeypatch):
+    """The largest offset, segment_length - 1, on rows of every length: every window fits, and
+    no further segment would have fitted."""
+    segment = 5
+    monkeypatch.setattr(lm, "pass_offset", lambda seed, index, length: tf.constant(length - 1))
+    for row in range(segment + 1, 4 * segment + 2):
+        streams = lm.stream_layout(np.arange(1, 2 * row + 1, dtype=np.int32), 2)
+        per_pass = lm.segments_per_pass(streams, segment, random_offset=True)
+        if row < 2 * segment:  # no room for a segment after the offset
+            assert per_pass == 0
+            with pytest.raises(ValueError, match="random offset"):
+                lm.stream_dataset(streams, segment, 1, 0, 1, 0, 1, offset_seed=0)
+            continue
+        elements = list(lm.stream_dataset(streams, segment, 1, 0, 1, 0, per_pass, offset_seed=0).as_numpy_iterator())
+        assert elements[-1]["labels"][0, -1] == streams[0, (segment - 1) + per_pass * segment]  # inside the row
+        assert (segment - 1) + (per_pass + 1) * segment >= row  # one more segment's last label would not be
+
+
+def test_reset_empties_the_memory_at_the_start_of_a_pass():
+    model = lively()
+    tokens = np.random.default_rng(6).integers(2, 40, size=(2, 2 * CONFIG.segment_length + 1)).astype(np.int32)
+    first, second = tokens[:, : CONFIG.segment_length], tokens[:, CONFIG.segment_length :]
+    _, state = model(first, model.initial_state(2))
+    loss = lm.lm_loss()
+
+    def loss_sum(reset, state):
+        batch = {"inputs": second[:, :-1], "labels": second[:, 1:], "reset": tf.constant(reset)}
+        return float(loss(model, batch, False, state)[0])
+
+    fresh = loss_sum(False, model.initial_state(2))
+    assert loss_sum(True, state) == pytest.approx(fresh, rel=1e-6)
+    assert abs(loss_sum(False, state) - fresh) > 1e-3  # the memory does change the loss
+
+
 def _lm_trainer(model_dir, steps, strategy):
     corpus = np.random.default_rng(0).integers(2, 40, size=4000).astype(np.int32)
     streams = lm.stream_layout(corpus, 4)
