@@ -44,6 +44,7 @@ flags.DEFINE_bool("same_length", None, "Every query attends to the same number o
 flags.DEFINE_float("dropout", None, "Dropout rate. Default: the preset's.")
 flags.DEFINE_float("attention_dropout", None, "Dropout on attention probabilities (the reference code's dropatt). "
                    "Default: the preset's, where None means --dropout.")
+flags.DEFINE_string("activation", None, "Feed-forward activation (a Keras name, e.g. gelu). Default: the preset's.")
 flags.DEFINE_bool("random_offset", False, "Start every pass over the training text at a random offset in "
                   "[0, segment_length): segment boundaries differ from pass to pass (helps on small corpora trained "
                   "for many passes). Drawn from --seed, so a resumed run reads the same segments.")
@@ -71,7 +72,7 @@ def prepare_run(model_dir, dataset, wanted, corpus, chief):
             raise common.RunDirError(
                 f"{model_dir} holds a run of {run['dataset']!r} with model {run['model']}; resume it with the same "
                 "--dataset/--preset/--segment_length/--memory_length/--clamp_length/--same_length/--dropout/"
-                "--attention_dropout, "
+                "--attention_dropout/--activation, "
                 "or use another --model_dir."
             )
         return run, Vocabulary.load(model_dir)
@@ -234,6 +235,7 @@ def main(argv):
             same_length=FLAGS.same_length,
             dropout=FLAGS.dropout,
             attention_dropout=FLAGS.attention_dropout,
+            activation=FLAGS.activation,
         )
         train_config, epochs = common.train_config(DEFAULTS)
         strategy = make_strategy(FLAGS.strategy, FLAGS.cpu_replicas, FLAGS.tpu)

@@ -23,7 +23,8 @@ def ptb_fixture(tmp_path_factory):
     model_dir, export_dir = str(base / "run"), str(base / "export")
     result = run_recipe(
         "lm", "--dataset=ptb", *QUICK, "--train_steps=20", "--checkpoint_every=10", "--eval_split=validation",
-        "--eval_memory_length=48", f"--model_dir={model_dir}", f"--export_dir={export_dir}", timeout=600,
+        "--activation=gelu", "--eval_memory_length=48", f"--model_dir={model_dir}", f"--export_dir={export_dir}",
+        timeout=600,
     )
     return model_dir, export_dir, result
 
@@ -37,7 +38,9 @@ def test_train_and_eval_reports_perplexity_with_and_without_memory(ptb):
     assert metrics["eval_memory"]["memory_length"] == 48 and metrics["no_memory"]["memory_length"] == 0
     assert all(1 < metrics[k]["perplexity"] < 1e6 for k in ("train_memory", "eval_memory", "no_memory"))
     with open(os.path.join(model_dir, "config.json")) as f:
-        assert json.load(f)["model"]["vocab_size"] == 10001  # PTB: 10,000 tokens with <unk> and <eos>, plus <pad>
+        model = json.load(f)["model"]
+    assert model["vocab_size"] == 10001  # PTB: 10,000 tokens with <unk> and <eos>, plus <pad>
+    assert model["activation"] == "gelu"
 
 
 def serve_in_fresh_process(export_dir, prompts, generate_prompt, texts):
