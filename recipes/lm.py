@@ -46,8 +46,9 @@ flags.DEFINE_float("attention_dropout", None, "Dropout on attention probabilitie
                    "Default: the preset's, where None means --dropout.")
 flags.DEFINE_string("activation", None, "Feed-forward activation (a Keras name, e.g. gelu). Default: the preset's.")
 flags.DEFINE_bool("random_offset", False, "Start every pass over the training text at a random offset in "
-                  "[0, segment_length): segment boundaries differ from pass to pass (helps on small corpora trained "
-                  "for many passes). Drawn from --seed, so a resumed run reads the same segments.")
+                  "[0, segment_length): segment boundaries differ from pass to pass (for small corpora trained for "
+                  "many passes; it did not change Tiny Shakespeare's figure). Drawn from --seed, so a resumed run "
+                  "reads the same segments.")
 flags.DEFINE_integer("eval_batch_size", 10, "Streams the evaluated text is laid out as.")
 flags.DEFINE_string("prompt", None, "Text to continue (--mode=generate).")
 flags.DEFINE_integer("max_new_tokens", 100, "Tokens to generate.")
