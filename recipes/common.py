@@ -152,6 +152,14 @@ def update_metrics(model_dir, **sections):
     return metrics
 
 
+def check_directories():
+    """--model_dir and --export_dir name folders (made if missing), not files."""
+    for name in ("model_dir", "export_dir"):
+        path = getattr(FLAGS, name)
+        if path and os.path.exists(path) and not os.path.isdir(path):
+            raise RunDirError(f"--{name}={path} is a file, not a folder: give a folder path (it is made if missing).")
+
+
 def run(main):
     """absl's app.run, with the errors a user can fix shown as one clear line
     (exit status 2) instead of a traceback; ZOO_DEBUG=1 shows the traceback."""
@@ -166,6 +174,7 @@ def run(main):
     def guarded(argv):
         logging.set_verbosity(logging.WARNING)
         try:
+            check_directories()
             return main(argv)
         except (DatasetError, RunDirError, FileNotFoundError, ValueError, NonFiniteLossError) as error:
             if os.environ.get("ZOO_DEBUG"):

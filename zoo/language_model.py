@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from layers import TransformerXLBlock, look_ahead_mask
 from layers.dropout import Dropout
-from zoo import decoding
+from zoo import checks, decoding
 from zoo.optimization import smoothed_cross_entropy
 
 
@@ -41,10 +41,11 @@ class LMConfig:
     activation: str = "relu"
 
     def __post_init__(self):
-        if self.hidden_dim % self.num_heads:
-            raise ValueError(f"hidden_dim={self.hidden_dim} is not divisible by num_heads={self.num_heads}.")
-        if self.segment_length <= 0 or self.memory_length < 0:
-            raise ValueError("segment_length must be positive and memory_length non-negative.")
+        checks.positive(self, "vocab_size", "hidden_dim", "num_heads", "intermediate_dim", "num_layers",
+                        "segment_length", "clamp_length")
+        checks.non_negative(self, "memory_length")
+        checks.rates(self, "dropout", "attention_dropout")
+        checks.divisible(self)
 
 
 PRESETS = {

@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from layers import DecoderBlock, EncoderBlock, TokenAndPositionEmbedding, padding_mask
-from zoo import decoding
+from zoo import checks, decoding
 from zoo.optimization import smoothed_cross_entropy
 from zoo.tokenizer import END_ID, PAD_ID, START_ID, UNK_ID
 
@@ -37,10 +37,12 @@ class TranslatorConfig:
     activation: str = "relu"
 
     def __post_init__(self):
+        checks.positive(self, "source_vocab_size", "target_vocab_size", "hidden_dim", "num_heads", "intermediate_dim",
+                        "num_encoder_layers", "num_decoder_layers", "max_length")
+        checks.rates(self, "dropout")
+        checks.divisible(self)
         if self.shared_vocabulary and self.source_vocab_size != self.target_vocab_size:
             raise ValueError("A shared vocabulary needs source_vocab_size == target_vocab_size.")
-        if self.hidden_dim % self.num_heads:
-            raise ValueError(f"hidden_dim={self.hidden_dim} is not divisible by num_heads={self.num_heads}.")
 
 
 PRESETS = {
@@ -270,6 +272,7 @@ class DecodeConfig:
     max_extra_length: int = 50  # a translation has at most source length + this many tokens
 
     def __post_init__(self):
+        checks.non_negative(self, "max_extra_length")
         if self.beam_size < 1:
             raise ValueError(f"beam_size={self.beam_size}: it must be at least 1 (1 = greedy search).")
         if not 1 <= self.num_return <= self.beam_size:
