@@ -39,8 +39,8 @@ def machine():
 def finished_run(run_dir, recipe_flags):
     """Whether `run_dir` holds a finished training run (metrics.json has its "train" entry). A
     finished run is reused, so it must be the one the benchmark's command names: each
-    `--name=value` of `recipe_flags` found in its config.json (top level, or its model, train or
-    data part) must hold that value, else ValueError names the flags that differ."""
+    `--name=value` of `recipe_flags` found in its config.json (top level, or any part within it,
+    e.g. model, model.encoder, train, data) must hold that value, else ValueError names the flags that differ."""
     metrics_path = os.path.join(run_dir, "metrics.json")
     if not os.path.exists(metrics_path):
         return False
@@ -49,7 +49,7 @@ def finished_run(run_dir, recipe_flags):
             return False
     with open(os.path.join(run_dir, "config.json")) as f:
         config = json.load(f)
-    parts = [config] + [part for part in config.values() if isinstance(part, dict)]
+    parts = _dicts(config)
     differ = []
     for flag in recipe_flags:
         name, _, value = flag.removeprefix("--").partition("=")
@@ -64,7 +64,18 @@ def finished_run(run_dir, recipe_flags):
     return True
 
 
+def _dicts(record):
+    """`record` and every dict inside it, outermost first."""
+    found = [record]
+    for value in record.values():
+        if isinstance(value, dict):
+            found.extend(_dicts(value))
+    return found
+
+
 def _same(recorded, flag_value):
+    if isinstance(recorded, list):
+        return ",".join(map(str, recorded)) == flag_value
     if isinstance(recorded, bool):
         return recorded == (flag_value.lower() in ("true", "1"))
     if isinstance(recorded, (int, float)):

@@ -14,7 +14,7 @@ import os
 from absl import app, flags
 
 from recipes import common
-from zoo import batching, classifier, datasets, export, tokenizer
+from zoo import batching, classifier, datasets, export, pretrained, tokenizer
 from zoo.distribute import is_chief, make_strategy
 from zoo.evaluation import evaluate, write_summaries
 from zoo.training import Task, Trainer, TrainConfig, restore_model, set_precision
@@ -31,6 +31,10 @@ flags.DEFINE_integer("vocab_size", 8000, "Subword vocabulary size of the tokeniz
 flags.DEFINE_integer("max_length", None, "Tokens per text (head token included). Default: the preset's.")
 flags.DEFINE_float("dropout", None, "Dropout rate. Default: the preset's.")
 flags.DEFINE_string("text", None, "The sentence to explain (--mode=explain).")
+flags.DEFINE_string("init_from", None, "A finished recipes.pretrain run directory: fine-tune its encoder (its "
+                    "config and tokenizer; --preset, --vocab_size and --max_length must agree or be left out).")
+flags.DEFINE_float("layer_decay", None, "Layer-wise learning-rate decay: each encoder layer learns at this "
+                   "factor of the rate of the layer above it (the head at --learning_rate). Default: 1 (off).")
 FLAGS = flags.FLAGS
 
 
@@ -49,10 +53,11 @@ def model_config(preset, **overrides):
     return common.preset_config(classifier.PRESETS, preset, **overrides)
 
 
-def prepare_run(model_dir, dataset, wanted, texts, seed, chief):
-    """The run's record and tokenizer: read back when resuming, else made now.
+def prepare_run(model_dir, dataset, wanted, texts, seed, chief, init_from=None):
+    """The run's record and tokenizer: read back when resuming, else made now (trained on
+    `texts`, or the pretrained run's with `init_from`).
 
-    Only the chief trains and writes the tokenizer; other workers wait for it.
+    Only the chief writes the tokenizer; other workers wait for it.
     """
     os.makedirs(model_dir, exist_ok=True)
     run = common.read_run(model_dir, RECIPE)
@@ -63,21 +68,34 @@ def prepare_run(model_dir, dataset, wanted, texts, seed, chief):
                 "resume it with the same --dataset/--preset/--vocab_size/--max_length/--dropout, "
                 "or use another --model_dir."
             )
+        if run.get("init_from") != init_from:
+            raise common.RunDirError(
+                f"{model_dir} holds a run with --init_from={run.get('init_from')}, not {init_from}: resume it with "
+                "the same --init_from, or use another --model_dir."
+            )
         return run, tokenizer.load_tokenizer(model_dir)
     if chief:
-        tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, wanted.vocab_size, seed=seed), model_dir)
+        if init_from:
+            with open(os.path.join(init_from, tokenizer.TOKENIZER_FILE), "rb") as f:
+                proto = f.read()
+        else:
+            proto = tokenizer.train_tokenizer(texts, wanted.vocab_size, seed=seed)
+        tokenizer.save_tokenizer(proto, model_dir)
     else:
         common.wait_for(os.path.join(model_dir, tokenizer.TOKENIZER_FILE))
-    run = {"recipe": RECIPE, "dataset": dataset, "model": dataclasses.asdict(wanted)}
+    run = {"recipe": RECIPE, "dataset": dataset, "model": dataclasses.asdict(wanted), "init_from": init_from}
     return run, tokenizer.load_tokenizer(model_dir)
 
 
-def train(model_dir, dataset, wanted, train_config, epochs, max_examples, strategy):
-    """Trains (or resumes) the run in model_dir; returns the training metrics."""
+def train(model_dir, dataset, wanted, train_config, epochs, max_examples, strategy, init_from=None):
+    """Trains (or resumes) the run in model_dir; returns the training metrics.
+
+    With `init_from` (a finished pretraining run; `wanted` then comes from
+    `pretrained.classifier_config`), the encoder starts from its weights."""
     data = datasets.subsample(datasets.load_classification(dataset, "train"), max_examples, train_config.seed)
     chief = is_chief(strategy)
     wanted = dataclasses.replace(wanted, num_classes=len(data.class_names))
-    run, tok = prepare_run(model_dir, dataset, wanted, data.texts, train_config.seed, chief)
+    run, tok = prepare_run(model_dir, dataset, wanted, data.texts, train_config.seed, chief, init_from)
     config = classifier.ClassifierConfig(**run["model"])
     rows = classifier.with_head_token(tokenizer.tokenize(tok, data.texts), config.max_length)
     train_config = common.with_epochs(train_config, epochs, len(rows))
@@ -99,10 +117,20 @@ def train(model_dir, dataset, wanted, train_config, epochs, max_examples, strate
         part = batching.pipeline_part(plan, context.num_input_pipelines, context.input_pipeline_id, per_pipeline)
         return batching.plan_dataset(part, fields, skip=start_step * per_pipeline)
 
+    initialize = None
+    if init_from:
+        weights = pretrained.encoder_weights(init_from)
+
+        def initialize(model):
+            count = pretrained.copy_encoder_weights(weights, model)
+            print(f"Initialized the encoder from {init_from}: {count} pretrained weights.", flush=True)
+
     task = Task(
         build_model=lambda: classifier.build_classifier(config),
         dataset=dataset_fn,
         loss=classifier.classification_loss(train_config.label_smoothing),
+        initialize=initialize,
+        layer_depths=classifier.layer_depths,
     )
     metrics = Trainer(task, train_config, model_dir, strategy).train()
     if chief and metrics is not None:
@@ -174,6 +202,18 @@ def run_explain(model_dir, text):
     return paths
 
 
+def wanted_config():
+    """The classifier config the flags ask for: the preset's, or the pretrained run's with --init_from
+    (where an explicit --preset, --vocab_size or --max_length must agree with it)."""
+    if not FLAGS.init_from:
+        return model_config(FLAGS.preset, vocab_size=FLAGS.vocab_size, max_length=FLAGS.max_length,
+                            dropout=FLAGS.dropout)
+    run = pretrained.read_finished_run(FLAGS.init_from)
+    asked = {name: getattr(FLAGS, name) if FLAGS[name].present else None
+             for name in ("preset", "vocab_size", "max_length")}
+    return pretrained.classifier_config(run, dropout=FLAGS.dropout, **asked)
+
+
 def main(argv):
     del argv
     mode, model_dir = FLAGS.mode, FLAGS.model_dir
@@ -185,17 +225,20 @@ def main(argv):
         raise app.UsageError("--mode=export needs --export_dir.")
     if mode == "explain" and not FLAGS.text:
         raise ValueError('--mode=explain needs --text="a sentence".')
+    init_from = os.path.abspath(FLAGS.init_from) if FLAGS.init_from else None
+    if init_from and not training:
+        raise app.UsageError("--init_from is for training (--mode=train or train_and_eval).")
     if training:
         if not FLAGS.dataset:
             raise app.UsageError("--dataset is required to train (imdb, sst2 or tfds:<name>).")
-        wanted = model_config(
-            FLAGS.preset, vocab_size=FLAGS.vocab_size, max_length=FLAGS.max_length, dropout=FLAGS.dropout
-        )
+        wanted = wanted_config()
         train_config, epochs = common.train_config(DEFAULTS)
+        if FLAGS.layer_decay is not None:
+            train_config = dataclasses.replace(train_config, layer_decay=FLAGS.layer_decay)
         if evaluating:
             datasets.check_split(FLAGS.dataset, FLAGS.eval_split)
         strategy = make_strategy(FLAGS.strategy, FLAGS.cpu_replicas, FLAGS.tpu)
-        train(model_dir, FLAGS.dataset, wanted, train_config, epochs, FLAGS.max_examples, strategy)
+        train(model_dir, FLAGS.dataset, wanted, train_config, epochs, FLAGS.max_examples, strategy, init_from)
         if not is_chief(strategy):
             return
     if evaluating:

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from layers import EncoderBlock, TokenAndPositionEmbedding, padding_mask
 from layers.dropout import Dropout
+from zoo import checks
 from zoo.optimization import smoothed_cross_entropy
 from zoo.tokenizer import START_ID
 
@@ -27,21 +28,39 @@ class ClassifierConfig:
     norm_first: bool = False
     activation: str = "relu"
 
+    def __post_init__(self):
+        checks.positive(self, "vocab_size", "num_classes", "hidden_dim", "num_heads", "intermediate_dim",
+                        "num_layers", "max_length")
+        checks.rates(self, "dropout")
+        checks.divisible(self)
+
 
 PRESETS = {
     "tiny": ClassifierConfig(hidden_dim=32, num_heads=2, intermediate_dim=64, num_layers=1, max_length=128),
     # Two heads: on a CPU the (heads x length^2) softmax, not the matmuls, bounds the speed.
     "small": ClassifierConfig(hidden_dim=128, num_heads=2, intermediate_dim=512, num_layers=2, max_length=512),
+    # Pretraining's (recipes.pretrain): wider and deeper, worth it once the encoder is pretrained.
+    "medium": ClassifierConfig(hidden_dim=256, num_heads=4, intermediate_dim=1024, num_layers=4, max_length=512),
     "base": ClassifierConfig(hidden_dim=512, num_heads=8, intermediate_dim=2048, num_layers=6, max_length=512),
 }
 
 
-def build_classifier(config):
-    """token_ids (batch, seq) int32, 0 = padding -> logits (batch, num_classes) float32."""
+def build_encoder(config, embedding=None, prefix="encoder", name="encoder"):
+    """token_ids (batch, seq) int32, 0 = padding -> hidden states (batch, seq, hidden_dim).
+
+    The classifier's body, and what pretraining trains (`zoo.pretraining`). Layers are named
+    "embedding", "<prefix>_<i>" and "<prefix>_final_norm" (pre-norm only). `embedding`: a
+    TokenAndPositionEmbedding to share (ELECTRA's generator shares the discriminator's); when
+    its width differs from config.hidden_dim, a Dense "<prefix>_projection" maps it.
+    """
     token_ids = keras.Input((None,), dtype="int32", name="token_ids")
-    x = TokenAndPositionEmbedding(
-        config.vocab_size, config.hidden_dim, config.max_length, config.position, config.dropout, name="embedding"
-    )(token_ids)
+    if embedding is None:
+        embedding = TokenAndPositionEmbedding(
+            config.vocab_size, config.hidden_dim, config.max_length, config.position, config.dropout, name="embedding"
+        )
+    x = embedding(token_ids)
+    if embedding.hidden_dim != config.hidden_dim:
+        x = keras.layers.Dense(config.hidden_dim, name=f"{prefix}_projection")(x)
     real = padding_mask(token_ids)
     for i in range(config.num_layers):
         x = EncoderBlock(
@@ -50,13 +69,40 @@ def build_classifier(config):
             config.dropout,
             config.activation,
             config.norm_first,
-            name=f"encoder_{i}",
+            name=f"{prefix}_{i}",
         )(x, padding_mask=real)
     if config.norm_first:
-        x = keras.layers.LayerNormalization(epsilon=1e-5, name="final_norm")(x)
-    head = Dropout(config.dropout)(x[:, 0])  # the <s> token's state
+        x = keras.layers.LayerNormalization(epsilon=1e-5, name=f"{prefix}_final_norm")(x)
+    return keras.Model(token_ids, x, name=name)
+
+
+def build_classifier(config):
+    """token_ids (batch, seq) int32, 0 = padding -> logits (batch, num_classes) float32.
+
+    The encoder's layers and a head on the <s> token's final state; the encoder's layers keep
+    their names, so `zoo.pretrained` copies a pretrained encoder's weights in by name."""
+    encoder = build_encoder(config)
+    head = Dropout(config.dropout)(encoder.output[:, 0])  # the <s> token's state
     logits = keras.layers.Dense(config.num_classes, dtype="float32", name="logits")(head)
-    return keras.Model(token_ids, logits, name="classifier")
+    return keras.Model(encoder.input, logits, name="classifier")
+
+
+def layer_depths(model):
+    """Each trainable variable's depth below the head, for layer-wise learning-rate decay:
+    the head 0, the last encoder block (and pre-norm's final norm) 1, ..., the first block
+    num_layers, the embedding num_layers + 1 (Sun et al., 2019; ULMFiT's discriminative rates)."""
+    blocks = {block.name: i for i, block in enumerate(encoder_blocks(model))}
+    top = len(blocks)
+    depths = []
+    for variable in model.trainable_variables:
+        layer = variable.path.split("/")[0]
+        if layer == "embedding":
+            depths.append(top + 1)
+        elif layer in blocks:
+            depths.append(top - blocks[layer])
+        else:
+            depths.append(1 if layer.endswith("final_norm") else 0)
+    return depths
 
 
 def encoder_blocks(model):

@@ -59,7 +59,7 @@ class Classification:
 IMDB_LOCAL = Source("imdb", "aclImdb_v1_labeled.tar.gz", "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz")
 SST2_TRAIN = Source("sst2", "train.tsv.gz", "https://dl.fbaipublicfiles.com/glue/data/SST-2.zip")
 SST2_DEV = Source("sst2", "dev.tsv", "https://dl.fbaipublicfiles.com/glue/data/SST-2.zip")
-IMDB_VALIDATION_EVERY = 20  # every 20th training review (5%) is held out for validation
+HELD_OUT_EVERY = 20  # IMDB (and sst2_tune) hold out every 20th training text (5%) for validation
 
 
 def _imdb(split):
@@ -73,7 +73,7 @@ def _imdb(split):
                 labels.append(int(parts[2] == "pos"))
                 ids.append(int(parts[3].split("_")[0]))
     if folder == "train":
-        held_out = np.asarray(ids) % IMDB_VALIDATION_EVERY == 0
+        held_out = np.asarray(ids) % HELD_OUT_EVERY == 0
         keep = held_out if split == "validation" else ~held_out
         texts = [t for t, k in zip(texts, keep) if k]
         labels = [label for label, k in zip(labels, keep) if k]
@@ -103,6 +103,16 @@ def _sst2(split):
     return Classification(texts, labels, ("negative", "positive"))
 
 
+def _sst2_tune(split):
+    """SST-2 for tuning: GLUE's train without every 20th sentence, which is held out as validation,
+    so hyper-parameters are chosen without seeing the dev set that `sst2` reports."""
+    if split == "test":
+        raise DatasetError("sst2_tune is for tuning and has no test split: report on sst2's validation (GLUE dev).")
+    texts, labels = _read_sst2_rows("train")
+    keep = (np.arange(len(texts)) % HELD_OUT_EVERY == 0) == (split == "validation")
+    return Classification([t for t, k in zip(texts, keep) if k], labels[keep], ("negative", "positive"))
+
+
 def _tfds_classification(name, split):
     import tensorflow_datasets as tfds
 
@@ -123,7 +133,7 @@ def _tfds_classification(name, split):
     return Classification(texts, np.asarray(labels, np.int32), class_names)
 
 
-CLASSIFICATION = {"imdb": _imdb, "sst2": _sst2}
+CLASSIFICATION = {"imdb": _imdb, "sst2": _sst2, "sst2_tune": _sst2_tune}
 SPLITS = ("train", "validation", "test")
 
 
@@ -137,8 +147,8 @@ def subsample(data, count, seed):
 
 def check_split(name, split):
     """Raises DatasetError early for a split that `name` does not have."""
-    if name == "sst2" and split == "test":
-        _sst2(split)
+    if name in ("sst2", "sst2_tune") and split == "test":
+        CLASSIFICATION[name](split)
     if name.startswith("tfds:"):
         import tensorflow_datasets as tfds
 

@@ -76,21 +76,48 @@ def make_schedule(name, learning_rate, warmup_steps, total_steps):
 NOT_DECAYED = ("bias", "gamma", "beta")
 
 
+class ScaledRates:
+    """Mixin for a Keras optimizer: each variable learns at the schedule's rate times its own
+    factor, `rate_scales[i]` for the i-th variable the optimizer was built with (layer-wise
+    learning-rate decay). Weight decay keeps the schedule's rate."""
+
+    rate_scales = None
+
+    def update_step(self, gradient, variable, learning_rate):
+        scale = self.rate_scales[self._get_variable_index(variable)]
+        return super().update_step(gradient, variable, learning_rate * scale)
+
+
+class ScaledAdam(ScaledRates, keras.optimizers.Adam):
+    pass
+
+
+class ScaledAdamW(ScaledRates, keras.optimizers.AdamW):
+    pass
+
+
 def make_optimizer(
-    learning_rate, warmup_steps, mixed_precision="float32", schedule="inverse_sqrt", total_steps=None, weight_decay=0.0
+    learning_rate, warmup_steps, mixed_precision="float32", schedule="inverse_sqrt", total_steps=None, weight_decay=0.0,
+    rate_scales=None,
 ):
     """Adam with the paper's betas (0.9, 0.98), eps 1e-9, and a warm-up schedule
     (`total_steps` is where `cosine` ends); wrapped in dynamic loss scaling for float16.
 
     With `weight_decay`, AdamW (Loshchilov & Hutter): each step also shrinks the weights by
     learning_rate(step) * weight_decay, decoupled from the gradient; biases and LayerNorm's
-    scales and offsets (NOT_DECAYED) are not decayed."""
+    scales and offsets (NOT_DECAYED) are not decayed.
+
+    With `rate_scales` (one factor per variable, in the order the optimizer is built with), each
+    variable's learning rate is the schedule's times its factor (`ScaledRates`)."""
     schedule = make_schedule(schedule, learning_rate, warmup_steps, total_steps or warmup_steps)
+    adam, adamw = (keras.optimizers.Adam, keras.optimizers.AdamW) if rate_scales is None else (ScaledAdam, ScaledAdamW)
     if weight_decay:
-        optimizer = keras.optimizers.AdamW(schedule, weight_decay, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
+        optimizer = adamw(schedule, weight_decay, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
         optimizer.exclude_from_weight_decay(var_names=list(NOT_DECAYED))
     else:
-        optimizer = keras.optimizers.Adam(schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
+        optimizer = adam(schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
+    if rate_scales is not None:
+        optimizer.rate_scales = [float(s) for s in rate_scales]
     if mixed_precision == "float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer

@@ -1,18 +1,20 @@
-"""Subword tokenizers trained from a training split with keras-hub's tools.
+"""Subword tokenizers trained from a training split.
 
-A SentencePiece unigram model (`keras_hub.tokenizers.compute_sentence_piece_proto`)
+A SentencePiece unigram model (keras-hub's `compute_sentence_piece_proto` settings)
 is trained once per run and saved as `tokenizer.model` beside the checkpoints;
 the same bytes go inside every export, so serving tokenizes exactly as training did.
 Ids 0-3 are fixed: <pad>, <unk>, <s> (start, also the classifier's head token)
 and </s> (end).
 """
 
+import io
 import os
 import random
 import re
 
 import keras_hub
 import numpy as np
+import sentencepiece
 import tensorflow as tf
 
 PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
@@ -34,12 +36,26 @@ def sample_texts(texts, max_characters, seed):
     return sample
 
 
-def train_tokenizer(texts, vocabulary_size, lowercase=True, seed=0):
-    """A SentencePiece model (serialized proto bytes) learnt from `texts`."""
+def train_tokenizer(texts, vocabulary_size, lowercase=True, seed=0, user_symbols=()):
+    """A SentencePiece unigram model (serialized proto bytes) learnt from `texts`.
+
+    The settings of keras-hub's `compute_sentence_piece_proto` (ids 0-3 as above), plus
+    `user_symbols`: pieces that are never split, numbered from 4 on (pretraining's <mask>)."""
     texts = sample_texts(texts, MAX_TRAINING_CHARACTERS, seed)
+    writer = io.BytesIO()
     try:
-        return keras_hub.tokenizers.compute_sentence_piece_proto(
-            tf.data.Dataset.from_tensor_slices(texts), vocabulary_size, lowercase=lowercase
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=iter(texts),
+            model_writer=writer,
+            vocab_size=vocabulary_size,
+            model_type="unigram",
+            normalization_rule_name="nmt_nfkc_cf" if lowercase else "nmt_nfkc",
+            pad_id=PAD_ID,
+            unk_id=UNK_ID,
+            bos_id=START_ID,
+            eos_id=END_ID,
+            user_defined_symbols=list(user_symbols),
+            minloglevel=2,
         )
     except RuntimeError as error:
         limit = re.search(r"<= (\d+)", str(error))
@@ -49,6 +65,7 @@ def train_tokenizer(texts, vocabulary_size, lowercase=True, seed=0):
             f"vocab_size={vocabulary_size} is too large for this training text: SentencePiece can make at most "
             f"{limit.group(1)} pieces from it. Lower --vocab_size."
         ) from None
+    return writer.getvalue()
 
 
 def save_tokenizer(proto, directory, name=TOKENIZER_FILE):

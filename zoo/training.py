@@ -20,6 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from zoo import checks
 from zoo.distribute import is_chief
 from zoo.optimization import SCHEDULES, make_optimizer
 from zoo.progress import Progress
@@ -37,6 +38,7 @@ class TrainConfig:
     schedule: str = "inverse_sqrt"  # or "cosine": annealed to zero at train_steps
     label_smoothing: float = 0.1
     weight_decay: float = 0.0  # AdamW's, decoupled; 0 = Adam
+    layer_decay: float = 1.0  # each layer below the top learns at this factor of the rate above it
     clip_norm: float | None = 1.0  # global gradient norm, over all replicas
     checkpoint_every: int = 500
     keep_checkpoints: int = 3
@@ -50,8 +52,11 @@ class TrainConfig:
             raise ValueError(f"mixed_precision={self.mixed_precision!r} is not one of {tuple(PRECISIONS)}.")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule={self.schedule!r} is not one of {SCHEDULES}.")
-        if self.weight_decay < 0:
-            raise ValueError(f"weight_decay={self.weight_decay} must be non-negative.")
+        checks.positive(self, "learning_rate", "keep_checkpoints")
+        checks.non_negative(self, "warmup_steps", "weight_decay", "clip_norm")
+        checks.rates(self, "label_smoothing")
+        if not 0.0 < self.layer_decay <= 1.0:
+            raise ValueError(f"layer_decay={self.layer_decay} must be in (0, 1] (1 = the same rate everywhere).")
         for name in ("train_steps", "batch_size", "checkpoint_every", "log_every"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)} must be positive.")
@@ -72,12 +77,19 @@ class Task:
         (model, batch, training, state) -> (loss_sum, weight, tokens, state):
         each replica's state goes from one of its steps to the next and is
         saved with every checkpoint.
+    initialize: optional (model) -> None, called once on a run that starts from step 0
+        (no checkpoint), after the model is built: pretrained weights go in here.
+    layer_depths: optional (model) -> one int per trainable variable, its layer's depth
+        below the top (0 = the head); with TrainConfig.layer_decay, a variable learns at
+        learning_rate * layer_decay ** depth.
     """
 
     build_model: Callable
     dataset: Callable
     loss: Callable
     initial_state: Callable | None = None
+    initialize: Callable | None = None
+    layer_depths: Callable | None = None
 
 
 class NonFiniteLossError(RuntimeError):
@@ -114,6 +126,11 @@ class Trainer:
         keras.utils.set_random_seed(config.seed)
         with strategy.scope():
             self.model = task.build_model()
+            rate_scales = None
+            if config.layer_decay != 1.0:
+                if task.layer_depths is None:
+                    raise ValueError("layer_decay is set but this model has no layer depths: leave it at 1.")
+                rate_scales = [config.layer_decay**depth for depth in task.layer_depths(self.model)]
             self.optimizer = make_optimizer(
                 config.learning_rate,
                 config.warmup_steps,
@@ -121,6 +138,7 @@ class Trainer:
                 config.schedule,
                 config.train_steps,
                 config.weight_decay,
+                rate_scales,
             )
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
@@ -146,6 +164,8 @@ class Trainer:
             if self.saved_state is not None:
                 self.state = self._distribute_saved_state()
                 print("Training state: restored the memory saved with that checkpoint.", flush=True)
+        elif task.initialize is not None:
+            task.initialize(self.model)
 
     def _distribute_saved_state(self):
         """Each replica's rows of the saved state (every worker reads the chief's checkpoint)."""

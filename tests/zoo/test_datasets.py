@@ -26,8 +26,18 @@ def test_subsample_is_seeded_and_keeps_both_classes():
 
 
 def test_unknown_dataset_lists_the_known_ones():
-    with pytest.raises(datasets.DatasetError, match=r"use one of \['imdb', 'sst2'\] or tfds:<name>"):
+    with pytest.raises(datasets.DatasetError, match=r"use one of \['imdb', 'sst2', 'sst2_tune'\] or tfds:<name>"):
         datasets.load_classification("imbd", "train")
+
+
+def test_sst2_tune_holds_out_every_20th_training_sentence_and_has_no_test():
+    full = datasets.load_classification("sst2", "train")
+    train, validation = (datasets.load_classification("sst2_tune", s) for s in ("train", "validation"))
+    assert validation.texts == full.texts[::20] and list(validation.labels) == list(full.labels[::20])
+    assert len(train.texts) + len(validation.texts) == len(full.texts) == 67349
+    assert train.texts == [text for i, text in enumerate(full.texts) if i % 20]
+    with pytest.raises(datasets.DatasetError, match="no test split"):
+        datasets.check_split("sst2_tune", "test")
 
 
 def test_missing_file_says_where_it_looked(tmp_path, monkeypatch):

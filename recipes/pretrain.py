@@ -1,0 +1,202 @@
+r"""Self-supervised pretraining of the classifier's encoder on unlabeled text.
+
+ELECTRA's replaced-token detection (default) or BERT's masked LM, on documents packed
+into full sequences; `recipes.sentiment --init_from=MODEL_DIR` fine-tunes the result.
+
+  python -m recipes.pretrain --corpus=imdb_unsup,imdb --preset=small --model_dir=runs/pretrain_imdb
+  python -m recipes.pretrain --mode=eval --model_dir=runs/pretrain_imdb
+  python -m recipes.pretrain --mode=export --model_dir=runs/pretrain_imdb --export_dir=saved_models/encoder
+"""
+
+import dataclasses
+import os
+
+from absl import app, flags
+
+from recipes import common
+from zoo import batching, export, pretrained, pretraining, pretraining_data, tokenizer
+from zoo.distribute import is_chief, make_strategy
+from zoo.evaluation import evaluate, write_summaries
+from zoo.training import Task, Trainer, TrainConfig
+
+RECIPE = "pretrain"
+MODES = ("train", "eval", "train_and_eval", "export")
+DEFAULTS = TrainConfig(
+    train_steps=10000, batch_size=64, learning_rate=1e-3, warmup_steps=1000, schedule="cosine", label_smoothing=0.0,
+    weight_decay=0.01, checkpoint_every=500, log_every=50,
+)
+
+flags.DEFINE_enum("mode", "train_and_eval", MODES, "What to do.")
+flags.DEFINE_list("corpus", None, "Comma-separated corpora: imdb_unsup, imdb, sst2 (training texts), "
+                  "text:<glob>, tfds:<name>.")
+flags.DEFINE_bool("document_per_file", False, "text:<glob> files hold one document each (else one per line).")
+flags.DEFINE_enum("objective", None, list(pretraining.OBJECTIVES), "electra (replaced-token detection) or mlm "
+                  "(masked LM). Default: electra.")
+flags.DEFINE_integer("sequence_length", None, "Tokens per packed sequence, <s> included. Default: 128.")
+flags.DEFINE_float("mask_rate", None, "Share of the tokens chosen for masking. Default: 0.15.")
+flags.DEFINE_float("generator_scale", None, "ELECTRA: the generator's width as a share of the encoder's. Default: 0.5.")
+flags.DEFINE_integer("vocab_size", 16000, "Size of the SentencePiece vocabulary trained on the corpus.")
+flags.DEFINE_integer("max_length", None, "Longest text the encoder will take when fine-tuned. Default: the preset's.")
+flags.DEFINE_float("dropout", None, "Dropout rate. Default: the preset's.")
+flags.DEFINE_float("eval_fraction", 0.01, "Share of the documents held out for --mode=eval.")
+FLAGS = flags.FLAGS
+
+
+def pretrain_config(preset, objective, sequence_length, mask_rate, generator_scale, **encoder):
+    if preset not in pretraining.PRESETS:
+        raise ValueError(f"Unknown preset {preset!r}: use one of {sorted(pretraining.PRESETS)}.")
+    base = pretraining.PRESETS[preset]
+    encoder = dataclasses.replace(base.encoder, **{k: v for k, v in encoder.items() if v is not None})
+    fields = dict(objective=objective, sequence_length=sequence_length, mask_rate=mask_rate,
+                  generator_scale=generator_scale)
+    return dataclasses.replace(base, encoder=encoder, **{k: v for k, v in fields.items() if v is not None})
+
+
+def documents_of(run):
+    """(train, eval) documents of a run: its corpora, split by its seed and eval fraction."""
+    documents = pretraining_data.load_corpora(run["corpus"], run["document_per_file"])
+    train_ids, eval_ids = pretraining_data.held_out(len(documents), run["eval_fraction"], run["seed"])
+    return [documents[i] for i in train_ids], [documents[i] for i in eval_ids]
+
+
+def prepare_run(model_dir, wanted, corpus, document_per_file, eval_fraction, seed, chief):
+    """The run's record, training documents and tokenizer: read back when resuming, else made now."""
+    os.makedirs(model_dir, exist_ok=True)
+    run = common.read_run(model_dir, RECIPE)
+    fresh = {"recipe": RECIPE, "corpus": corpus, "document_per_file": document_per_file,
+             "eval_fraction": eval_fraction, "seed": seed, "model": dataclasses.asdict(wanted)}
+    if run is not None:
+        differ = [k for k in fresh if run.get(k) != fresh[k]]
+        if differ:
+            raise common.RunDirError(
+                f"{model_dir} holds a pretraining run with other {', '.join(differ)} "
+                f"({', '.join(f'{k}={run.get(k)!r}' for k in differ)}): resume it with the same flags, "
+                "or use another --model_dir."
+            )
+    train_documents, _ = documents_of(fresh)
+    path = os.path.join(model_dir, tokenizer.TOKENIZER_FILE)
+    if run is None or not os.path.exists(path):
+        if chief:
+            proto = tokenizer.train_tokenizer(train_documents, wanted.encoder.vocab_size, seed=seed,
+                                              user_symbols=(pretraining.MASK_TOKEN,))
+            tokenizer.save_tokenizer(proto, model_dir)
+        else:
+            common.wait_for(path)
+    return fresh, train_documents, tokenizer.load_tokenizer(model_dir)
+
+
+def masked_dataset(rows, plan, config, seed, stream_id, skip=0):
+    """plan_dataset of packed rows, each batch masked by `pretraining.with_masks` with a seed
+    made of (seed, stream_id, the batch's index): the same masks whatever step a run resumes at."""
+    import tensorflow as tf
+
+    dataset = batching.plan_dataset(plan, {"token_ids": rows}, skip=skip).enumerate(start=skip)
+    base = tf.constant(stream_id * 2**32, tf.int64)
+
+    def masked(index, batch):
+        return pretraining.with_masks(batch["token_ids"], tf.stack([tf.constant(seed, tf.int64), base + index]), config)
+
+    return dataset.map(masked, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+def train(model_dir, wanted, corpus, document_per_file, eval_fraction, train_config, epochs, strategy):
+    """Trains (or resumes) the pretraining run in model_dir; returns the training metrics."""
+    chief = is_chief(strategy)
+    run, documents, tok = prepare_run(model_dir, wanted, corpus, document_per_file, eval_fraction,
+                                      train_config.seed, chief)
+    config = pretraining.PretrainConfig(**run["model"])
+    print(f"Packing {len(documents)} documents into sequences of {config.sequence_length} tokens.", flush=True)
+    rows = pretraining_data.pack(tokenizer.tokenize(tok, documents), config.sequence_length)
+    train_config = common.with_epochs(train_config, epochs, len(rows))
+    replicas = strategy.num_replicas_in_sync
+    setup = {"replicas": replicas, "strategy": type(strategy).__name__, "sequences": len(rows)}
+    common.check_resumable(run, {**dataclasses.asdict(train_config), **setup})
+    if chief:
+        common.write_json(model_dir, common.CONFIG_FILE, {**run, "train": dataclasses.asdict(train_config),
+                                                          "data": setup})
+    if train_config.batch_size % replicas:
+        raise ValueError(f"batch_size={train_config.batch_size} is not divisible by the {replicas} replicas.")
+    plan = batching.training_plan(
+        [len(r) for r in rows], train_config.train_steps, train_config.batch_size, train_config.seed, replicas
+    )
+
+    def dataset_fn(context, start_step):
+        per_pipeline = replicas // context.num_input_pipelines
+        part = batching.pipeline_part(plan, context.num_input_pipelines, context.input_pipeline_id, per_pipeline)
+        return masked_dataset(rows, part, config, train_config.seed, context.input_pipeline_id,
+                              skip=start_step * per_pipeline)
+
+    task = Task(
+        build_model=lambda: pretraining.build_pretrainer(config),
+        dataset=dataset_fn,
+        loss=pretraining.pretraining_loss(config),
+    )
+    metrics = Trainer(task, train_config, model_dir, strategy).train()
+    if chief and metrics is not None:
+        common.update_metrics(model_dir, train=metrics)
+    return metrics
+
+
+def run_eval(model_dir, batch_size=64):
+    """Masked-token accuracy and perplexity (and ELECTRA's detection accuracy) on the held-out documents."""
+    trained = pretrained.load_pretrained(model_dir, finished=False)
+    _, documents = documents_of(trained.run)
+    rows = pretraining_data.pack(tokenizer.tokenize(trained.tokenizer, documents), trained.config.sequence_length)
+    plan = batching.evaluation_plan([len(r) for r in rows], batch_size)
+    batches = masked_dataset(rows, plan, trained.config, seed=trained.run["seed"] + 1, stream_id=0)
+    totals = evaluate(pretraining.pretraining_metrics(trained.model), batches, len(plan), description="held-out")
+    result = pretraining.summarize(totals)
+    write_summaries(model_dir, "eval_held_out", trained.step, result)
+    result.update(sequences=len(rows), documents=len(documents), step=trained.step)
+    common.update_metrics(model_dir, eval_held_out=result)
+    print("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items() if isinstance(v, float)))
+    return result
+
+
+def run_export(model_dir, export_dir):
+    trained = pretrained.load_pretrained(model_dir, finished=False)
+    server = pretrained.EncoderServer(trained.model, trained.tokenizer, trained.config)
+    path = export.export(
+        server,
+        {"serving_default": server.encode, "encode": server.encode, "fill_mask": server.fill_mask},
+        export_dir,
+        {"text": ["a wonderful, moving film", ""]},
+        metadata={"recipe": RECIPE, "corpus": trained.run["corpus"], "step": trained.step,
+                  "model": trained.run["model"]},
+    )
+    print(f"Exported step {trained.step} to {path}")
+    return path
+
+
+def main(argv):
+    del argv
+    mode, model_dir = FLAGS.mode, FLAGS.model_dir
+    if not model_dir:
+        raise app.UsageError("--model_dir is required.")
+    training = mode in ("train", "train_and_eval")
+    exporting = mode == "export" or (training and FLAGS.export_dir)
+    if exporting and not FLAGS.export_dir:
+        raise app.UsageError("--mode=export needs --export_dir.")
+    if training:
+        if not FLAGS.corpus:
+            raise app.UsageError("--corpus is required to train (e.g. --corpus=imdb_unsup,imdb).")
+        if not 0.0 < FLAGS.eval_fraction < 1.0:
+            raise ValueError(f"--eval_fraction={FLAGS.eval_fraction} must be in (0, 1).")
+        wanted = pretrain_config(
+            FLAGS.preset, FLAGS.objective, FLAGS.sequence_length, FLAGS.mask_rate, FLAGS.generator_scale,
+            vocab_size=FLAGS.vocab_size, max_length=FLAGS.max_length, dropout=FLAGS.dropout,
+        )
+        train_config, epochs = common.train_config(DEFAULTS)
+        strategy = make_strategy(FLAGS.strategy, FLAGS.cpu_replicas, FLAGS.tpu)
+        train(model_dir, wanted, FLAGS.corpus, FLAGS.document_per_file, FLAGS.eval_fraction, train_config, epochs,
+              strategy)
+        if not is_chief(strategy):
+            return
+    if mode in ("eval", "train_and_eval"):
+        run_eval(model_dir, FLAGS.batch_size or 64)
+    if exporting:
+        run_export(model_dir, FLAGS.export_dir)
+
+
+if __name__ == "__main__":
+    common.run(main)

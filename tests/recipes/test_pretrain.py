@@ -1,0 +1,176 @@
+"""End to end: pretraining on SST-2's training texts (tiny preset, a few steps), its export
+served in a fresh process, and fine-tuning its encoder with recipes.sentiment --init_from."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT
+
+QUICK = ["--corpus=sst2", "--preset=tiny", "--vocab_size=500", "--sequence_length=64", "--batch_size=16"]
+FINE_TUNE = ["--dataset=sst2", "--max_examples=2000", "--batch_size=16", "--log_every=5"]
+
+
+@pytest.fixture(scope="module", name="pretrained_run")
+def pretrained_run_fixture(tmp_path_factory):
+    """An ELECTRA run trained for 20 steps, evaluated on its held-out slice and exported."""
+    from tests.conftest import run_recipe
+
+    base = tmp_path_factory.mktemp("pretrain")
+    model_dir, export_dir = str(base / "run"), str(base / "export")
+    result = run_recipe("pretrain", *QUICK, "--train_steps=20", "--checkpoint_every=10", "--log_every=10",
+                        f"--model_dir={model_dir}", f"--export_dir={export_dir}")
+    return model_dir, export_dir, result
+
+
+def test_pretraining_trains_evaluates_and_records_its_run(pretrained_run):
+    model_dir, _, result = pretrained_run
+    assert "step 20/20" in result.stdout and "held-out: masked_accuracy" in result.stdout
+    with open(os.path.join(model_dir, "config.json")) as f:
+        config = json.load(f)
+    assert config["recipe"] == "pretrain" and config["corpus"] == ["sst2"]
+    assert config["model"]["objective"] == "electra" and config["model"]["sequence_length"] == 64
+    with open(os.path.join(model_dir, "metrics.json")) as f:
+        held_out = json.load(f)["eval_held_out"]
+    assert held_out["step"] == 20 and held_out["documents"] == round(67349 * 0.01)
+    assert 0.0 <= held_out["detection_accuracy"] <= 1.0 and held_out["masked_perplexity"] > 1.0
+    from zoo.tokenizer import load_tokenizer
+
+    assert load_tokenizer(model_dir).token_to_id("<mask>") == 4
+
+
+def serve_in_fresh_process(version_dir, manifest, texts, top_k):
+    """fill_mask and encode of the export, in a process importing TensorFlow (and TF Text only if
+    the manifest lists its ops); JSON of their outputs."""
+    program = (
+        "import json\n"
+        "import tensorflow as tf\n"
+        + ("import tensorflow_text\n" if manifest["non_core_ops"] else "")
+        + f"model = tf.saved_model.load({version_dir!r})\n"
+        f"texts = tf.constant({texts!r}, tf.string)\n"
+        f"filled = model.signatures['fill_mask'](text=texts, top_k=tf.constant({top_k}))\n"
+        "pooled = model.signatures['encode'](text=texts)['pooled']\n"
+        "print(json.dumps({'tokens': filled['tokens'].numpy().astype(str).tolist(),\n"
+        "                  'probabilities': filled['probabilities'].numpy().tolist(),\n"
+        "                  'mask_count': filled['mask_count'].numpy().tolist(), 'pooled': pooled.numpy().tolist()}))\n"
+    )
+    fresh = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, cwd="/")
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    return json.loads(fresh.stdout.strip().splitlines()[-1])
+
+
+def test_export_fills_masks_and_encodes_in_a_fresh_process(pretrained_run):
+    _, export_dir, _ = pretrained_run
+    version_dir = os.path.join(export_dir, "1")
+    assert os.path.exists(os.path.join(version_dir, "assets.extra", "tf_serving_warmup_requests"))
+    with open(os.path.join(version_dir, "ops_manifest.json")) as f:
+        manifest = json.load(f)
+    texts = ["a <mask> film and a <mask> cast", "no mask at all", "", "long " * 20_000 + "<mask>"]
+    served = serve_in_fresh_process(version_dir, manifest, texts, top_k=3)
+    assert served["mask_count"] == [2, 0, 0, 0]  # the long text's mask lies past max_length
+    tokens, probabilities = np.array(served["tokens"]), np.array(served["probabilities"])
+    assert tokens.shape == (4, 2, 3) and probabilities.shape == (4, 2, 3)
+    assert all(t != "" for t in tokens[0].ravel()) and np.all(np.diff(probabilities[0], axis=-1) <= 0)
+    assert np.all(probabilities[0] > 0) and np.all(probabilities[0].sum(-1) <= 1.0 + 1e-6)
+    assert np.all(tokens[1:] == "") and np.all(probabilities[1:] == 0)
+    pooled = np.array(served["pooled"])
+    assert pooled.shape == (4, 32) and np.all(np.isfinite(pooled))
+    empty = serve_in_fresh_process(version_dir, manifest, [], top_k=2)
+    assert empty["mask_count"] == [] and empty["pooled"] == [] and empty["tokens"] == []
+
+
+def test_export_refuses_a_non_positive_top_k(pretrained_run):
+    import tensorflow as tf
+
+    _, export_dir, _ = pretrained_run
+    fill_mask = tf.saved_model.load(os.path.join(export_dir, "1")).signatures["fill_mask"]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="top_k must be at least 1"):
+        fill_mask(text=tf.constant(["a <mask>"]), top_k=tf.constant(0))
+
+
+def test_mlm_objective_trains_and_reports_masked_accuracy(tmp_path, run_recipe):
+    result = run_recipe("pretrain", *QUICK, "--objective=mlm", "--train_steps=6", "--log_every=3",
+                        f"--model_dir={tmp_path}")
+    with open(tmp_path / "metrics.json") as f:
+        held_out = json.load(f)["eval_held_out"]
+    assert "detection_accuracy" not in held_out and 0.0 <= held_out["masked_accuracy"] <= 1.0
+    assert "step 6/6" in result.stdout
+
+
+def test_fine_tuning_starts_from_the_pretrained_encoder_and_resumes(pretrained_run, tmp_path, run_recipe):
+    model_dir, _, _ = pretrained_run
+    run_dir = str(tmp_path / "ft")
+    first = run_recipe("sentiment", *FINE_TUNE, f"--init_from={model_dir}", "--train_steps=10",
+                       "--checkpoint_every=10", "--layer_decay=0.8", "--mode=train", f"--model_dir={run_dir}")
+    assert f"Initialized the encoder from {model_dir}" in first.stdout
+    with open(os.path.join(run_dir, "config.json")) as f:
+        config = json.load(f)
+    assert config["init_from"] == model_dir and config["train"]["layer_decay"] == 0.8
+    assert config["model"]["hidden_dim"] == 32 and config["model"]["vocab_size"] == 500
+    with open(os.path.join(model_dir, "tokenizer.model"), "rb") as a, open(os.path.join(run_dir, "tokenizer.model"), "rb") as b:
+        assert a.read() == b.read()
+    resumed = run_recipe("sentiment", *FINE_TUNE, f"--init_from={model_dir}", "--train_steps=15",
+                         f"--model_dir={run_dir}")
+    assert "Resuming from step 10" in resumed.stdout and "Initialized" not in resumed.stdout
+    assert "validation: accuracy" in resumed.stdout
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--vocab_size=800", "--vocab_size=800"),
+    ("--max_length=64", "--max_length=64"),
+    ("--preset=small", "--preset=small"),
+])
+def test_fine_tuning_refuses_settings_that_contradict_the_pretrained_run(pretrained_run, tmp_path, run_recipe,
+                                                                         flag, message):
+    model_dir, _, _ = pretrained_run
+    result = run_recipe("sentiment", *FINE_TUNE, f"--init_from={model_dir}", flag, "--train_steps=5",
+                        f"--model_dir={tmp_path}", check=False)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+    assert not os.path.exists(tmp_path / "ckpt-5.index")
+
+
+def test_fine_tuning_refuses_a_directory_without_a_finished_pretraining_run(pretrained_run, tmp_path, run_recipe):
+    unfinished = tmp_path / "unfinished"
+    model_dir, _, _ = pretrained_run
+    os.makedirs(unfinished)
+    with open(os.path.join(model_dir, "config.json")) as f:
+        config = json.load(f)
+    config["train"]["train_steps"] = 1000
+    with open(unfinished / "config.json", "w") as f:
+        json.dump(config, f)
+    for directory, message in ((tmp_path / "nothing", "no pretraining run"), (unfinished, "unfinished")):
+        result = run_recipe("sentiment", *FINE_TUNE, f"--init_from={directory}", "--train_steps=5",
+                            f"--model_dir={tmp_path / 'ft'}", check=False)
+        assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_unknown_corpus_gets_a_clear_error(tmp_path, run_recipe):
+    result = run_recipe("pretrain", "--corpus=imdb_test", f"--model_dir={tmp_path}", check=False)
+    assert result.returncode == 2 and "Unknown pretraining corpus 'imdb_test'" in result.stderr
+
+
+def test_killed_pretraining_resumes_at_its_step(tmp_path):
+    """SIGKILL after the first complete checkpoint; the restart resumes at that step and finishes."""
+    import tensorflow as tf
+
+    def command(steps):
+        return [sys.executable, "-m", "recipes.pretrain", *QUICK, f"--train_steps={steps}", "--checkpoint_every=10",
+                "--log_every=5", "--mode=train", f"--model_dir={tmp_path}"]
+
+    process = subprocess.Popen(command(400), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while tf.train.latest_checkpoint(str(tmp_path)) is None:
+        assert time.time() < deadline and process.poll() is None
+        time.sleep(0.5)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    killed_at = int(tf.train.latest_checkpoint(str(tmp_path)).rsplit("-", 1)[1])
+    resumed = subprocess.run(command(killed_at + 5), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"Resuming from step {killed_at} " in resumed.stdout and f"step {killed_at + 5}/{killed_at + 5}" in resumed.stdout

@@ -1,0 +1,183 @@
+"""Using a pretraining run (`recipes.pretrain`): its encoder for your own Keras model,
+its weights for a classifier to fine-tune, and the export that serves it.
+
+    from zoo.pretrained import load_encoder
+    encoder, tokenizer = load_encoder("runs/pretrain_imdb")
+    hidden = encoder(token_ids)  # (batch, seq) int32, 0 = padding -> (batch, seq, hidden_dim)
+"""
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from zoo import classifier, pretraining, tokenizer
+from zoo.training import restore_model, set_precision
+
+RECIPE = "pretrain"
+
+
+class PretrainedRunError(ValueError):
+    """A directory that holds no finished pretraining run, or a fine-tuning setting that contradicts it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Pretrained:
+    """A pretraining run loaded back (float32)."""
+
+    run: dict
+    config: pretraining.PretrainConfig
+    model: object  # the Pretrainer; its encoder is model.encoder
+    tokenizer: object
+    step: int
+
+
+def read_finished_run(model_dir, finished=True):
+    """config.json of a pretraining run that reached its last step (with finished=False: that
+    has a checkpoint), else PretrainedRunError."""
+    path = os.path.join(model_dir, "config.json")
+    if not os.path.exists(path):
+        raise PretrainedRunError(f"{model_dir} holds no pretraining run (no config.json): run recipes.pretrain there.")
+    with open(path) as f:
+        run = json.load(f)
+    if run.get("recipe") != RECIPE:
+        raise PretrainedRunError(f"{model_dir} holds a {run.get('recipe')!r} run, not a pretraining one.")
+    latest = tf.train.latest_checkpoint(model_dir)
+    step = int(latest.rsplit("-", 1)[1]) if latest else 0
+    last = run.get("train", {}).get("train_steps")
+    if not finished and step == 0:
+        raise PretrainedRunError(f"{model_dir} holds no checkpoint yet: train there first (--mode=train).")
+    if finished and (last is None or step < last):
+        raise PretrainedRunError(
+            f"{model_dir} holds an unfinished pretraining run (step {step} of {last}): finish it "
+            "(run recipes.pretrain --mode=train there again) before using it."
+        )
+    return run
+
+
+def load_pretrained(model_dir, finished=True):
+    """The newest checkpoint of a pretraining run (that reached its last step, unless
+    finished=False: eval and export take any checkpoint), rebuilt in float32."""
+    run = read_finished_run(model_dir, finished)
+    set_precision("float32")
+    config = pretraining.PretrainConfig(**run["model"])
+    model = pretraining.build_pretrainer(config)
+    step = restore_model(model, model_dir)
+    return Pretrained(run, config, model, tokenizer.load_tokenizer(model_dir), step)
+
+
+def load_encoder(model_dir):
+    """(encoder, tokenizer) of a finished pretraining run: the encoder is a Keras model,
+    token ids (batch, seq) int32 with 0 = padding -> hidden states (batch, seq, hidden_dim);
+    the tokenizer a keras-hub SentencePieceTokenizer (ids 0-4: <pad>, <unk>, <s>, </s>, <mask>).
+    Start each text with <s> (zoo.tokenizer.START_ID), as pretraining did."""
+    trained = load_pretrained(model_dir)
+    return trained.model.encoder, trained.tokenizer
+
+
+def encoder_weights(model_dir):
+    """{layer name: [NumPy arrays]} of a finished pretraining run's encoder (its layers with weights)."""
+    encoder = load_pretrained(model_dir).model.encoder
+    return {layer.name: layer.get_weights() for layer in encoder.layers if layer.weights}
+
+
+def classifier_config(run, dropout=None, **asked):
+    """The fine-tuned classifier's config: the pretrained encoder's, with `dropout` (default: ClassifierConfig's, 0.1, BERT's fine-tuning rate; pretraining may have
+    used none). Each of `asked` (preset, vocab_size, max_length: what the user set, None if
+    not) must agree with the pretrained run, else PretrainedRunError."""
+    encoder = pretraining.PretrainConfig(**run["model"]).encoder
+    preset = asked.pop("preset", None)
+    wrong = [f"--{k}={v} (the pretrained encoder has {getattr(encoder, k)})"
+             for k, v in asked.items() if v is not None and v != getattr(encoder, k)]
+    if preset is not None and dataclasses.replace(classifier.PRESETS[preset], vocab_size=encoder.vocab_size,
+                                                  max_length=encoder.max_length, dropout=encoder.dropout) != encoder:
+        wrong.append(f"--preset={preset} (the pretrained encoder's shape is another preset's)")
+    if wrong:
+        raise PretrainedRunError(
+            f"The pretrained run of --init_from contradicts {', '.join(wrong)}: "
+            "leave those flags out (they come from the pretrained run) or pretrain with them."
+        )
+    default = classifier.ClassifierConfig.dropout
+    return dataclasses.replace(encoder, dropout=default if dropout is None else dropout)
+
+
+def copy_encoder_weights(weights, target):
+    """Copies `encoder_weights` into the layers of `target` (a classifier) with the same names,
+    and checks that each of them now holds the pretrained value exactly and that no weight
+    of target's encoder was left out. Returns how many weights were copied."""
+    copied = 0
+    for name, values in weights.items():
+        destination = target.get_layer(name)
+        destination.set_weights(values)
+        for value, weight in zip(values, destination.get_weights()):
+            if not np.array_equal(value, weight):
+                raise RuntimeError(f"Layer {name}: a weight did not copy exactly.")
+        copied += len(values)
+    expected = sum(len(layer.weights) for layer in target.layers if layer.name != "logits")
+    if copied != expected:
+        raise RuntimeError(f"Copied {copied} pretrained weights but the classifier's encoder has {expected}.")
+    return copied
+
+
+class EncoderServer(tf.Module):
+    """What the pretraining export serves: `encode` (text -> one mean-pooled vector per text)
+    and `fill_mask` (text holding <mask> -> the top-k tokens and probabilities per mask)."""
+
+    def __init__(self, model, tokenizer_, config):
+        super().__init__()
+        # The parts, not the Pretrainer: Keras would trace the Pretrainer's dict call for a signature of its own.
+        self.encoder = model.encoder
+        self.proposer = model.generator if model.generator is not None else model.encoder
+        self.mlm_head = model.mlm_head
+        self.tokenizer = tokenizer_
+        self.max_length = config.encoder.max_length
+        pieces = [tokenizer_.id_to_token(i) for i in range(tokenizer_.vocabulary_size())]
+        self.space_id = tokenizer_.token_to_id("▁") if "▁" in pieces else -1
+        self.words = tf.constant([p.removeprefix("▁") for p in pieces])
+
+    def _token_ids(self, text):
+        """<s> + the text's pieces (the first max_length - 1), a lone "▁" before <mask> dropped
+        (SentencePiece writes "a <mask>" as a, ▁, <mask>; pretraining masked whole pieces)."""
+        ragged = self.tokenizer.tokenize(text)
+        following = tf.concat([ragged[:, 1:], tf.zeros_like(ragged[:, :1])], axis=1)
+        ragged = tf.ragged.boolean_mask(ragged, ~((ragged == self.space_id) & (following == pretraining.MASK_ID)))
+        ragged = ragged[:, : self.max_length - 1]
+        start = tf.fill([tf.shape(text)[0], 1], tf.constant(tokenizer.START_ID, ragged.dtype))
+        return tf.cast(tf.concat([start, ragged], axis=1).to_tensor(0), tf.int32)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def encode(self, text):
+        token_ids = self._token_ids(text)
+        hidden = tf.cast(self.encoder(token_ids, training=False), tf.float32)
+        real = tf.cast(token_ids != tokenizer.PAD_ID, tf.float32)[..., None]
+        return {"pooled": tf.reduce_sum(hidden * real, axis=1) / tf.maximum(tf.reduce_sum(real, axis=1), 1.0)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text"),
+                                  tf.TensorSpec([], tf.int32, name="top_k")])
+    def fill_mask(self, text, top_k):
+        """tokens (batch, masks, top_k) string and probabilities (batch, masks, top_k) float32,
+        masks = the most <mask>s of any text (within the first max_length - 1 pieces); a
+        text's unused rows are "" and 0, and mask_count (batch,) says how many are its own."""
+        tf.debugging.assert_greater(top_k, 0, message="top_k must be at least 1")
+        token_ids = self._token_ids(text)
+        is_mask = token_ids == pretraining.MASK_ID
+        mask_count = tf.reduce_sum(tf.cast(is_mask, tf.int32), axis=1)
+        width = tf.reduce_max(tf.concat([mask_count, [0]], axis=0))
+        # Each text's mask positions, first to last, padded with position 0.
+        order = tf.argsort(tf.cast(is_mask, tf.int32), axis=1, direction="DESCENDING", stable=True)[:, :width]
+        used = tf.range(width)[None, :] < mask_count[:, None]
+        positions = tf.where(used, order, 0)
+        logits = self.mlm_head(self.proposer(token_ids, training=False), mask_positions=positions)
+        logits = tf.cast(logits, tf.float32)
+        special = tf.range(tf.shape(logits)[-1]) < pretraining.FIRST_REGULAR_ID
+        probabilities = tf.nn.softmax(tf.where(special, -1e9, logits))
+        k = tf.minimum(top_k, tf.shape(logits)[-1])
+        best, ids = tf.math.top_k(probabilities, k)
+        keep = used[..., None]
+        return {
+            "tokens": tf.where(keep, tf.gather(self.words, ids), ""),
+            "probabilities": tf.where(keep, best, 0.0),
+            "mask_count": mask_count,
+        }

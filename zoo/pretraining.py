@@ -1,0 +1,297 @@
+"""Self-supervised pretraining of the classifier's encoder: BERT's masked LM and
+ELECTRA's replaced-token detection.
+
+The encoder is `zoo.classifier.build_encoder`, the classifier's own body, so a
+pretrained encoder's weights go into a classifier by layer name
+(`zoo.pretrained`). Masking is stateless (seeded by the batch's index), so a
+resumed run masks every batch as the uninterrupted run did.
+"""
+
+import dataclasses
+import math
+
+import keras
+import tensorflow as tf
+
+from zoo import checks, classifier
+from zoo.optimization import smoothed_cross_entropy
+from zoo.tokenizer import END_ID, PAD_ID, START_ID, UNK_ID
+
+OBJECTIVES = ("mlm", "electra")
+MASK_TOKEN = "<mask>"
+MASK_ID = 4  # the pretraining tokenizer's first user-defined piece (zoo.tokenizer.USER_SYMBOLS)
+FIRST_REGULAR_ID = 5  # ids below are <pad>, <unk>, <s>, </s>, <mask>: never chosen, never sampled
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainConfig:
+    encoder: classifier.ClassifierConfig = classifier.ClassifierConfig()
+    objective: str = "electra"
+    sequence_length: int = 128  # tokens per packed sequence, <s> included
+    mask_rate: float = 0.15  # BERT: of those, 80% <mask>, 10% a random token, 10% kept
+    generator_scale: float = 0.5  # ELECTRA: the generator's width (hidden, heads, FFN) / the encoder's
+    detection_weight: float = 50.0  # ELECTRA's lambda: discriminator loss weight against the generator's
+
+    def __post_init__(self):
+        if isinstance(self.encoder, dict):  # read back from config.json
+            object.__setattr__(self, "encoder", classifier.ClassifierConfig(**self.encoder))
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective={self.objective!r} is not one of {OBJECTIVES}.")
+        if not 0.0 < self.mask_rate < 1.0:
+            raise ValueError(f"mask_rate={self.mask_rate} must be in (0, 1).")
+        checks.non_negative(self, "detection_weight")
+        if not 2 <= self.sequence_length <= self.encoder.max_length:
+            raise ValueError(
+                f"sequence_length={self.sequence_length} must be in [2, max_length={self.encoder.max_length}]: "
+                "fine-tuning positions come from the pretrained model, so raise --max_length or shorten the sequences."
+            )
+        if not 0.0 < self.generator_scale <= 1.0:
+            raise ValueError(f"generator_scale={self.generator_scale} must be in (0, 1].")
+        if self.encoder.vocab_size <= FIRST_REGULAR_ID:
+            raise ValueError(f"vocab_size={self.encoder.vocab_size} leaves no regular token: raise it.")
+
+    @property
+    def max_predictions(self):
+        """Masked positions per sequence (a static shape): mask_rate of sequence_length, rounded up."""
+        return max(1, math.ceil(self.mask_rate * self.sequence_length))
+
+    def generator(self):
+        """ELECTRA's smaller generator: the encoder's config scaled in width."""
+        e, s = self.encoder, self.generator_scale
+        heads = max(1, round(e.num_heads * s))
+        hidden = max(heads, round(e.hidden_dim * s / heads) * heads)
+        return dataclasses.replace(e, hidden_dim=hidden, num_heads=heads, intermediate_dim=max(1, round(e.intermediate_dim * s)))
+
+
+PRESETS = {name: PretrainConfig(encoder=config) for name, config in classifier.PRESETS.items()}
+
+
+def mask_tokens(token_ids, seed, mask_rate, max_predictions, vocab_size):
+    """BERT's masking of a batch, stateless in `seed` (shape [2] int).
+
+    Of each row's selectable tokens (real, not special), round(mask_rate * count) (at least
+    one, at most max_predictions) are chosen uniformly; each becomes <mask> with probability
+    0.8, a uniformly drawn regular token with 0.1, and stays with 0.1.
+
+    Returns a dict: "token_ids" (batch, seq) the corrupted input, "mask_positions",
+    "mask_ids" (the original tokens there) and "mask_weights" (1.0 where a slot holds a
+    chosen position, 0.0 for unused slots), each (batch, max_predictions).
+    """
+    token_ids = tf.convert_to_tensor(token_ids, tf.int32)
+    seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 3)
+    selectable = token_ids >= FIRST_REGULAR_ID
+    count = tf.reduce_sum(tf.cast(selectable, tf.float32), axis=1)
+    chosen = tf.minimum(tf.maximum(tf.round(count * mask_rate), tf.minimum(count, 1.0)), float(max_predictions))
+    scores = tf.random.stateless_uniform(tf.shape(token_ids), seeds[0])
+    scores = tf.where(selectable, scores, -1.0)
+    k = tf.minimum(max_predictions, tf.shape(token_ids)[1])
+    _, positions = tf.math.top_k(scores, k)  # (batch, k), the highest scores first
+    positions = tf.pad(positions, [[0, 0], [0, max_predictions - k]])
+    used = tf.range(max_predictions, dtype=tf.float32)[None, :] < chosen[:, None]
+    positions = tf.where(used, positions, 0)
+    originals = tf.gather(token_ids, positions, batch_dims=1)
+    draw = tf.random.stateless_uniform(tf.shape(positions), seeds[1])
+    random_ids = tf.random.stateless_uniform(
+        tf.shape(positions), seeds[2], minval=FIRST_REGULAR_ID, maxval=vocab_size, dtype=tf.int32
+    )
+    replaced = tf.where(draw < 0.8, MASK_ID, tf.where(draw < 0.9, random_ids, originals))
+    corrupted = scatter_at(token_ids, positions, replaced, used)
+    return {
+        "token_ids": corrupted,
+        "mask_positions": positions,
+        "mask_ids": originals,
+        "mask_weights": tf.cast(used, tf.float32),
+    }
+
+
+def scatter_at(token_ids, positions, values, used):
+    """token_ids (batch, seq) with values (batch, k) written at positions (batch, k) where `used`
+    (the used positions of a row distinct). Dense, one-hot over seq: static shapes, for XLA too."""
+    hits = tf.one_hot(positions, tf.shape(token_ids)[1], dtype=tf.int32) * tf.cast(used, tf.int32)[..., None]
+    written = tf.reduce_sum(hits, axis=1) > 0  # (batch, seq)
+    new = tf.reduce_sum(hits * tf.cast(values, tf.int32)[..., None], axis=1)
+    return tf.where(written, new, token_ids)
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class MaskedLMHead(keras.layers.Layer):
+    """BERT's masked-LM head: the hidden states at `mask_positions` through Dense + GELU and
+    LayerNorm, then the token embedding's transpose (tied) plus a bias: float32 logits.
+
+    keras-hub's MaskedLMHead does the same but fails under mixed precision (its float32
+    bias is added to bfloat16 logits). Inputs may be narrower than the embedding (ELECTRA's
+    generator): the Dense maps them to its width.
+
+    Call arguments: inputs (batch, seq, width); mask_positions (batch, k) int.
+    Returns (batch, k, vocab_size) float32.
+    """
+
+    def __init__(self, token_embedding, **kwargs):
+        super().__init__(**kwargs)
+        self.token_embedding = token_embedding
+        width = token_embedding.output_dim
+        self.dense = keras.layers.Dense(width, activation="gelu", dtype=self.dtype_policy, name="dense")
+        self.norm = keras.layers.LayerNormalization(epsilon=1e-5, dtype=self.dtype_policy, name="norm")
+
+    def build(self, inputs_shape, mask_positions_shape=None):
+        self.dense.build(inputs_shape)
+        self.norm.build((*inputs_shape[:-1], self.token_embedding.output_dim))
+        self.bias = self.add_weight(shape=(self.token_embedding.input_dim,), initializer="zeros", name="bias")
+        self.built = True
+
+    def call(self, inputs, mask_positions):
+        x = tf.gather(inputs, mask_positions, batch_dims=1)  # (batch, k, width)
+        x = self.norm(self.dense(x))
+        return tf.cast(self.token_embedding(x, reverse=True), tf.float32) + tf.cast(self.bias, tf.float32)
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class Pretrainer(keras.Model):
+    """The encoder and what pretraining puts on top of it.
+
+    mlm: a masked-LM head (output tied to the token embedding) on
+    the encoder. electra: a smaller generator (its own blocks, the encoder's embedding shared)
+    with that head proposes tokens at the masked positions; the encoder, the discriminator,
+    reads the input with the proposals in place and a detection head scores every position as
+    replaced or original. The proposals are sampled under stop_gradient: the discriminator's
+    loss reaches the generator only through the shared embedding.
+
+    Call arguments: a batch of `mask_tokens` (with "original_ids" and, for electra, "seed").
+    Returns a dict: "mlm_logits" (batch, max_predictions, vocab); for electra also
+    "replaced" (batch, seq) bool and "detection_logits" (batch, seq) float32.
+    """
+
+    def __init__(self, config, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(config, dict):
+            config = PretrainConfig(**config)
+        self.config = config
+        self.encoder = classifier.build_encoder(config.encoder)
+        embedding = self.encoder.get_layer("embedding")
+        self.generator = None
+        if config.objective == "electra":
+            self.generator = classifier.build_encoder(
+                config.generator(), embedding=embedding, prefix="generator", name="generator"
+            )
+            self.detection_dense = keras.layers.Dense(config.encoder.hidden_dim, activation="gelu", name="detection_dense")
+            self.detection_logits = keras.layers.Dense(1, dtype="float32", name="detection_logits")
+        self.mlm_head = MaskedLMHead(embedding.token_embedding, name="mlm_head")
+
+    def call(self, batch, training=None):
+        token_ids, positions = batch["token_ids"], batch["mask_positions"]
+        proposer = self.generator if self.generator is not None else self.encoder
+        mlm_logits = self.mlm_head(proposer(token_ids, training=training), mask_positions=positions)
+        outputs = {"mlm_logits": mlm_logits}
+        if self.generator is None:
+            return outputs
+        sampled = sample(tf.stop_gradient(tf.cast(mlm_logits, tf.float32)), batch["seed"])
+        used = batch["mask_weights"] > 0
+        original = batch["original_ids"]
+        corrupted = scatter_at(original, positions, sampled, used)
+        hidden = self.encoder(corrupted, training=training)
+        outputs["replaced"] = corrupted != original
+        outputs["detection_logits"] = self.detection_logits(self.detection_dense(hidden))[..., 0]
+        return outputs
+
+    def get_config(self):
+        return {**super().get_config(), "config": dataclasses.asdict(self.config)}
+
+
+def sample(logits, seed):
+    """One token per position from softmax(logits) (Gumbel-max, stateless), never a special token."""
+    vocab = tf.shape(logits)[-1]
+    special = tf.range(vocab) < FIRST_REGULAR_ID
+    logits = tf.where(special, tf.constant(-1e9, logits.dtype), logits)
+    uniform = tf.random.stateless_uniform(tf.shape(logits), tf.cast(seed, tf.int64), minval=1e-9, maxval=1.0)
+    return tf.argmax(logits - tf.math.log(-tf.math.log(uniform)), axis=-1, output_type=tf.int32)
+
+
+def build_pretrainer(config):
+    """A Pretrainer with its weights made (called once on a dummy batch)."""
+    model = Pretrainer(config, name="pretrainer")
+    length = config.sequence_length
+    dummy = tf.fill([1, length], FIRST_REGULAR_ID)
+    model(with_masks(dummy, tf.constant([0, 0], tf.int64), config))
+    return model
+
+
+def with_masks(token_ids, seed, config):
+    """The batch a Pretrainer reads: `mask_tokens` of token_ids plus "original_ids" and "seed"."""
+    mask_seed, sample_seed = tf.unstack(tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 2))
+    batch = mask_tokens(token_ids, mask_seed, config.mask_rate, config.max_predictions, config.encoder.vocab_size)
+    batch["original_ids"] = tf.cast(token_ids, tf.int32)
+    batch["seed"] = sample_seed
+    return batch
+
+
+def _losses(model, batch, training):
+    """Per-sequence losses and the model's outputs: the masked-LM cross-entropy averaged over a
+    sequence's chosen positions, and for electra the detection loss averaged over its real tokens."""
+    outputs = model(batch, training=training)
+    weights = batch["mask_weights"]
+    cross_entropy = smoothed_cross_entropy(batch["mask_ids"], outputs["mlm_logits"])  # (batch, k)
+    masked = tf.reduce_sum(cross_entropy * weights, axis=1) / tf.maximum(tf.reduce_sum(weights, axis=1), 1.0)
+    losses = {"mlm": masked}
+    if "detection_logits" in outputs:
+        real = tf.cast(batch["original_ids"] != PAD_ID, tf.float32)
+        labels = tf.cast(outputs["replaced"], tf.float32)
+        detection = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=outputs["detection_logits"])
+        losses["detection"] = tf.reduce_sum(detection * real, axis=1) / tf.maximum(tf.reduce_sum(real, axis=1), 1.0)
+    return losses, outputs
+
+
+def pretraining_loss(config):
+    """The Task.loss of pretraining: summed over sequences, mlm + detection_weight * detection."""
+
+    def loss(model, batch, training):
+        losses, _ = _losses(model, batch, training)
+        total = losses["mlm"] + config.detection_weight * losses.get("detection", 0.0)
+        tokens = tf.reduce_sum(tf.cast(batch["original_ids"] != PAD_ID, tf.int64))
+        return tf.reduce_sum(total), tf.shape(total)[0], tokens
+
+    return loss
+
+
+def pretraining_metrics(model):
+    """Per-batch sums for `zoo.evaluation.evaluate`: masked-token accuracy and cross-entropy,
+    and for electra the replaced-token detection accuracy over real tokens."""
+
+    def metrics(batch):
+        _, outputs = _losses(model, batch, False)
+        weights = batch["mask_weights"]
+        cross_entropy = smoothed_cross_entropy(batch["mask_ids"], outputs["mlm_logits"])
+        predicted = tf.argmax(outputs["mlm_logits"], axis=-1, output_type=tf.int32)
+        sums = {
+            "masked": tf.reduce_sum(weights),
+            "masked_correct": tf.reduce_sum(tf.cast(predicted == batch["mask_ids"], tf.float32) * weights),
+            "masked_cross_entropy": tf.reduce_sum(cross_entropy * weights),
+        }
+        if "detection_logits" in outputs:
+            real = tf.cast(batch["original_ids"] != PAD_ID, tf.float32)
+            guess = outputs["detection_logits"] > 0
+            right = tf.cast(guess == outputs["replaced"], tf.float32) * real
+            replaced = tf.cast(outputs["replaced"], tf.float32) * real
+            sums.update(
+                tokens=tf.reduce_sum(real),
+                detection_correct=tf.reduce_sum(right),
+                replaced=tf.reduce_sum(replaced),
+                replaced_found=tf.reduce_sum(replaced * tf.cast(guess, tf.float32)),
+            )
+        return sums
+
+    return metrics
+
+
+def summarize(totals):
+    """The figures of `pretraining_metrics`' totals."""
+    result = {
+        "masked_accuracy": totals["masked_correct"] / max(totals["masked"], 1.0),
+        "masked_perplexity": math.exp(totals["masked_cross_entropy"] / max(totals["masked"], 1.0)),
+    }
+    if "tokens" in totals:
+        result["detection_accuracy"] = totals["detection_correct"] / max(totals["tokens"], 1.0)
+        result["replaced_recall"] = totals["replaced_found"] / max(totals["replaced"], 1.0)
+    return result
+
+
+SPECIAL_IDS = (PAD_ID, UNK_ID, START_ID, END_ID, MASK_ID)
