@@ -139,7 +139,9 @@ def head_token_ids(tokenizer, texts, max_length):
     ragged = tokenizer.tokenize(texts)
     ragged = tf.concat([ragged[:, :head], ragged[:, head:][:, -tail:]], axis=1)
     start = tf.fill([tf.shape(texts)[0], 1], tf.constant(START_ID, ragged.dtype))
-    return tf.cast(tf.concat([start, ragged], axis=1).to_tensor(0), tf.int32)
+    # An empty batch still gets its <s> column: (0, 1), not (0, 0), so the head's [:, 0] exists.
+    token_ids = tf.cast(tf.concat([start, ragged], axis=1).to_tensor(0), tf.int32)
+    return tf.pad(token_ids, [[0, 0], [0, tf.maximum(1 - tf.shape(token_ids)[1], 0)]])
 
 
 def classification_loss(label_smoothing):

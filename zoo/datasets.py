@@ -5,11 +5,13 @@ Every loader returns plain Python data (lists of strings, NumPy labels); the
 tf.data pipelines are built from them in `zoo.batching`.
 """
 
+import contextlib
 import dataclasses
 import gzip
 import os
 import tarfile
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -47,6 +49,22 @@ def fetch(source):
     return keras.utils.get_file(name, source.url, cache_subdir=os.path.join("zoo_datasets", source.folder))
 
 
+@contextlib.contextmanager
+def reading(path):
+    """Turns what a corrupt, truncated or undecodable data file raises into one DatasetError
+    that names the file."""
+    try:
+        yield
+    except (EOFError, OSError, tarfile.TarError, zipfile.BadZipFile, zlib.error, UnicodeDecodeError, KeyError) as error:
+        if isinstance(error, FileNotFoundError) and error.filename != path:
+            raise
+        raise DatasetError(
+            f"{path} cannot be read ({type(error).__name__}: {error}): the file is corrupt, truncated or not "
+            f"the expected format. Fetch it again (its folder's SOURCE.md says from where), or unset {DATA_ENV} "
+            "to download it."
+        ) from None
+
+
 @dataclasses.dataclass(frozen=True)
 class Classification:
     """A labelled text classification split."""
@@ -65,7 +83,8 @@ HELD_OUT_EVERY = 20  # IMDB (and sst2_tune) hold out every 20th training text (5
 def _imdb(split):
     folder = "train" if split in ("train", "validation") else "test"
     texts, labels, ids = [], [], []
-    with tarfile.open(fetch(IMDB_LOCAL), "r:gz") as archive:
+    path = fetch(IMDB_LOCAL)
+    with reading(path), tarfile.open(path, "r:gz") as archive:
         for member in archive:
             parts = member.name.split("/")
             if member.isfile() and len(parts) == 4 and parts[1] == folder and parts[2] in ("neg", "pos"):
@@ -83,17 +102,29 @@ def _imdb(split):
 def _read_sst2_rows(split):
     source = SST2_TRAIN if split == "train" else SST2_DEV
     path = fetch(source)
-    if path.endswith(".zip"):
-        with zipfile.ZipFile(path) as archive:
-            text = archive.read(f"SST-2/{'train' if split == 'train' else 'dev'}.tsv").decode("utf-8")
-    elif path.endswith(".gz"):
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            text = f.read()
-    else:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    rows = [line.split("\t") for line in text.splitlines()[1:] if line]
-    return [r[0].strip() for r in rows], np.asarray([int(r[1]) for r in rows], np.int32)
+    with reading(path):
+        if path.endswith(".zip"):
+            with zipfile.ZipFile(path) as archive:
+                text = archive.read(f"SST-2/{'train' if split == 'train' else 'dev'}.tsv").decode("utf-8")
+        elif path.endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                text = f.read()
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+    texts, labels = [], []
+    for number, line in enumerate(text.splitlines()[1:], start=2):
+        if not line:
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2 or fields[1].strip() not in ("0", "1"):
+            raise DatasetError(
+                f"{path}, line {number}: expected 'sentence<TAB>label' with label 0 or 1, found {line[:80]!r}. "
+                "The file is truncated or damaged: fetch it again (see SOURCE.md)."
+            )
+        texts.append(fields[0].strip())
+        labels.append(int(fields[1]))
+    return texts, np.asarray(labels, np.int32)
 
 
 def _sst2(split):
@@ -146,15 +177,16 @@ def subsample(data, count, seed):
 
 
 def check_split(name, split):
-    """Raises DatasetError early for a split that `name` does not have."""
-    if name in ("sst2", "sst2_tune") and split == "test":
-        CLASSIFICATION[name](split)
+    """Raises DatasetError early (before any training) for a split that `name` does not have,
+    or whose file does not parse: local datasets are read here."""
     if name.startswith("tfds:"):
         import tensorflow_datasets as tfds
 
         splits = tfds.builder(name[len("tfds:") :]).info.splits
         if splits and split not in splits:
             raise DatasetError(f"TFDS dataset {name[5:]!r} has no {split!r} split; it has {sorted(splits)}.")
+    elif name in CLASSIFICATION:
+        load_classification(name, split)
 
 
 def load_classification(name, split):
@@ -198,7 +230,7 @@ MULTI30K_SPLITS = {
 
 def _read_lines(path):
     opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
+    with reading(path), opener(path, "rt", encoding="utf-8") as f:
         return f.read().splitlines()
 
 
@@ -289,7 +321,8 @@ def _ptb(split):
 
 
 def _tiny_shakespeare(split):
-    with open(fetch(SHAKESPEARE), encoding="utf-8") as f:
+    path = fetch(SHAKESPEARE)
+    with reading(path), open(path, encoding="utf-8") as f:
         text = f.read()
     # TFDS's tiny_shakespeare split: the first 90% of the characters, then 5% and 5%.
     cut = int(len(text) * 0.9)
@@ -300,12 +333,14 @@ def _tiny_shakespeare(split):
 
 def _wikitext103(split):
     name = {"train": "train", "validation": "valid", "test": "test"}[split]
-    with zipfile.ZipFile(fetch(WIKITEXT103)) as archive:
+    path = fetch(WIKITEXT103)
+    with reading(path), zipfile.ZipFile(path) as archive:
         return Corpus(archive.read(f"wikitext-103/wiki.{name}.tokens").decode("utf-8"), "word")
 
 
 def _enwik8(split):
-    with zipfile.ZipFile(fetch(ENWIK8)) as archive:
+    path = fetch(ENWIK8)
+    with reading(path), zipfile.ZipFile(path) as archive:
         data = archive.read("enwik8")
     # The standard split: 90M / 5M / 5M bytes; bytes kept as Latin-1 characters (one per byte).
     bounds = {"train": (0, 90_000_000), "validation": (90_000_000, 95_000_000), "test": (95_000_000, 100_000_000)}

@@ -39,14 +39,29 @@ def graph_ops(saved_model_dir):
     return ops - functions
 
 
+# Run in a fresh process that imports TensorFlow alone: the ops it cannot find are the export's extra needs.
+_MISSING_IN_CORE = (
+    "import json, sys\n"
+    "import tensorflow as tf\n"
+    "from tensorflow.python.framework import op_def_registry\n"
+    "print(json.dumps([op for op in json.load(sys.stdin) if op_def_registry.get(op) is None]))\n"
+)
+
+
 def non_core_ops(ops):
-    """Ops that core TensorFlow does not register (tf.raw_ops lists the core ones),
-    each with the library that registers it: "tensorflow_text" or "unknown"."""
+    """Ops that a process importing TensorFlow alone has not registered (checked in such a
+    process, against the op registry), each with the library that registers them here:
+    "tensorflow_text" or "unknown"."""
+    import subprocess
+    import sys
+
     import tensorflow_text  # noqa: F401  (registers TF Text's ops)
     from tensorflow.python.framework import op_def_registry
 
-    extra = sorted(op for op in ops if not hasattr(tf.raw_ops, op))
-    return {op: "tensorflow_text" if op_def_registry.get(op) is not None else "unknown" for op in extra}
+    fresh = subprocess.run([sys.executable, "-c", _MISSING_IN_CORE], input=json.dumps(sorted(ops)), text=True,
+                           capture_output=True, check=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    missing = json.loads(fresh.stdout.strip().splitlines()[-1])
+    return {op: "tensorflow_text" if op_def_registry.get(op) is not None else "unknown" for op in missing}
 
 
 def write_warmup_requests(version_dir, model_name, signature_name, inputs):

@@ -160,7 +160,8 @@ class EncoderServer(tf.Module):
         """tokens (batch, masks, top_k) string and probabilities (batch, masks, top_k) float32,
         masks = the most <mask>s of any text (within the first max_length - 1 pieces); a
         text's unused rows are "" and 0, and mask_count (batch,) says how many are its own."""
-        tf.debugging.assert_greater(top_k, 0, message="top_k must be at least 1")
+        with tf.control_dependencies([tf.debugging.assert_greater(top_k, 0, message="top_k must be at least 1")]):
+            top_k = tf.identity(top_k)
         token_ids = self._token_ids(text)
         is_mask = token_ids == pretraining.MASK_ID
         mask_count = tf.reduce_sum(tf.cast(is_mask, tf.int32), axis=1)

@@ -30,14 +30,15 @@ JOINED_SENTENCES = re.compile(r"([a-z)\"'][.!?]+)([A-Z])")
 
 def _imdb_unsup():
     documents = {}
-    with tarfile.open(datasets.fetch(IMDB_UNSUP), "r:gz") as archive:
+    path = datasets.fetch(IMDB_UNSUP)
+    with datasets.reading(path), tarfile.open(path, "r:gz") as archive:
         for member in archive:
             parts = member.name.split("/")
             if member.isfile() and len(parts) == 4 and parts[1:3] == ["train", "unsup"] and parts[3].endswith(".txt"):
                 text = archive.extractfile(member).read().decode("utf-8").replace("<br />", " ")
                 documents[int(parts[3].split("_")[0])] = JOINED_SENTENCES.sub(r"\1 \2", text)
     if not documents:
-        raise DatasetError(f"{datasets.fetch(IMDB_UNSUP)} holds no aclImdb/train/unsup/*.txt review.")
+        raise DatasetError(f"{path} holds no aclImdb/train/unsup/*.txt review.")
     return [documents[i] for i in sorted(documents)]
 
 
