@@ -96,11 +96,11 @@ def check_resumable(run, setup):
 
 def read_run(model_dir, recipe):
     """The config.json of a run directory, checked to belong to `recipe`; None if absent."""
-    import tensorflow as tf
+    from zoo import checkpoints
 
     path = os.path.join(model_dir, CONFIG_FILE)
     if not os.path.exists(path):
-        if tf.train.latest_checkpoint(model_dir):
+        if checkpoints.checkpoint_steps(model_dir):
             raise RunDirError(f"{model_dir} holds checkpoints but no {CONFIG_FILE}: it is not a zoo run of "
                               f"{recipe!r}. Choose another --model_dir.")
         return None
@@ -167,8 +167,8 @@ def run(main):
 
     from absl import app, logging
 
+    from zoo.checkpoints import CheckpointError
     from zoo.datasets import DatasetError
-
     from zoo.training import NonFiniteLossError
 
     def guarded(argv):
@@ -176,7 +176,7 @@ def run(main):
         try:
             check_directories()
             return main(argv)
-        except (DatasetError, RunDirError, FileNotFoundError, ValueError, NonFiniteLossError) as error:
+        except (DatasetError, RunDirError, CheckpointError, FileNotFoundError, ValueError, NonFiniteLossError) as error:
             if os.environ.get("ZOO_DEBUG"):
                 raise
             print(f"error: {error}", file=sys.stderr)

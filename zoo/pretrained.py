@@ -13,7 +13,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from zoo import classifier, pretraining, tokenizer
+from zoo import checkpoints, classifier, pretraining, tokenizer
 from zoo.training import restore_model, set_precision
 
 RECIPE = "pretrain"
@@ -44,8 +44,7 @@ def read_finished_run(model_dir, finished=True):
         run = json.load(f)
     if run.get("recipe") != RECIPE:
         raise PretrainedRunError(f"{model_dir} holds a {run.get('recipe')!r} run, not a pretraining one.")
-    latest = tf.train.latest_checkpoint(model_dir)
-    step = int(latest.rsplit("-", 1)[1]) if latest else 0
+    step = max(checkpoints.checkpoint_steps(model_dir), default=0)
     last = run.get("train", {}).get("train_steps")
     if not finished and step == 0:
         raise PretrainedRunError(f"{model_dir} holds no checkpoint yet: train there first (--mode=train).")

@@ -20,7 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from zoo import checks
+from zoo import checkpoints, checks
 from zoo.distribute import is_chief
 from zoo.optimization import SCHEDULES, make_optimizer
 from zoo.progress import Progress
@@ -103,12 +103,12 @@ def set_precision(mixed_precision):
 def restore_model(model, model_dir):
     """Loads the newest checkpoint's weights into `model` (for eval and export);
     returns the step it was saved at."""
-    path = tf.train.latest_checkpoint(model_dir)
+    path, step, _ = checkpoints.newest_readable(model_dir)
     if path is None:
         raise FileNotFoundError(f"No checkpoint in {model_dir}: train first (--mode=train).")
     # Every layer and weight of `model` must be found (the optimizer's slots may be left out).
     tf.train.Checkpoint(model=model).read(path).expect_partial().assert_existing_objects_matched()
-    return int(path.rsplit("-", 1)[1])
+    return step
 
 
 class Trainer:
@@ -155,9 +155,11 @@ class Trainer:
             )
             saved["state"] = self.saved_state
         checkpoint = tf.train.Checkpoint(**saved)
+        latest, _, unreadable = checkpoints.newest_readable(model_dir, log=self._log)
+        if self.chief:  # a run continuing from an older step never writes over them
+            checkpoints.set_aside(unreadable, model_dir)
         self.write_dir = model_dir if self.chief else os.path.join(model_dir, f".worker_{self._task_id()}")
         self.manager = tf.train.CheckpointManager(checkpoint, self.write_dir, max_to_keep=config.keep_checkpoints)
-        latest = tf.train.latest_checkpoint(model_dir)
         if latest:
             checkpoint.read(latest).assert_existing_objects_matched()
             print(f"Resuming from step {int(self.step.numpy())} ({latest}).", flush=True)
@@ -166,6 +168,10 @@ class Trainer:
                 print("Training state: restored the memory saved with that checkpoint.", flush=True)
         elif task.initialize is not None:
             task.initialize(self.model)
+
+    def _log(self, message):
+        if self.chief:
+            print(message, flush=True)
 
     def _distribute_saved_state(self):
         """Each replica's rows of the saved state (every worker reads the chief's checkpoint)."""

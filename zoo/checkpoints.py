@@ -1,0 +1,83 @@
+"""Finding the checkpoint a run continues from, whatever happened to its folder.
+
+TensorFlow's `latest_checkpoint` trusts the `checkpoint` index file: with that file lost a run
+would start again from step 0 and overwrite the old `ckpt-N` files, and with the newest
+checkpoint damaged every mode ends in a traceback. Here the `ckpt-N.index` files themselves
+are listed and each is read through before it is trusted; a damaged one is reported by name
+and passed over for the next older one.
+"""
+
+import os
+import re
+
+import tensorflow as tf
+
+CHECKPOINT_PREFIX = "ckpt"
+UNREADABLE_DIR = "unreadable_checkpoints"
+
+
+class CheckpointError(ValueError):
+    """Checkpoints are present but none can be read; the message names them."""
+
+
+def checkpoint_steps(model_dir):
+    """Steps of the `ckpt-N.index` files in model_dir, newest first."""
+    if not os.path.isdir(model_dir):
+        return []
+    pattern = re.compile(rf"{CHECKPOINT_PREFIX}-(\d+)\.index$")
+    return sorted((int(m.group(1)) for m in map(pattern.match, os.listdir(model_dir)) if m), reverse=True)
+
+
+def path_of(model_dir, step):
+    return os.path.join(model_dir, f"{CHECKPOINT_PREFIX}-{step}")
+
+
+def unreadable_reason(path):
+    """Why the checkpoint at `path` (a prefix) cannot be read, or None if every tensor reads."""
+    try:
+        reader = tf.train.load_checkpoint(path)
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    except Exception as error:  # noqa: BLE001  (a damaged file raises OpError, IndexError, ValueError ...)
+        return f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+    return None
+
+
+def newest_readable(model_dir, log=print):
+    """(path, step, skipped) of the newest checkpoint in model_dir that reads through, or
+    (None, 0, []) when there is none at all; `skipped` lists the newer unreadable paths.
+    Raises CheckpointError when checkpoints exist but none can be read."""
+    skipped = []
+    for step in checkpoint_steps(model_dir):
+        path = path_of(model_dir, step)
+        reason = unreadable_reason(path)
+        if reason is None:
+            if skipped:
+                log(f"Continuing from {path}, the newest checkpoint that can be read.")
+            index = tf.train.latest_checkpoint(model_dir)
+            if index is None:
+                log(f"{model_dir} has no readable 'checkpoint' index file; found {path} by its file name.")
+            return path, step, skipped
+        log(f"Warning: checkpoint {path} cannot be read ({reason}); trying an older one.")
+        skipped.append(path)
+    if skipped:
+        raise CheckpointError(
+            f"No checkpoint in {model_dir} can be read ({', '.join(os.path.basename(p) for p in skipped)} are damaged): "
+            "restore them from a backup, or train again in another --model_dir."
+        )
+    return None, 0, []
+
+
+def set_aside(paths, model_dir, log=print):
+    """Moves the files of unreadable checkpoints into model_dir/unreadable_checkpoints/ (never
+    deleted), so that a run continuing from an older step does not write over them."""
+    if not paths:
+        return
+    target = os.path.join(model_dir, UNREADABLE_DIR)
+    os.makedirs(target, exist_ok=True)
+    for path in paths:
+        prefix = os.path.basename(path)
+        for name in os.listdir(model_dir):
+            if name == f"{prefix}.index" or name.startswith(f"{prefix}.data-"):
+                os.replace(os.path.join(model_dir, name), os.path.join(target, name))
+        log(f"Moved the files of {prefix} to {target}.")
