@@ -9,8 +9,8 @@ and SST-2, against the strongest peers a user would pick instead, in the same ru
    by naive-Bayes log-count ratios, logistic regression; Wang & Manning 2012; needs the `bench`
    extra: pip install -e ".[bench]") and the zoo's from-scratch recipe (benchmarks.sentiment's flags).
 
-  python -m benchmarks.transfer --pretrain_dir=runs/bench_pretrain
-  python -m benchmarks.transfer --objective=mlm --pretrain_dir=runs/bench_pretrain_mlm --nopeers
+  python -m benchmarks.transfer
+  python -m benchmarks.transfer --objective=electra --nopeers
 """
 
 import json
@@ -23,7 +23,7 @@ from absl import app, flags
 
 from benchmarks.report import ROOT, finished_run, write_section
 
-flags.DEFINE_enum("objective", "electra", ["electra", "mlm"], "Pretraining objective.")
+flags.DEFINE_enum("objective", "mlm", ["mlm", "electra"], "Pretraining objective.")
 flags.DEFINE_string("pretrain_dir", None, "Pretraining run directory (default runs/bench_pretrain_<objective>); a "
                     "finished run made with PRETRAIN_FLAGS is reused.")
 flags.DEFINE_string("fine_tune_dir", None, "Where the fine-tuning runs go (default runs/bench_transfer_<objective>).")

@@ -1,6 +1,6 @@
 r"""Self-supervised pretraining of the classifier's encoder on unlabeled text.
 
-ELECTRA's replaced-token detection (default) or BERT's masked LM, on documents packed
+BERT's masked LM (default) or ELECTRA's replaced-token detection, on documents packed
 into full sequences; `recipes.sentiment --init_from=MODEL_DIR` fine-tunes the result.
 
   python -m recipes.pretrain --corpus=imdb_unsup,imdb --preset=small --model_dir=runs/pretrain_imdb
@@ -22,17 +22,18 @@ from zoo.training import Task, Trainer, TrainConfig
 RECIPE = "pretrain"
 MODES = ("train", "eval", "train_and_eval", "export")
 DEFAULTS = TrainConfig(
-    train_steps=10000, batch_size=64, learning_rate=1e-3, warmup_steps=1000, schedule="cosine", label_smoothing=0.0,
-    weight_decay=0.01, checkpoint_every=500, log_every=50,
+    train_steps=6000, batch_size=32, learning_rate=1e-3, warmup_steps=400, schedule="cosine", label_smoothing=0.0,
+    weight_decay=0.01, checkpoint_every=250, log_every=50,
 )
 
 flags.DEFINE_enum("mode", "train_and_eval", MODES, "What to do.")
 flags.DEFINE_list("corpus", None, "Comma-separated corpora: imdb_unsup, imdb, sst2 (training texts), "
                   "text:<glob>, tfds:<name>.")
 flags.DEFINE_bool("document_per_file", False, "text:<glob> files hold one document each (else one per line).")
-flags.DEFINE_enum("objective", None, list(pretraining.OBJECTIVES), "electra (replaced-token detection) or mlm "
-                  "(masked LM). Default: electra.")
-flags.DEFINE_integer("sequence_length", None, "Tokens per packed sequence, <s> included. Default: 128.")
+flags.DEFINE_enum("objective", None, list(pretraining.OBJECTIVES), "mlm (masked LM) or electra (replaced-token "
+                  "detection). Default: mlm.")
+flags.DEFINE_integer("sequence_length", None, "Tokens per packed sequence, <s> included. Default: the preset's "
+                     "max_length, the longest text fine-tuning will give it.")
 flags.DEFINE_float("mask_rate", None, "Share of the tokens chosen for masking. Default: 0.15.")
 flags.DEFINE_float("generator_scale", None, "ELECTRA: the generator's width as a share of the encoder's. Default: 0.5.")
 flags.DEFINE_integer("vocab_size", 16000, "Size of the SentencePiece vocabulary trained on the corpus.")

@@ -117,19 +117,11 @@ def train(model_dir, dataset, wanted, train_config, epochs, max_examples, strate
         part = batching.pipeline_part(plan, context.num_input_pipelines, context.input_pipeline_id, per_pipeline)
         return batching.plan_dataset(part, fields, skip=start_step * per_pipeline)
 
-    initialize = None
-    if init_from:
-        weights = pretrained.encoder_weights(init_from)
-
-        def initialize(model):
-            count = pretrained.copy_encoder_weights(weights, model)
-            print(f"Initialized the encoder from {init_from}: {count} pretrained weights.", flush=True)
-
     task = Task(
         build_model=lambda: classifier.build_classifier(config),
         dataset=dataset_fn,
         loss=classifier.classification_loss(train_config.label_smoothing),
-        initialize=initialize,
+        initialize=pretrained.encoder_initializer(init_from) if init_from else None,
         layer_depths=classifier.layer_depths,
     )
     metrics = Trainer(task, train_config, model_dir, strategy).train()

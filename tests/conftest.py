@@ -1,5 +1,6 @@
 """Shared fixtures: the data folder and a runner for recipe subprocesses."""
 
+import json
 import os
 import subprocess
 import sys
@@ -20,6 +21,14 @@ def run_recipe(module, *args, timeout=300, env=None, check=True, input=None):
     if check and result.returncode != 0:
         raise AssertionError(f"{' '.join(command)} exited {result.returncode}:\n{result.stdout}\n{result.stderr[-5000:]}")
     return result
+
+
+def fresh_process_json(program, timeout=300):
+    """Runs `program` in a new Python process (from /, so the repository is not importable) and
+    returns the JSON of its last line of output."""
+    fresh = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=timeout, cwd="/")
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    return json.loads(fresh.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(name="run_recipe")

@@ -82,6 +82,18 @@ def encoder_weights(model_dir):
     return {layer.name: layer.get_weights() for layer in encoder.layers if layer.weights}
 
 
+def encoder_initializer(model_dir):
+    """A Task.initialize for fine-tuning: copies the finished pretraining run's encoder weights
+    (read now, in float32) into the classifier the Trainer builds."""
+    weights = encoder_weights(model_dir)
+
+    def initialize(model):
+        count = copy_encoder_weights(weights, model)
+        print(f"Initialized the encoder from {model_dir}: {count} pretrained weights.", flush=True)
+
+    return initialize
+
+
 def classifier_config(run, dropout=None, **asked):
     """The fine-tuned classifier's config: the pretrained encoder's, with `dropout` (default: ClassifierConfig's, 0.1, BERT's fine-tuning rate; pretraining may have
     used none). Each of `asked` (preset, vocab_size, max_length: what the user set, None if

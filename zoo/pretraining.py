@@ -26,8 +26,8 @@ FIRST_REGULAR_ID = 5  # ids below are <pad>, <unk>, <s>, </s>, <mask>: never cho
 @dataclasses.dataclass(frozen=True)
 class PretrainConfig:
     encoder: classifier.ClassifierConfig = classifier.ClassifierConfig()
-    objective: str = "electra"
-    sequence_length: int = 128  # tokens per packed sequence, <s> included
+    objective: str = "mlm"
+    sequence_length: int | None = None  # tokens per packed sequence, <s> included; None: encoder.max_length
     mask_rate: float = 0.15  # BERT: of those, 80% <mask>, 10% a random token, 10% kept
     generator_scale: float = 0.5  # ELECTRA: the generator's width (hidden, heads, FFN) / the encoder's
     detection_weight: float = 50.0  # ELECTRA's lambda: discriminator loss weight against the generator's
@@ -35,6 +35,8 @@ class PretrainConfig:
     def __post_init__(self):
         if isinstance(self.encoder, dict):  # read back from config.json
             object.__setattr__(self, "encoder", classifier.ClassifierConfig(**self.encoder))
+        if self.sequence_length is None:
+            object.__setattr__(self, "sequence_length", self.encoder.max_length)
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective={self.objective!r} is not one of {OBJECTIVES}.")
         if not 0.0 < self.mask_rate < 1.0:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, fresh_process_json
 
 QUICK = ["--preset=tiny", "--batch_size=8", "--log_every=5"]
 
@@ -63,9 +63,7 @@ def serve_in_fresh_process(export_dir, prompts, generate_prompt, texts):
         " 'gen': [t.decode() for t in gen['continuation'].numpy()],"
         " 'tokens': score['tokens'].numpy().tolist(), 'ppl': score['perplexity'].numpy().tolist()}))\n"
     )
-    fresh = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, cwd="/")
-    assert fresh.returncode == 0, fresh.stderr[-3000:]
-    return json.loads(fresh.stdout.strip().splitlines()[-1])
+    return fresh_process_json(program)
 
 
 def test_export_generates_and_scores_in_a_fresh_tensorflow_only_process(ptb):

@@ -11,9 +11,10 @@ import time
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, fresh_process_json
 
 QUICK = ["--corpus=sst2", "--preset=tiny", "--vocab_size=500", "--sequence_length=64", "--batch_size=16"]
+ELECTRA = [*QUICK, "--objective=electra"]
 FINE_TUNE = ["--dataset=sst2", "--max_examples=2000", "--batch_size=16", "--log_every=5"]
 
 
@@ -24,7 +25,7 @@ def pretrained_run_fixture(tmp_path_factory):
 
     base = tmp_path_factory.mktemp("pretrain")
     model_dir, export_dir = str(base / "run"), str(base / "export")
-    result = run_recipe("pretrain", *QUICK, "--train_steps=20", "--checkpoint_every=10", "--log_every=10",
+    result = run_recipe("pretrain", *ELECTRA, "--train_steps=20", "--checkpoint_every=10", "--log_every=10",
                         f"--model_dir={model_dir}", f"--export_dir={export_dir}")
     return model_dir, export_dir, result
 
@@ -60,9 +61,7 @@ def serve_in_fresh_process(version_dir, manifest, texts, top_k):
         "                  'probabilities': filled['probabilities'].numpy().tolist(),\n"
         "                  'mask_count': filled['mask_count'].numpy().tolist(), 'pooled': pooled.numpy().tolist()}))\n"
     )
-    fresh = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, cwd="/")
-    assert fresh.returncode == 0, fresh.stderr[-3000:]
-    return json.loads(fresh.stdout.strip().splitlines()[-1])
+    return fresh_process_json(program)
 
 
 def test_export_fills_masks_and_encodes_in_a_fresh_process(pretrained_run):
@@ -94,8 +93,8 @@ def test_export_refuses_a_non_positive_top_k(pretrained_run):
         fill_mask(text=tf.constant(["a <mask>"]), top_k=tf.constant(0))
 
 
-def test_mlm_objective_trains_and_reports_masked_accuracy(tmp_path, run_recipe):
-    result = run_recipe("pretrain", *QUICK, "--objective=mlm", "--train_steps=6", "--log_every=3",
+def test_mlm_is_the_default_objective_and_reports_masked_accuracy(tmp_path, run_recipe):
+    result = run_recipe("pretrain", *QUICK, "--train_steps=6", "--log_every=3",
                         f"--model_dir={tmp_path}")
     with open(tmp_path / "metrics.json") as f:
         held_out = json.load(f)["eval_held_out"]

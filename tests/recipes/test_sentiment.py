@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, fresh_process_json
 
 QUICK = ["--dataset=sst2", "--preset=tiny", "--max_examples=2000", "--vocab_size=500", "--batch_size=16"]
 
@@ -61,9 +61,7 @@ def test_export_answers_in_a_fresh_tensorflow_process_like_the_model_in_process(
         f"out = serve(text=tf.constant({texts!r}))\n"
         "print(json.dumps({'p': out['probabilities'].numpy().tolist(), 'l': [s.decode() for s in out['label'].numpy()]}))\n"
     )
-    fresh = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd="/")
-    assert fresh.returncode == 0, fresh.stderr[-3000:]
-    served = json.loads(fresh.stdout.strip().splitlines()[-1])
+    served = fresh_process_json(program, timeout=120)
 
     import tensorflow as tf
 

@@ -2,10 +2,10 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
+
+from tests.conftest import fresh_process_json
 
 QUICK = ["--dataset=multi30k", "--source=de", "--target=en", "--preset=tiny", "--max_examples=2000",
          "--vocab_size=600", "--max_tokens=1024"]
@@ -76,9 +76,7 @@ def serve_in_fresh_process(version_dir, manifest):
         f"out = serve(text=tf.constant({SENTENCES!r}))\n"
         "print(json.dumps([t.decode() for t in out['translation'].numpy()]))\n"
     )
-    fresh = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, cwd="/")
-    assert fresh.returncode == 0, fresh.stderr[-3000:]
-    return json.loads(fresh.stdout.strip().splitlines()[-1])
+    return fresh_process_json(program)
 
 
 def translate_mode(run_recipe, model_dir, beam_size):

@@ -30,13 +30,14 @@ def test_constants():
 
 
 def test_config_defaults_and_max_predictions():
-    config = PretrainConfig(encoder=ClassifierConfig())
-    assert config.objective == "electra"
-    assert config.sequence_length == 128
+    config = PretrainConfig(encoder=ClassifierConfig(max_length=128))
+    assert config.objective == "mlm"
+    assert config.sequence_length == 128  # by default the encoder's max_length
     assert config.mask_rate == pytest.approx(0.15)
     assert config.generator_scale == pytest.approx(0.5)
     assert config.detection_weight == pytest.approx(50.0)
     assert config.max_predictions == 20  # ceil(0.15 * 128) = ceil(19.2)
+    assert PretrainConfig(encoder=ClassifierConfig(max_length=96)).sequence_length == 96
     encoder = ClassifierConfig(max_length=64)
     for length, rate, expected in [(2, 0.1, 1), (10, 0.15, 2), (64, 0.15, 10), (33, 0.5, 17), (7, 0.01, 1)]:
         config = PretrainConfig(encoder=encoder, sequence_length=length, mask_rate=rate)
