@@ -83,7 +83,7 @@ def prepare_run(model_dir, wanted, corpus, document_per_file, eval_fraction, see
             tokenizer.save_tokenizer(proto, model_dir)
         else:
             common.wait_for(path)
-    return fresh, train_documents, tokenizer.load_tokenizer(model_dir)
+    return run or fresh, train_documents, tokenizer.load_tokenizer(model_dir)
 
 
 def masked_dataset(rows, plan, config, seed, stream_id, skip=0):

@@ -173,3 +173,14 @@ def test_killed_pretraining_resumes_at_its_step(tmp_path):
     resumed = subprocess.run(command(killed_at + 5), cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"Resuming from step {killed_at} " in resumed.stdout and f"step {killed_at + 5}/{killed_at + 5}" in resumed.stdout
+
+
+def test_resuming_with_another_batch_size_or_corpus_is_refused(pretrained_run, run_recipe):
+    model_dir, _, _ = pretrained_run
+    other_batch = [*ELECTRA[:-2], "--batch_size=8", ELECTRA[-1]]
+    for flags in (other_batch, ["--corpus=imdb", *ELECTRA[1:]]):
+        result = run_recipe("pretrain", *flags, "--train_steps=30", "--mode=train", f"--model_dir={model_dir}",
+                            check=False)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+        assert "batch_size=8" in result.stderr or "other corpus" in result.stderr
+    assert max(int(n[5:-6]) for n in os.listdir(model_dir) if n.endswith(".index")) == 20
