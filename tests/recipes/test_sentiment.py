@@ -220,7 +220,8 @@ def test_a_missing_dataset_says_where_it_looked(tmp_path, run_recipe):
         env={"ZOO_DATA_DIR": str(tmp_path / "empty")},
     )
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert f"{tmp_path}/empty/sst2/train.tsv.gz does not exist" in result.stderr
+    # The evaluation split is read first, before any training.
+    assert f"{tmp_path}/empty/sst2/dev.tsv does not exist" in result.stderr
 
 
 def test_resuming_with_another_batch_size_is_refused_naming_it(trained, run_recipe):
