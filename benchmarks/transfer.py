@@ -10,7 +10,7 @@ and SST-2, against the strongest peers a user would pick instead, in the same ru
    extra: pip install -e ".[bench]") and the zoo's from-scratch recipe (benchmarks.sentiment's flags).
 
   python -m benchmarks.transfer
-  python -m benchmarks.transfer --objective=electra --nopeers
+  python -m benchmarks.transfer --objective=electra --peers=
 """
 
 import json
@@ -28,7 +28,8 @@ flags.DEFINE_string("pretrain_dir", None, "Pretraining run directory (default ru
                     "finished run made with PRETRAIN_FLAGS is reused.")
 flags.DEFINE_string("fine_tune_dir", None, "Where the fine-tuning runs go (default runs/bench_transfer_<objective>).")
 flags.DEFINE_list("tasks", ["imdb", "sst2"], "Datasets to fine-tune on.")
-flags.DEFINE_bool("peers", True, "Also run the NBSVM-style model and the zoo's from-scratch recipe.")
+flags.DEFINE_list("peers", ["nbsvm", "scratch"], "Peers to run in the same program: nbsvm (the NBSVM-style linear "
+                  "model) and scratch (the zoo's recipe trained from scratch); empty for none.")
 FLAGS = flags.FLAGS
 
 PRETRAIN_FLAGS = ["--corpus=imdb_unsup,imdb", "--preset=small", "--sequence_length=512", "--batch_size=32",
@@ -94,7 +95,9 @@ def nbsvm(dataset):
         held_out = datasets.load_classification(dataset, "validation")
         train = datasets.Classification(train.texts + held_out.texts, np.concatenate([train.labels, held_out.labels]),
                                         train.class_names)
-    vectorizer = CountVectorizer(ngram_range=(1, 2), binary=True)
+    # Words of one letter kept ("a", "i": "not a", "i loved"): with scikit-learn's default pattern, which drops
+    # them, SST-2 dev read 81.31% instead of the 83.14% STACK_NOTES gives for this peer (83.03% with this one).
+    vectorizer = CountVectorizer(ngram_range=(1, 2), binary=True, token_pattern=r"(?u)\b\w+\b")
     x_train = vectorizer.fit_transform(train.texts)
     y = train.labels
     p = np.asarray(x_train[y == 1].sum(axis=0)).ravel() + 1.0
@@ -114,8 +117,14 @@ def scratch(dataset):
     return run_zoo(dataset, [])
 
 
+PEERS = {"nbsvm": nbsvm, "scratch": scratch}
+
+
 def main(argv):
     del argv
+    unknown = set(FLAGS.peers) - set(PEERS)
+    if unknown:
+        raise app.UsageError(f"--peers: unknown {sorted(unknown)}; use {sorted(PEERS)}.")
     objective = FLAGS.objective
     pretrain_dir = os.path.abspath(FLAGS.pretrain_dir or os.path.join(ROOT, "runs", f"bench_pretrain_{objective}"))
     fine_tune_dir = FLAGS.fine_tune_dir or os.path.join(ROOT, "runs", f"bench_transfer_{objective}")
@@ -126,18 +135,17 @@ def main(argv):
         f"{pretrained['train']['seconds'] / 60:.1f} min of training ({pretrained['train']['tokens_per_second']:.0f} "
         f"tokens/s); held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in held_out.items() if isinstance(v, float)) + ".",
         "",
-        "| task | zoo pretrained + fine-tuned | validation (tuning split) | fine-tuning | zoo from scratch | NBSVM-style |",
+        "| task | zoo pretrained + fine-tuned | its validation split | fine-tuning | zoo from scratch | NBSVM-style |",
         "|---|---|---|---|---|---|",
     ]
     commands = []
     for dataset in FLAGS.tasks:
         tuned = fine_tune(dataset, pretrain_dir, os.path.join(fine_tune_dir, dataset))
         commands.append(f"- {SPLIT_NAME[dataset]}: `{tuned['command']}`")
-        peers = {"scratch": "–", "nbsvm": "–"}
-        if FLAGS.peers:
-            from_scratch, linear = scratch(dataset), nbsvm(dataset)
-            peers = {"scratch": f"{from_scratch['accuracy']:.2%} ({from_scratch['seconds']:.0f} s)",
-                     "nbsvm": f"{linear['accuracy']:.2%} ({linear['seconds']:.0f} s)"}
+        peers = {"scratch": "not run", "nbsvm": "not run"}
+        for name in FLAGS.peers:
+            result = PEERS[name](dataset)
+            peers[name] = f"{result['accuracy']:.2%} ({result['seconds']:.0f} s)"
         lines.append(
             f"| {SPLIT_NAME[dataset]} | **{tuned['accuracy']:.2%}** | {tuned['validation']:.2%} | "
             f"{tuned['train_seconds'] / 60:.1f} min | {peers['scratch']} | {peers['nbsvm']} |"

@@ -80,7 +80,8 @@ def with_epochs(config, epochs, num_examples):
 
 # What a resumed run must share with the run it resumes: the batch plan (and so
 # the data position) and the checkpoint's structure depend on these.
-RESUME_KEYS = ("batch_size", "max_tokens", "seed", "mixed_precision", "max_examples", "replicas", "random_offset")
+RESUME_KEYS = ("batch_size", "max_tokens", "seed", "mixed_precision", "max_examples", "replicas", "random_offset",
+               "sequences")
 
 
 def check_resumable(run, setup):

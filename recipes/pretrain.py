@@ -11,6 +11,7 @@ into full sequences; `recipes.sentiment --init_from=MODEL_DIR` fine-tunes the re
 import dataclasses
 import os
 
+import tensorflow as tf
 from absl import app, flags
 
 from recipes import common
@@ -89,8 +90,6 @@ def prepare_run(model_dir, wanted, corpus, document_per_file, eval_fraction, see
 def masked_dataset(rows, plan, config, seed, stream_id, skip=0):
     """plan_dataset of packed rows, each batch masked by `pretraining.with_masks` with a seed
     made of (seed, stream_id, the batch's index): the same masks whatever step a run resumes at."""
-    import tensorflow as tf
-
     dataset = batching.plan_dataset(plan, {"token_ids": rows}, skip=skip).enumerate(start=skip)
     base = tf.constant(stream_id * 2**32, tf.int64)
 
@@ -130,7 +129,7 @@ def train(model_dir, wanted, corpus, document_per_file, eval_fraction, train_con
     task = Task(
         build_model=lambda: pretraining.build_pretrainer(config),
         dataset=dataset_fn,
-        loss=pretraining.pretraining_loss(config),
+        loss=pretraining.pretraining_loss(config, train_config.label_smoothing),
     )
     metrics = Trainer(task, train_config, model_dir, strategy).train()
     if chief and metrics is not None:

@@ -62,16 +62,16 @@ def prepare_run(model_dir, dataset, wanted, texts, seed, chief, init_from=None):
     os.makedirs(model_dir, exist_ok=True)
     run = common.read_run(model_dir, RECIPE)
     if run is not None:
+        if run.get("init_from") != init_from:
+            raise common.RunDirError(
+                f"{model_dir} holds a run with --init_from={run.get('init_from')}, not {init_from}: resume it with "
+                "the same --init_from, or use another --model_dir."
+            )
         if run["dataset"] != dataset or run["model"] != dataclasses.asdict(wanted):
             raise common.RunDirError(
                 f"{model_dir} holds a run of dataset {run['dataset']!r} with model {run['model']}; "
                 "resume it with the same --dataset/--preset/--vocab_size/--max_length/--dropout, "
                 "or use another --model_dir."
-            )
-        if run.get("init_from") != init_from:
-            raise common.RunDirError(
-                f"{model_dir} holds a run with --init_from={run.get('init_from')}, not {init_from}: resume it with "
-                "the same --init_from, or use another --model_dir."
             )
         return run, tokenizer.load_tokenizer(model_dir)
     if chief:
@@ -200,9 +200,14 @@ def wanted_config():
     if not FLAGS.init_from:
         return model_config(FLAGS.preset, vocab_size=FLAGS.vocab_size, max_length=FLAGS.max_length,
                             dropout=FLAGS.dropout)
-    run = pretrained.read_finished_run(FLAGS.init_from)
     asked = {name: getattr(FLAGS, name) if FLAGS[name].present else None
              for name in ("preset", "vocab_size", "max_length")}
+    existing = common.read_run(FLAGS.model_dir, RECIPE) if os.path.isdir(FLAGS.model_dir) else None
+    if existing is not None and existing.get("init_from") == os.path.abspath(FLAGS.init_from):
+        # Resuming: the run holds its model and tokenizer; the pretraining folder may have moved since.
+        run = {"model": {"encoder": existing["model"]}}
+    else:
+        run = pretrained.read_finished_run(FLAGS.init_from)
     return pretrained.classifier_config(run, dropout=FLAGS.dropout, **asked)
 
 

@@ -478,13 +478,13 @@ class LanguageModelServer(tf.Module):
         self.limit = limit
 
     def _generate(self, prompt, max_new_tokens, temperature, top_k, seed):
-        checks = [
+        argument_checks = [
             tf.debugging.assert_positive(max_new_tokens, message="max_new_tokens must be positive"),
             tf.debugging.assert_less_equal(max_new_tokens, self.limit, message=f"max_new_tokens must be <= {self.limit}"),
             tf.debugging.assert_positive(temperature, message="temperature must be positive"),
             tf.debugging.assert_non_negative(top_k, message="top_k must be non-negative (0 = the whole vocabulary)"),
         ]
-        with tf.control_dependencies(checks):  # checked before any of the search runs, on every call
+        with tf.control_dependencies(argument_checks):  # checked before any of the search runs, on every call
             max_new_tokens = tf.identity(max_new_tokens)
         tokens = generate(
             self.model, prompt_ids(self.vocabulary, prompt), max_new_tokens, temperature, top_k, seed=tf.stack([seed, 0])

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -60,10 +61,19 @@ def load_pretrained(model_dir, finished=True):
     """The newest checkpoint of a pretraining run (that reached its last step, unless
     finished=False: eval and export take any checkpoint), rebuilt in float32."""
     run = read_finished_run(model_dir, finished)
-    set_precision("float32")
     config = pretraining.PretrainConfig(**run["model"])
-    model = pretraining.build_pretrainer(config)
+    policy = keras.mixed_precision.dtype_policy()
+    try:  # built in float32, whatever the caller's policy, which is left as it was
+        set_precision("float32")
+        model = pretraining.build_pretrainer(config)
+    finally:
+        keras.mixed_precision.set_dtype_policy(policy)
     step = restore_model(model, model_dir)
+    if finished and step < run["train"]["train_steps"]:
+        raise PretrainedRunError(
+            f"The last checkpoint of {model_dir} cannot be read; the newest readable one is step {step} of "
+            f"{run['train']['train_steps']}: finish the run (recipes.pretrain --mode=train there) before using it."
+        )
     return Pretrained(run, config, model, tokenizer.load_tokenizer(model_dir), step)
 
 
@@ -84,24 +94,25 @@ def encoder_weights(model_dir):
 
 def encoder_initializer(model_dir):
     """A Task.initialize for fine-tuning: copies the finished pretraining run's encoder weights
-    (read now, in float32) into the classifier the Trainer builds."""
-    weights = encoder_weights(model_dir)
+    (read then, in float32) into the classifier the Trainer builds."""
 
-    def initialize(model):
-        count = copy_encoder_weights(weights, model)
+    def initialize(model):  # called on a fresh run only: a resumed one needs nothing from model_dir
+        count = copy_encoder_weights(encoder_weights(model_dir), model)
         print(f"Initialized the encoder from {model_dir}: {count} pretrained weights.", flush=True)
 
     return initialize
 
 
 def classifier_config(run, dropout=None, **asked):
-    """The fine-tuned classifier's config: the pretrained encoder's, with `dropout` (default: ClassifierConfig's, 0.1, BERT's fine-tuning rate; pretraining may have
-    used none). Each of `asked` (preset, vocab_size, max_length: what the user set, None if
+    """The fine-tuned classifier's config: the pretrained encoder's, with `dropout` (default:
+    ClassifierConfig's, 0.1, BERT's fine-tuning rate; pretraining may have used none). Each of `asked` (preset, vocab_size, max_length: what the user set, None if
     not) must agree with the pretrained run, else PretrainedRunError."""
     encoder = pretraining.PretrainConfig(**run["model"]).encoder
     preset = asked.pop("preset", None)
     wrong = [f"--{k}={v} (the pretrained encoder has {getattr(encoder, k)})"
              for k, v in asked.items() if v is not None and v != getattr(encoder, k)]
+    if preset is not None and preset not in classifier.PRESETS:
+        raise PretrainedRunError(f"Unknown preset {preset!r}: use one of {sorted(classifier.PRESETS)}, or leave it out.")
     if preset is not None and dataclasses.replace(classifier.PRESETS[preset], vocab_size=encoder.vocab_size,
                                                   max_length=encoder.max_length, dropout=encoder.dropout) != encoder:
         wrong.append(f"--preset={preset} (the pretrained encoder's shape is another preset's)")

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from zoo import checks, classifier
 from zoo.optimization import smoothed_cross_entropy
-from zoo.tokenizer import END_ID, PAD_ID, START_ID, UNK_ID
+from zoo.tokenizer import PAD_ID
 
 OBJECTIVES = ("mlm", "electra")
 MASK_TOKEN = "<mask>"
@@ -115,7 +115,6 @@ def scatter_at(token_ids, positions, values, used):
     return tf.where(written, new, token_ids)
 
 
-@keras.saving.register_keras_serializable(package="zoo")
 class MaskedLMHead(keras.layers.Layer):
     """BERT's masked-LM head: the hidden states at `mask_positions` through Dense + GELU and
     LayerNorm, then the token embedding's transpose (tied) plus a bias: float32 logits.
@@ -126,6 +125,9 @@ class MaskedLMHead(keras.layers.Layer):
 
     Call arguments: inputs (batch, seq, width); mask_positions (batch, k) int.
     Returns (batch, k, vocab_size) float32.
+
+    A part of the Pretrainer (it holds the Pretrainer's embedding), saved with it in checkpoints,
+    not a layer to serialize on its own.
     """
 
     def __init__(self, token_embedding, **kwargs):
@@ -226,12 +228,12 @@ def with_masks(token_ids, seed, config):
     return batch
 
 
-def _losses(model, batch, training):
+def _losses(model, batch, training, label_smoothing=0.0):
     """Per-sequence losses and the model's outputs: the masked-LM cross-entropy averaged over a
     sequence's chosen positions, and for electra the detection loss averaged over its real tokens."""
     outputs = model(batch, training=training)
     weights = batch["mask_weights"]
-    cross_entropy = smoothed_cross_entropy(batch["mask_ids"], outputs["mlm_logits"])  # (batch, k)
+    cross_entropy = smoothed_cross_entropy(batch["mask_ids"], outputs["mlm_logits"], label_smoothing)  # (batch, k)
     masked = tf.reduce_sum(cross_entropy * weights, axis=1) / tf.maximum(tf.reduce_sum(weights, axis=1), 1.0)
     losses = {"mlm": masked}
     if "detection_logits" in outputs:
@@ -242,11 +244,12 @@ def _losses(model, batch, training):
     return losses, outputs
 
 
-def pretraining_loss(config):
-    """The Task.loss of pretraining: summed over sequences, mlm + detection_weight * detection."""
+def pretraining_loss(config, label_smoothing=0.0):
+    """The Task.loss of pretraining: summed over sequences, mlm (its cross-entropy smoothed by
+    `label_smoothing`) + detection_weight * detection."""
 
     def loss(model, batch, training):
-        losses, _ = _losses(model, batch, training)
+        losses, _ = _losses(model, batch, training, label_smoothing)
         total = losses["mlm"] + config.detection_weight * losses.get("detection", 0.0)
         tokens = tf.reduce_sum(tf.cast(batch["original_ids"] != PAD_ID, tf.int64))
         return tf.reduce_sum(total), tf.shape(total)[0], tokens
@@ -295,5 +298,3 @@ def summarize(totals):
         result["replaced_recall"] = totals["replaced_found"] / max(totals["replaced"], 1.0)
     return result
 
-
-SPECIAL_IDS = (PAD_ID, UNK_ID, START_ID, END_ID, MASK_ID)

@@ -48,11 +48,8 @@ def _text_files(pattern, document_per_file):
         raise DatasetError(f"text:{pattern} matches no file: give a glob of UTF-8 text files, e.g. text:notes/*.txt.")
     documents = []
     for path in paths:
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except UnicodeDecodeError as error:
-            raise DatasetError(f"{path} is not UTF-8 text ({error.reason} at byte {error.start}).") from None
+        with datasets.reading(path), open(path, encoding="utf-8") as f:
+            text = f.read()
         if document_per_file:
             documents.append(text.strip())
         else:
@@ -65,7 +62,7 @@ def _tfds_texts(name):
     import tensorflow_datasets as tfds
 
     builder = tfds.builder(name)
-    if "train" not in builder.info.splits:
+    if builder.info.splits and "train" not in builder.info.splits:
         raise DatasetError(f"TFDS dataset {name!r} has no 'train' split (pretraining never reads test): "
                            f"it has {sorted(builder.info.splits)}.")
     features = builder.info.features

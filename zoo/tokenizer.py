@@ -36,6 +36,23 @@ def sample_texts(texts, max_characters, seed):
     return sample
 
 
+# SentencePiece skips, without a word, training sentences longer than this many bytes (its default).
+MAX_SENTENCE_BYTES = 4192
+
+
+def training_pieces(texts, max_characters=MAX_SENTENCE_BYTES // 4):
+    """`texts` with every text longer than `max_characters` cut at spaces into parts no longer
+    than that (a character is at most 4 UTF-8 bytes), so that SentencePiece learns from all of it."""
+    for text in texts:
+        while len(text) > max_characters:
+            cut = text.rfind(" ", 0, max_characters)
+            cut = max_characters if cut <= 0 else cut
+            yield text[:cut]
+            text = text[cut:].lstrip(" ")
+        if text:
+            yield text
+
+
 def train_tokenizer(texts, vocabulary_size, lowercase=True, seed=0, user_symbols=()):
     """A SentencePiece unigram model (serialized proto bytes) learnt from `texts`.
 
@@ -45,7 +62,7 @@ def train_tokenizer(texts, vocabulary_size, lowercase=True, seed=0, user_symbols
     writer = io.BytesIO()
     try:
         sentencepiece.SentencePieceTrainer.train(
-            sentence_iterator=iter(texts),
+            sentence_iterator=training_pieces(texts),
             model_writer=writer,
             vocab_size=vocabulary_size,
             model_type="unigram",
@@ -60,7 +77,7 @@ def train_tokenizer(texts, vocabulary_size, lowercase=True, seed=0, user_symbols
     except RuntimeError as error:
         limit = re.search(r"<= (\d+)", str(error))
         if limit is None:
-            raise
+            raise ValueError(f"SentencePiece could not learn a vocabulary from this text: {error}") from None
         raise ValueError(
             f"vocab_size={vocabulary_size} is too large for this training text: SentencePiece can make at most "
             f"{limit.group(1)} pieces from it. Lower --vocab_size."

@@ -52,7 +52,7 @@ class TrainConfig:
             raise ValueError(f"mixed_precision={self.mixed_precision!r} is not one of {tuple(PRECISIONS)}.")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule={self.schedule!r} is not one of {SCHEDULES}.")
-        checks.positive(self, "learning_rate", "keep_checkpoints")
+        checks.positive(self, "learning_rate", "keep_checkpoints", "max_tokens")
         checks.non_negative(self, "warmup_steps", "weight_decay", "clip_norm")
         checks.rates(self, "label_smoothing")
         if not 0.0 < self.layer_decay <= 1.0:

@@ -1,6 +1,6 @@
 import numpy as np
 
-from zoo import batching
+from zoo import batching, tokenizer
 
 
 def test_epoch_batches_cover_every_example_once_in_buckets():
@@ -69,3 +69,14 @@ def test_truncation_keeps_head_and_tail_the_same_in_numpy_and_in_graph():
     assert numpy_ids[1].tolist() == [tokenizer.START_ID, *rows[1][:3].tolist(), *rows[1][-12:].tolist()]
     for row, graph_row in zip(numpy_ids, graph_ids):
         assert graph_row[: len(row)].tolist() == row.tolist() and not graph_row[len(row) :].any()
+
+
+def test_the_tokenizer_learns_from_texts_longer_than_sentencepieces_limit():
+    # SentencePiece silently skips sentences over 4192 bytes: every one of these would be lost.
+    texts = [" ".join(f"word{(i * 7 + j) % 300}" for j in range(1000)) for i in range(40)]
+    assert min(map(len, texts)) > tokenizer.MAX_SENTENCE_BYTES
+    pieces = list(tokenizer.training_pieces(texts))
+    assert all(len(p) <= tokenizer.MAX_SENTENCE_BYTES // 4 for p in pieces)
+    assert " ".join(pieces).split() == " ".join(texts).split()
+    vocab = tokenizer.load_tokenizer(tokenizer.train_tokenizer(texts, 200))
+    assert vocab.vocabulary_size() == 200

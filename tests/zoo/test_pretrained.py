@@ -199,3 +199,34 @@ def test_layer_depths_count_down_from_the_embedding_to_the_head():
     assert len(depths) == len(model.trainable_variables)
     assert [int(d) for d in depths] == [expected_by_variable[id(v)] for v in model.trainable_variables]
     assert sorted(set(depths)) == [0, 1, 2, 3, 4]
+
+
+# ---------------------------------------------------------------- load_pretrained
+
+
+def test_a_damaged_last_checkpoint_makes_the_run_unfinished_and_the_callers_policy_is_kept(tmp_path):
+    from zoo import tokenizer
+
+    config = PretrainConfig(encoder=ENCODER, sequence_length=16)
+    model_dir = tmp_path / "run"
+    model_dir.mkdir()
+    run = {"recipe": "pretrain", "model": dataclasses.asdict(config), "train": {"train_steps": 10}}
+    (model_dir / "config.json").write_text(json.dumps(run))
+    words = [f"w{i}" for i in range(200)]
+    proto = tokenizer.train_tokenizer([" ".join(words[i:] + words[:i]) for i in range(200)], ENCODER.vocab_size,
+                                      user_symbols=("<mask>",))
+    tokenizer.save_tokenizer(proto, str(model_dir))
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=build_pretrainer(config)), str(model_dir), 5)
+    manager.save(checkpoint_number=5)
+    manager.save(checkpoint_number=10)
+    keras.mixed_precision.set_dtype_policy("mixed_bfloat16")
+    try:
+        assert pretrained.load_pretrained(str(model_dir)).step == 10
+        assert keras.mixed_precision.dtype_policy().name == "mixed_bfloat16"
+        data = model_dir / "ckpt-10.data-00000-of-00001"
+        data.write_bytes(data.read_bytes()[:100])
+        with pytest.raises(PretrainedRunError, match="newest readable one is step 5 of 10"):
+            pretrained.load_pretrained(str(model_dir))
+        assert pretrained.load_pretrained(str(model_dir), finished=False).step == 5
+    finally:
+        keras.mixed_precision.set_dtype_policy("float32")
