@@ -262,7 +262,7 @@ def pretraining_metrics(model):
     and for electra the replaced-token detection accuracy over real tokens."""
 
     def metrics(batch):
-        _, outputs = _losses(model, batch, False)
+        outputs = model(batch, training=False)  # the sums below need the outputs, not the losses
         weights = batch["mask_weights"]
         cross_entropy = smoothed_cross_entropy(batch["mask_ids"], outputs["mlm_logits"])
         predicted = tf.argmax(outputs["mlm_logits"], axis=-1, output_type=tf.int32)
