@@ -30,6 +30,7 @@ import time
 
 from absl import app, flags
 
+from benchmarks import recipe_flags
 from benchmarks.costs import multiply_adds
 from benchmarks.report import ROOT, finished_run, median_seconds, paired, write_section
 from recipes.lm import load_trained  # also defines the recipes' flags, --dataset among them
@@ -47,14 +48,7 @@ flags.DEFINE_list("seeds", ["0"], "Training seeds (--seed of the recipe). The fi
 flags.DEFINE_integer("vanilla_windows", 20, "Windows (per stream) timed for the one-prediction-per-window baseline.")
 FLAGS = flags.FLAGS
 
-RECIPE_FLAGS = {
-    "ptb": ["--preset=small", "--batch_size=32", "--dropout=0.2", "--learning_rate=2e-3", "--warmup_steps=200",
-            "--schedule=cosine", "--train_steps=3200", "--random_offset=false"],
-    "tinyshakespeare": ["--preset=small", "--batch_size=32", "--segment_length=128", "--memory_length=128",
-                        "--dropout=0.05", "--attention_dropout=0.0", "--learning_rate=2e-3", "--warmup_steps=200",
-                        "--schedule=cosine", "--train_steps=2800", "--mixed_precision=bfloat16", "--weight_decay=0.1",
-                        "--random_offset=false"],
-}
+RECIPE_FLAGS = recipe_flags.LM
 
 
 def train_and_evaluate(dataset, run_dir, seed=0):

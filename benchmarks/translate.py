@@ -22,6 +22,7 @@ import time
 
 from absl import app, flags
 
+from benchmarks import recipe_flags
 from benchmarks.report import ROOT, finished_run, paired, write_section
 
 flags.DEFINE_string("run_dir", "runs/bench_m30k_de_en", "Run directory of the benchmarked model.")
@@ -40,10 +41,7 @@ flags.DEFINE_list("length_penalties", ["0.6"], "Beam-search length penalties tri
                   "best there is the one used on test.")
 FLAGS = flags.FLAGS
 
-RECIPE_FLAGS = [
-    "--dataset=multi30k", "--source=de", "--target=en", "--preset=small", "--train_steps=2000", "--max_tokens=4096",
-    "--learning_rate=1e-3", "--warmup_steps=400", "--dropout=0.2",
-]
+RECIPE_FLAGS = recipe_flags.TRANSLATE
 
 
 def train_and_evaluate(model_dir, reuse_eval=False, length_penalties=(0.6,)):

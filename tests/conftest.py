@@ -9,6 +9,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("ZOO_DATA_DIR", os.path.join(os.path.dirname(ROOT), "shared", "data"))
+# As the recipes run (recipes.common): TensorFlow's BFC allocator for CPU tensors, set before any test allocates.
+os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "1")
 
 
 def run_recipe(module, *args, timeout=300, env=None, check=True, input=None):

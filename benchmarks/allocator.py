@@ -1,0 +1,82 @@
+r"""Where a CPU training step's time went: the memory allocator.
+
+Each recipe's benchmark model trains for --steps steps twice in fresh processes, in the same
+program: with TensorFlow's allocator settings as they are (ZOO_TF_ALLOCATOR=1) and with the zoo's
+(TensorFlow's BFC allocator for CPU tensors, `recipes.common`, and glibc's mmap and trim
+thresholds restored after tf.data lowers them, `zoo.training.keep_freed_memory`). Reports the
+steady tokens/s (the first log interval, which traces the step, left out) and the share of the
+process's CPU time spent in the kernel (page faults, mostly).
+
+  python -m benchmarks.allocator
+  python -m benchmarks.allocator --recipes=translate --steps=100
+"""
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+
+from absl import app, flags
+
+from benchmarks import recipe_flags
+from benchmarks.report import ROOT, write_section
+from benchmarks.transfer import PRETRAIN_FLAGS
+
+flags.DEFINE_list("recipes", ["translate", "lm", "pretrain"], "Recipes to measure.")
+flags.DEFINE_integer("steps", 60, "Training steps per measurement (logged every 10).")
+FLAGS = flags.FLAGS
+
+SETTINGS = {"TensorFlow's": {"ZOO_TF_ALLOCATOR": "1"}, "the zoo's": {}}
+
+
+def flags_of(name):
+    """The recipe's benchmark flags, less the step count and any fixed dtype (auto decides)."""
+    flags_ = {
+        "translate": recipe_flags.TRANSLATE,
+        "lm": ["--dataset=ptb", *recipe_flags.LM["ptb"]],
+        "pretrain": ["--corpus=sst2", "--vocab_size=8000",  # SST-2's sentences: a small corpus, a quick tokenizer
+                     *[f for f in PRETRAIN_FLAGS if not f.startswith(("--corpus=", "--vocab_size="))]],
+    }[name]
+    return name, [f for f in flags_ if not f.startswith(("--train_steps=", "--mixed_precision="))]
+
+
+def measure(name, env, steps):
+    """(steady tokens/s, kernel share of CPU time, the dtype chosen) of one fresh training run."""
+    module, flags_ = flags_of(name)  # the recipe's module is its name
+    with tempfile.TemporaryDirectory() as model_dir:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        command = [sys.executable, "-m", f"recipes.{module}", *flags_, "--mode=train", f"--train_steps={steps}",
+                   "--log_every=10", f"--checkpoint_every={steps}", f"--model_dir={model_dir}"]
+        subprocess.run(command, cwd=ROOT, env={**os.environ, **env}, check=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        with open(os.path.join(model_dir, "metrics.json")) as f:
+            train = json.load(f)["train"]
+        with open(os.path.join(model_dir, "config.json")) as f:
+            dtype = json.load(f)["train"]["mixed_precision"]
+    user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    return train["steady_tokens_per_second"], system / (user + system), dtype, " ".join(["python -m", f"recipes.{module}", *flags_])
+
+
+def main(argv):
+    del argv
+    lines = ["| recipe | dtype (auto) | allocator settings | steady tokens/s | kernel share of CPU time | speed-up |",
+             "|---|---|---|---|---|---|"]
+    commands = []
+    for name in FLAGS.recipes:
+        results = {}
+        for setting, env in SETTINGS.items():
+            results[setting] = measure(name, env, FLAGS.steps)
+            print(f"{name}, {setting} allocator: {results[setting][0]:.0f} tokens/s", flush=True)
+        base = results["TensorFlow's"][0]
+        for setting, (speed, kernel, dtype, command) in results.items():
+            lines.append(f"| {name} | {dtype} | {setting} | {speed:.0f} | {kernel:.0%} | {speed / base:.2f}x |")
+        commands.append(f"- {name}: `{command} --train_steps={FLAGS.steps}`")
+    body = "\n".join(lines + ["", "Training commands (each run in a fresh process and a fresh --model_dir):", *commands])
+    write_section("CPU allocator", body)
+    print(body)
+
+
+if __name__ == "__main__":
+    app.run(main)
