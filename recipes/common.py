@@ -8,11 +8,19 @@ import dataclasses
 import json
 import os
 
-from absl import flags
+# TensorFlow's BFC allocator for CPU tensors: it keeps the memory of one step for the next, where
+# the default allocator maps and zero-fills large tensors afresh each time (page faults took about
+# half the CPU time of a training step here: benchmarks/allocator.py). Read when TensorFlow first
+# allocates, so set before any op runs; ZOO_TF_ALLOCATOR=1 leaves TensorFlow's default.
+if not os.environ.get("ZOO_TF_ALLOCATOR"):
+    os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "1")
 
-from zoo.distribute import STRATEGIES
-from zoo.optimization import SCHEDULES
-from zoo.training import PRECISIONS, TrainConfig
+from absl import flags  # noqa: E402
+
+from zoo import precision  # noqa: E402
+from zoo.distribute import STRATEGIES  # noqa: E402
+from zoo.optimization import SCHEDULES  # noqa: E402
+from zoo.training import TrainConfig  # noqa: E402
 
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.json"
@@ -35,8 +43,13 @@ flags.DEFINE_enum("strategy", "one_device", STRATEGIES, "tf.distribute strategy.
 flags.DEFINE_integer("cpu_replicas", 0, "Split the CPU into this many logical devices (tests mirrored on CPU).")
 flags.DEFINE_string("tpu", None, "TPU address or name, for --strategy=tpu.")
 flags.DEFINE_bool("jit_compile", False, "Compile the per-replica step with XLA.")
-flags.DEFINE_enum("mixed_precision", "float32", list(PRECISIONS), "Compute dtype (variables stay float32).")
+flags.DEFINE_enum("mixed_precision", "auto", list(precision.CHOICES), "Compute dtype (variables stay float32). auto: "
+                  "bfloat16 where the device runs it fast (a GPU of compute capability 8.0 or more, a TPU, a CPU with "
+                  "avx512_bf16 or amx_bf16), float32 elsewhere, and a resumed run's own; printed and kept in config.json.")
 flags.DEFINE_integer("checkpoint_every", None, "Save a checkpoint every this many steps.")
+flags.DEFINE_integer("keep_checkpoints", None, "Keep this many of the newest checkpoints (default 3).")
+flags.DEFINE_integer("average_checkpoints", 1, "Evaluate and export the mean of the newest this many checkpoints' "
+                     "weights (fairseq's checkpoint averaging); train with --keep_checkpoints at least as large.")
 flags.DEFINE_integer("log_every", None, "Report progress and TensorBoard summaries every this many steps.")
 flags.DEFINE_integer("max_examples", None, "Train on at most this many training examples (quick runs).")
 flags.DEFINE_integer("seed", 0, "Seed for initialization, data order and the tokenizer's sample.")
@@ -54,13 +67,29 @@ def train_config(defaults):
     overrides = {
         name: getattr(FLAGS, name)
         for name in ("train_steps", "batch_size", "learning_rate", "warmup_steps", "schedule", "label_smoothing")
-        + ("weight_decay", "clip_norm", "checkpoint_every", "log_every")
+        + ("weight_decay", "clip_norm", "checkpoint_every", "keep_checkpoints", "log_every")
         if getattr(FLAGS, name) is not None
     }
-    overrides.update(jit_compile=FLAGS.jit_compile, mixed_precision=FLAGS.mixed_precision, seed=FLAGS.seed)
+    dtype, reason = precision.choose(FLAGS.mixed_precision, trained_dtype(FLAGS.model_dir), tpu=FLAGS.strategy == "tpu")
+    print(f"Compute dtype: {dtype} ({reason}).", flush=True)
+    overrides.update(jit_compile=FLAGS.jit_compile, mixed_precision=dtype, precision_reason=reason, seed=FLAGS.seed)
     if FLAGS.epochs is not None and FLAGS.train_steps is not None:
         raise ValueError("Give --train_steps or --epochs, not both.")
     return dataclasses.replace(defaults, **overrides), FLAGS.epochs
+
+
+def trained_dtype(model_dir):
+    """The compute dtype a run in model_dir trained in (its config.json), or None."""
+    try:
+        with open(os.path.join(model_dir or "", CONFIG_FILE)) as f:
+            return json.load(f)["train"]["mixed_precision"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no run there yet (or not one to resume: read_run says why later)
+
+
+def averaged():
+    """--average_checkpoints, or 1 where the flags are not parsed (a recipe's functions called from Python)."""
+    return FLAGS.average_checkpoints if FLAGS.is_parsed() else 1
 
 
 def preset_config(presets, preset, **overrides):
@@ -161,11 +190,29 @@ def check_directories():
             raise RunDirError(f"--{name}={path} is a file, not a folder: give a folder path (it is made if missing).")
 
 
+LOST_WORKER_STATUS = 75  # EX_TEMPFAIL: start the workers again and the run resumes
+
+
+def lost_worker_message(error):
+    """The one line for a multi-worker run whose cluster lost a task: which one, and what to do."""
+    import re
+
+    tasks = sorted(set(re.findall(r"/job:\w+/replica:\d+/task:\d+", str(error))))
+    first = str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
+    who = f"lost {', '.join(tasks)}" if tasks else "lost a worker"
+    return (
+        f"the cluster {who} ({type(error).__name__}: {first}). Start all the workers again with the same flags: "
+        f"they resume from the last checkpoint in --model_dir."
+    )
+
+
 def run(main):
     """absl's app.run, with the errors a user can fix shown as one clear line
-    (exit status 2) instead of a traceback; ZOO_DEBUG=1 shows the traceback."""
+    (exit status 2) instead of a traceback; ZOO_DEBUG=1 shows the traceback.
+    A multi-worker run that loses a worker ends with one line naming it (exit status 75)."""
     import sys
 
+    import tensorflow as tf
     from absl import app, logging
 
     from zoo.checkpoints import CheckpointError
@@ -182,5 +229,12 @@ def run(main):
                 raise
             print(f"error: {error}", file=sys.stderr)
             sys.exit(2)
+        except (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError,
+                tf.errors.DeadlineExceededError, tf.errors.InternalError) as error:
+            if FLAGS.strategy != "multi_worker_mirrored" or os.environ.get("ZOO_DEBUG"):
+                raise
+            sys.stdout.flush()
+            print(f"error: {lost_worker_message(error)}", file=sys.stderr, flush=True)
+            os._exit(LOST_WORKER_STATUS)  # TensorFlow's cluster shutdown would wait for the lost task
 
     app.run(guarded)

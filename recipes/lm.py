@@ -133,7 +133,7 @@ def load_trained(model_dir, memory_length=None):
     if memory_length is not None:
         config = lm.with_memory_length(config, memory_length)
     model = lm.build_language_model(config)
-    step = restore_model(model, model_dir)
+    step = restore_model(model, model_dir, common.averaged())
     return run, model, Vocabulary.load(model_dir), step
 
 

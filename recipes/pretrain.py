@@ -139,7 +139,7 @@ def train(model_dir, wanted, corpus, document_per_file, eval_fraction, train_con
 
 def run_eval(model_dir, batch_size=64):
     """Masked-token accuracy and perplexity (and ELECTRA's detection accuracy) on the held-out documents."""
-    trained = pretrained.load_pretrained(model_dir, finished=False)
+    trained = pretrained.load_pretrained(model_dir, finished=False, average=common.averaged())
     _, documents = documents_of(trained.run)
     rows = pretraining_data.pack(tokenizer.tokenize(trained.tokenizer, documents), trained.config.sequence_length)
     plan = batching.evaluation_plan([len(r) for r in rows], batch_size)
@@ -154,7 +154,7 @@ def run_eval(model_dir, batch_size=64):
 
 
 def run_export(model_dir, export_dir):
-    trained = pretrained.load_pretrained(model_dir, finished=False)
+    trained = pretrained.load_pretrained(model_dir, finished=False, average=common.averaged())
     server = pretrained.EncoderServer(trained.model, trained.tokenizer, trained.config)
     path = export.export(
         server,

@@ -136,7 +136,7 @@ def load_trained(model_dir):
     set_precision("float32")
     config = classifier.ClassifierConfig(**run["model"])
     model = classifier.build_classifier(config)
-    step = restore_model(model, model_dir)
+    step = restore_model(model, model_dir, common.averaged())
     return Trained(run, config, model, tokenizer.load_tokenizer(model_dir), step)
 
 

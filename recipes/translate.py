@@ -159,7 +159,7 @@ def load_trained(model_dir):
     set_precision("float32")
     config = translation.TranslatorConfig(**run["model"])
     model = translation.build_translator(config)
-    step = restore_model(model, model_dir)
+    step = restore_model(model, model_dir, common.averaged())
     return Trained(run, config, model, *load_tokenizers(model_dir, config.shared_vocabulary), step)
 
 

@@ -68,6 +68,25 @@ def newest_readable(model_dir, log=print):
     return None, 0, []
 
 
+def newest_readable_paths(model_dir, count, log=print):
+    """[(path, step)] of the newest `count` checkpoints in model_dir that read through, newest
+    first (damaged ones named and passed over). CheckpointError when there are fewer."""
+    found = []
+    for step in checkpoint_steps(model_dir):
+        path = path_of(model_dir, step)
+        reason = unreadable_reason(path)
+        if reason is not None:
+            log(f"Warning: checkpoint {path} cannot be read ({reason}); passed over.")
+            continue
+        found.append((path, step))
+        if len(found) == count:
+            return found
+    raise CheckpointError(
+        f"{model_dir} holds {len(found)} readable checkpoint(s) (steps {[s for _, s in found]}), fewer than the "
+        f"{count} asked to average: lower --average_checkpoints, or train with --keep_checkpoints={count} or more."
+    )
+
+
 def set_aside(paths, model_dir, log=print):
     """Moves the files of unreadable checkpoints into model_dir/unreadable_checkpoints/ (never
     deleted), so that a run continuing from an older step does not write over them."""

@@ -57,9 +57,10 @@ def read_finished_run(model_dir, finished=True):
     return run
 
 
-def load_pretrained(model_dir, finished=True):
+def load_pretrained(model_dir, finished=True, average=1):
     """The newest checkpoint of a pretraining run (that reached its last step, unless
-    finished=False: eval and export take any checkpoint), rebuilt in float32."""
+    finished=False: eval and export take any checkpoint), rebuilt in float32; with average=N,
+    the mean of the newest N checkpoints' weights (`zoo.training.restore_model`)."""
     run = read_finished_run(model_dir, finished)
     config = pretraining.PretrainConfig(**run["model"])
     policy = keras.mixed_precision.dtype_policy()
@@ -68,7 +69,7 @@ def load_pretrained(model_dir, finished=True):
         model = pretraining.build_pretrainer(config)
     finally:
         keras.mixed_precision.set_dtype_policy(policy)
-    step = restore_model(model, model_dir)
+    step = restore_model(model, model_dir, average)
     if finished and step < run["train"]["train_steps"]:
         raise PretrainedRunError(
             f"The last checkpoint of {model_dir} cannot be read; the newest readable one is step {step} of "

@@ -44,7 +44,8 @@ class TrainConfig:
     keep_checkpoints: int = 3
     log_every: int = 50
     jit_compile: bool = False
-    mixed_precision: str = "float32"
+    mixed_precision: str = "float32"  # the recipes' --mixed_precision=auto resolves it (zoo.precision)
+    precision_reason: str = ""  # why that dtype, as the recipe chose it (kept in config.json)
     seed: int = 0
 
     def __post_init__(self):
@@ -100,15 +101,64 @@ def set_precision(mixed_precision):
     keras.mixed_precision.set_dtype_policy(PRECISIONS[mixed_precision])
 
 
-def restore_model(model, model_dir):
-    """Loads the newest checkpoint's weights into `model` (for eval and export);
-    returns the step it was saved at."""
-    path, step, _ = checkpoints.newest_readable(model_dir)
-    if path is None:
-        raise FileNotFoundError(f"No checkpoint in {model_dir}: train first (--mode=train).")
-    # Every layer and weight of `model` must be found (the optimizer's slots may be left out).
-    tf.train.Checkpoint(model=model).read(path).expect_partial().assert_existing_objects_matched()
-    return step
+def keep_freed_memory():
+    """Lets the C allocator keep and reuse freed memory instead of giving it back to the system
+    and faulting it in again at the next step.
+
+    TensorFlow 2.21 sets glibc's M_TRIM_THRESHOLD to 128 KB when a distributed dataset's iterator
+    starts (it logs "Memory patch applied"); that also freezes glibc's mmap threshold at 128 KB, so
+    every larger buffer of every step is a fresh mmap, zeroed page by page and unmapped when freed.
+    Here both go back to what glibc's own adaptive rules reach: buffers up to 32 MB (glibc's largest
+    mmap threshold) come from the heap, and freed memory stays. Measured with the BFC allocator
+    the recipes turn on (`recipes.common`): `benchmarks/allocator.py`. A no-op without glibc, or
+    with ZOO_TF_ALLOCATOR=1 (TensorFlow's settings as they are)."""
+    import ctypes
+
+    if os.environ.get("ZOO_TF_ALLOCATOR"):
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-1, 512 << 20)  # M_TRIM_THRESHOLD
+        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
+def random_states(model):
+    """The state variables of the model's random-number generators (the Keras SeedGenerators
+    behind dropout). tf.train.Checkpoint does not reach them through the model, so a resumed run
+    would draw again the dropout masks of its first steps: the Trainer saves them beside it."""
+    return [v for v in model.non_trainable_variables if v.name == "seed_generator_state"]
+
+
+def restore_model(model, model_dir, average=1):
+    """Loads the newest checkpoint's weights into `model` (for eval and export); returns the step
+    it was saved at. With average=N, the mean of the newest N readable checkpoints' weights
+    (fairseq's average_checkpoints: the end of training smoothed, for free); integer variables
+    (random states) come from the newest."""
+    if average < 1:
+        raise ValueError(f"average_checkpoints={average} must be at least 1.")
+    if average == 1:
+        path, step, _ = checkpoints.newest_readable(model_dir)
+        if path is None:
+            raise FileNotFoundError(f"No checkpoint in {model_dir}: train first (--mode=train).")
+        found = [(path, step)]
+    else:
+        found = checkpoints.newest_readable_paths(model_dir, average)
+    sums = None
+    for path, _ in reversed(found):  # the newest last: its integer variables stay
+        # Every layer and weight of `model` must be found (the optimizer's slots may be left out).
+        tf.train.Checkpoint(model=model).read(path).expect_partial().assert_existing_objects_matched()
+        values = [np.asarray(v) for v in model.weights]
+        if sums is None:
+            sums = [v.astype(np.float64) if np.issubdtype(v.dtype, np.floating) else v for v in values]
+        else:
+            sums = [s + v if np.issubdtype(v.dtype, np.floating) else v for s, v in zip(sums, values)]
+    if len(found) > 1:
+        model.set_weights([(s / len(found)).astype(v.dtype) if np.issubdtype(v.dtype, np.floating) else s
+                           for s, v in zip(sums, model.weights)])
+        print(f"Averaged the weights of the checkpoints at steps {', '.join(str(s) for _, s in found)}.", flush=True)
+    return found[0][1]
 
 
 class Trainer:
@@ -144,7 +194,8 @@ class Trainer:
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         self.compiled_gradients = tf.function(self._gradients, jit_compile=config.jit_compile)
         self.state, self.saved_state = (), None
-        saved = dict(model=self.model, optimizer=self.optimizer, step=self.step)
+        saved = dict(model=self.model, optimizer=self.optimizer, step=self.step,
+                     random_states=random_states(self.model))
         if task.initial_state is not None:
             self.state = strategy.run(lambda: task.initial_state(self.model))
             # Every replica's state, concatenated in replica order on the batch axis, for checkpoints.
@@ -154,10 +205,15 @@ class Trainer:
                 lambda t: tf.Variable(tf.zeros([replicas * t.shape[0], *t.shape[1:]], t.dtype), trainable=False), first
             )
             saved["state"] = self.saved_state
-        checkpoint = tf.train.Checkpoint(**saved)
         latest, _, unreadable = checkpoints.newest_readable(model_dir, log=self._log)
         if self.chief:  # a run continuing from an older step never writes over them
             checkpoints.set_aside(unreadable, model_dir)
+        if latest and saved["random_states"]:
+            if not any(name.startswith("random_states/") for name, _ in tf.train.list_variables(latest)):
+                del saved["random_states"]  # a run begun before they were saved keeps its checkpoints' structure
+                self._log("This checkpoint holds no dropout random state (saved by an older zoo): the resumed run "
+                          "trains as well, but its dropout masks differ from an uninterrupted run's.")
+        checkpoint = tf.train.Checkpoint(**saved)
         self.write_dir = model_dir if self.chief else os.path.join(model_dir, f".worker_{self._task_id()}")
         self.manager = tf.train.CheckpointManager(checkpoint, self.write_dir, max_to_keep=config.keep_checkpoints)
         if latest:
@@ -266,6 +322,7 @@ class Trainer:
         loop = tf.function(self._train_loop)
         dataset = self.strategy.distribute_datasets_from_function(lambda context: self.task.dataset(context, start))
         iterator = iter(dataset)
+        keep_freed_memory()
         writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "train")) if self.chief else None
         progress = Progress(config.train_steps, unit="step")
         step, loss, tokens_per_second, total_tokens, began = start, float("nan"), 0.0, 0, time.time()

@@ -76,6 +76,31 @@ def test_export_answers_in_a_fresh_tensorflow_process_like_the_model_in_process(
     assert served["l"] == [trained.run["class_names"][i] for i in probabilities.argmax(-1)]
 
 
+def test_an_export_of_averaged_checkpoints_serves_the_mean_model(trained, run_recipe, tmp_path):
+    import tensorflow as tf
+
+    from recipes import sentiment
+    from zoo.classifier import head_token_ids
+    from zoo.training import restore_model
+
+    model_dir, _, _ = trained  # checkpoints at steps 10, 20 and 30
+    export_dir = str(tmp_path / "averaged")
+    result = run_recipe("sentiment", "--mode=export", "--average_checkpoints=3", f"--model_dir={model_dir}",
+                        f"--export_dir={export_dir}")
+    assert "Averaged the weights of the checkpoints at steps 30, 20, 10" in result.stdout
+    texts = ["a gorgeous, witty film", "dull"]
+    serve = tf.saved_model.load(os.path.join(export_dir, "1")).signatures["serving_default"]
+    served = serve(text=tf.constant(texts))["probabilities"].numpy()
+    trained_run = sentiment.load_trained(model_dir)
+    assert restore_model(trained_run.model, model_dir, average=3) == 30
+    token_ids = head_token_ids(trained_run.tokenizer, tf.constant(texts), trained_run.config.max_length)
+    np.testing.assert_allclose(served, tf.nn.softmax(trained_run.model(token_ids)).numpy(), atol=1e-5)
+    newest = tf.nn.softmax(sentiment.load_trained(model_dir).model(token_ids)).numpy()
+    assert np.abs(served - newest).max() > 1e-4  # the mean, not the newest
+    refused = run_recipe("sentiment", "--mode=eval", "--average_checkpoints=4", f"--model_dir={model_dir}", check=False)
+    assert refused.returncode == 2 and "fewer than the 4 asked to average" in refused.stderr
+
+
 def test_a_second_export_is_a_new_version(trained, run_recipe):
     model_dir, export_dir, _ = trained
     run_recipe("sentiment", "--mode=export", f"--model_dir={model_dir}", f"--export_dir={export_dir}")

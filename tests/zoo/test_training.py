@@ -87,3 +87,24 @@ def test_a_nan_loss_stops_the_run_naming_the_step_and_saves_nothing_after(tmp_pa
 def test_a_finished_run_is_left_as_it_is(tmp_path):
     trainer(tmp_path).train()
     assert trainer(tmp_path).train() is None
+
+
+def test_averaged_checkpoints_are_the_numpy_mean_of_their_weights(tmp_path):
+    from zoo.checkpoints import CheckpointError
+    from zoo.training import restore_model
+
+    trainer(tmp_path, dataclasses.replace(CONFIG, train_steps=12, checkpoint_every=4, keep_checkpoints=3)).train()
+    readers = [tf.train.load_checkpoint(str(tmp_path / f"ckpt-{step}")) for step in (4, 8, 12)]
+    model = build_model()
+    assert restore_model(model, str(tmp_path), average=3) == 12
+    # Each variable is saved once: the model's weights under the optimizer's list of them, in the model's order.
+    assert len(model.trainable_variables) == len(model.weights) == 5
+    for i, weight in enumerate(model.trainable_variables):
+        name = f"optimizer/_trainable_variables/{i}/.ATTRIBUTES/VARIABLE_VALUE"
+        expected = np.mean([r.get_tensor(name) for r in readers], axis=0)
+        np.testing.assert_allclose(np.asarray(weight), expected, rtol=1e-6, atol=1e-7)
+    newest = build_model()
+    restore_model(newest, str(tmp_path))
+    assert not all(np.array_equal(a, b) for a, b in zip(newest.get_weights(), model.get_weights()))
+    with pytest.raises(CheckpointError, match="fewer than the 4 asked to average"):
+        restore_model(build_model(), str(tmp_path), average=4)

@@ -1,0 +1,73 @@
+"""Multi-worker faults: a worker killed mid-run stops the others within seconds with one line
+naming it; both started again resume from the last checkpoint and finish at the right step."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import tensorflow as tf
+
+from tests.conftest import ROOT
+
+QUICK = ["--dataset=sst2", "--preset=tiny", "--max_examples=2000", "--vocab_size=500", "--batch_size=16"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_workers(model_dir, steps):
+    ports = [free_port(), free_port()]
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    workers = []
+    for index in range(2):
+        env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})}
+        workers.append(subprocess.Popen(
+            [sys.executable, "-m", "recipes.sentiment", *QUICK, "--mode=train", f"--train_steps={steps}",
+             "--checkpoint_every=10", "--log_every=5", "--strategy=multi_worker_mirrored", f"--model_dir={model_dir}"],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        ))
+    return workers
+
+
+def finish(workers, timeout):
+    try:
+        return [w.communicate(timeout=timeout) for w in workers]
+    finally:
+        for w in workers:  # a hung peer must not hang the suite
+            if w.poll() is None:
+                w.kill()
+
+
+def test_a_killed_worker_stops_the_chief_with_one_line_and_a_restart_resumes(tmp_path):
+    model_dir = str(tmp_path / "run")
+    chief, other = workers = start_workers(model_dir, steps=100_000)
+    deadline = time.time() + 240
+    while not os.path.exists(os.path.join(model_dir, "ckpt-10.index")):
+        assert chief.poll() is None and other.poll() is None and time.time() < deadline, "no checkpoint in time"
+        time.sleep(0.2)
+    other.send_signal(signal.SIGKILL)
+    killed = time.time()
+    (out, err), _ = finish(workers, timeout=120)
+    stopped_after = time.time() - killed
+    assert chief.returncode == 75, err[-3000:]
+    assert stopped_after < 60
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "Traceback" not in err, err[-3000:]
+    assert "task:1" in lines[0] and "Start all the workers again" in lines[0]
+
+    last = int(os.path.basename(tf.train.latest_checkpoint(model_dir)).split("-")[1])
+    assert last >= 10
+    restarted = start_workers(model_dir, steps=last + 10)
+    outputs = finish(restarted, timeout=240)
+    for worker, (out, err) in zip(restarted, outputs):
+        assert worker.returncode == 0, err[-3000:]
+        assert f"Resuming from step {last}" in out
+    with open(os.path.join(model_dir, "metrics.json")) as f:
+        assert json.load(f)["train"]["step"] == last + 10
