@@ -4,14 +4,17 @@ Each recipe's benchmark model trains for --steps steps twice in fresh processes,
 program: with TensorFlow's allocator settings as they are (ZOO_TF_ALLOCATOR=1) and with the zoo's
 (TensorFlow's BFC allocator for CPU tensors, `recipes.common`, and glibc's mmap and trim
 thresholds restored after tf.data lowers them, `zoo.training.keep_freed_memory`). Reports the
-steady tokens/s (the first log interval, which traces the step, left out) and the share of the
-process's CPU time spent in the kernel (page faults, mostly).
+steady tokens/s (the first log interval, which traces the step, left out), the share of the
+process's CPU time spent in the kernel (page faults, mostly), and for the models of fixed shapes
+(Transformer-XL, the pretraining encoder) the model's training FLOP/s (`benchmarks/costs.py`)
+as a share of the float32 matmul peak measured in the same program (`benchmarks/peak.py`).
 
   python -m benchmarks.allocator
   python -m benchmarks.allocator --recipes=translate --steps=100
 """
 
 import json
+import math
 import os
 import resource
 import subprocess
@@ -21,6 +24,8 @@ import tempfile
 from absl import app, flags
 
 from benchmarks import recipe_flags
+from benchmarks.costs import encoder_multiply_adds, multiply_adds, training_flops
+from benchmarks.peak import matmul_flops
 from benchmarks.report import ROOT, write_section
 from benchmarks.transfer import PRETRAIN_FLAGS
 
@@ -54,15 +59,33 @@ def measure(name, env, steps):
         with open(os.path.join(model_dir, "metrics.json")) as f:
             train = json.load(f)["train"]
         with open(os.path.join(model_dir, "config.json")) as f:
-            dtype = json.load(f)["train"]["mixed_precision"]
+            run = json.load(f)
     user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
-    return train["steady_tokens_per_second"], system / (user + system), dtype, " ".join(["python -m", f"recipes.{module}", *flags_])
+    command = " ".join(["python -m", f"recipes.{module}", *flags_])
+    return train["steady_tokens_per_second"], system / (user + system), run, command
+
+
+def flops_per_token(name, run):
+    """Training FLOPs per counted token of the run's model, or None where lengths vary (translation)."""
+    model = run["model"]
+    if name == "lm":
+        segment, memory = model["segment_length"], model["memory_length"]
+        return training_flops(multiply_adds(model, segment, segment + memory, segment, model["vocab_size"]) / segment)
+    if name == "pretrain" and model["objective"] == "mlm":
+        length, encoder = model["sequence_length"], model["encoder"]
+        predicted = math.ceil(model["mask_rate"] * length)
+        return training_flops(encoder_multiply_adds(encoder, length, predicted, encoder["vocab_size"]) / length)
+    return None
 
 
 def main(argv):
     del argv
-    lines = ["| recipe | dtype (auto) | allocator settings | steady tokens/s | kernel share of CPU time | speed-up |",
-             "|---|---|---|---|---|---|"]
+    peak = {dtype: matmul_flops(dtype) for dtype in ("float32", "bfloat16")}
+    lines = [f"Matmul peak (2048 x 2048 x 2048, this program): float32 {peak['float32'] / 1e9:.0f} GFLOP/s, "
+             f"bfloat16 {peak['bfloat16'] / 1e9:.0f} GFLOP/s.", "",
+             "| recipe | dtype (auto) | allocator settings | steady tokens/s | kernel share of CPU time | speed-up "
+             "| model GFLOP/s (share of the dtype's peak) |",
+             "|---|---|---|---|---|---|---|"]
     commands = []
     for name in FLAGS.recipes:
         results = {}
@@ -70,8 +93,12 @@ def main(argv):
             results[setting] = measure(name, env, FLAGS.steps)
             print(f"{name}, {setting} allocator: {results[setting][0]:.0f} tokens/s", flush=True)
         base = results["TensorFlow's"][0]
-        for setting, (speed, kernel, dtype, command) in results.items():
-            lines.append(f"| {name} | {dtype} | {setting} | {speed:.0f} | {kernel:.0%} | {speed / base:.2f}x |")
+        for setting, (speed, kernel, run, command) in results.items():
+            dtype, per_token = run["train"]["mixed_precision"], flops_per_token(name, run)
+            achieved = "—" if per_token is None else (
+                f"{speed * per_token / 1e9:.0f} ({speed * per_token / peak[dtype]:.0%})")
+            lines.append(f"| {name} | {dtype} | {setting} | {speed:.0f} | {kernel:.0%} | {speed / base:.2f}x "
+                         f"| {achieved} |")
         commands.append(f"- {name}: `{command} --train_steps={FLAGS.steps}`")
     body = "\n".join(lines + ["", "Training commands (each run in a fresh process and a fresh --model_dir):", *commands])
     write_section("CPU allocator", body)

@@ -10,3 +10,19 @@ def multiply_adds(config, positions, keys, scored, vocab_size):
     d, f = config["hidden_dim"], config["intermediate_dim"]
     per_position = config["num_layers"] * (4 * d * d + 2 * d * f + 3 * keys * d)
     return positions * per_position + scored * vocab_size * d
+
+
+def encoder_multiply_adds(config, length, predicted, vocab_size):
+    """Multiply-adds of one forward pass of the classifier's encoder (`zoo.classifier.build_encoder`)
+    over one sequence of `length` positions, `predicted` of them through the masked-LM head (a
+    width x width Dense, then the tied projection onto the vocabulary): per position and layer the
+    Q, K, V, O projections, the scores and weighted values over `length` keys, the feed-forward."""
+    d, f = config["hidden_dim"], config["intermediate_dim"]
+    per_position = config["num_layers"] * (4 * d * d + 2 * d * f + 2 * length * d)
+    return length * per_position + predicted * (d * d + vocab_size * d)
+
+
+def training_flops(multiply_adds_forward):
+    """FLOPs of one training step that costs `multiply_adds_forward` multiply-adds forward: 2 FLOPs
+    a multiply-add, and the backward pass twice the forward (gradients of inputs and of weights)."""
+    return 6 * multiply_adds_forward

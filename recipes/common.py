@@ -9,10 +9,10 @@ import json
 import os
 
 # TensorFlow's BFC allocator for CPU tensors: it keeps the memory of one step for the next, where
-# the default allocator maps and zero-fills large tensors afresh each time (page faults took about
-# half the CPU time of a training step here: benchmarks/allocator.py). Read when TensorFlow first
+# the default allocator maps and zero-fills large tensors afresh each time (page faults took over a
+# third of a training run's CPU time here, and the zoo's settings doubled tokens/s: benchmarks/allocator.py). Read when TensorFlow first
 # allocates, so set before any op runs; ZOO_TF_ALLOCATOR=1 leaves TensorFlow's default.
-if not os.environ.get("ZOO_TF_ALLOCATOR"):
+if os.environ.get("ZOO_TF_ALLOCATOR") != "1":
     os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "1")
 
 from absl import flags  # noqa: E402
@@ -48,8 +48,9 @@ flags.DEFINE_enum("mixed_precision", "auto", list(precision.CHOICES), "Compute d
                   "avx512_bf16 or amx_bf16), float32 elsewhere, and a resumed run's own; printed and kept in config.json.")
 flags.DEFINE_integer("checkpoint_every", None, "Save a checkpoint every this many steps.")
 flags.DEFINE_integer("keep_checkpoints", None, "Keep this many of the newest checkpoints (default 3).")
-flags.DEFINE_integer("average_checkpoints", 1, "Evaluate and export the mean of the newest this many checkpoints' "
-                     "weights (fairseq's checkpoint averaging); train with --keep_checkpoints at least as large.")
+flags.DEFINE_integer("average_checkpoints", 1, "Every mode that loads the trained model (eval, export, generate, "
+                     "translate, explain) loads the mean of the newest this many checkpoints' weights (fairseq's "
+                     "checkpoint averaging); train with --keep_checkpoints at least as large.")
 flags.DEFINE_integer("log_every", None, "Report progress and TensorBoard summaries every this many steps.")
 flags.DEFINE_integer("max_examples", None, "Train on at most this many training examples (quick runs).")
 flags.DEFINE_integer("seed", 0, "Seed for initialization, data order and the tokenizer's sample.")
@@ -70,12 +71,17 @@ def train_config(defaults):
         + ("weight_decay", "clip_norm", "checkpoint_every", "keep_checkpoints", "log_every")
         if getattr(FLAGS, name) is not None
     }
-    dtype, reason = precision.choose(FLAGS.mixed_precision, trained_dtype(FLAGS.model_dir), tpu=FLAGS.strategy == "tpu")
-    print(f"Compute dtype: {dtype} ({reason}).", flush=True)
-    overrides.update(jit_compile=FLAGS.jit_compile, mixed_precision=dtype, precision_reason=reason, seed=FLAGS.seed)
     if FLAGS.epochs is not None and FLAGS.train_steps is not None:
         raise ValueError("Give --train_steps or --epochs, not both.")
-    return dataclasses.replace(defaults, **overrides), FLAGS.epochs
+    keep = overrides.get("keep_checkpoints", defaults.keep_checkpoints)
+    if FLAGS.average_checkpoints > keep:
+        raise ValueError(f"--average_checkpoints={FLAGS.average_checkpoints} needs at least that many checkpoints "
+                         f"kept: train with --keep_checkpoints={FLAGS.average_checkpoints} (now {keep}).")
+    dtype, reason = precision.choose(FLAGS.mixed_precision, trained_dtype(FLAGS.model_dir), tpu=FLAGS.strategy == "tpu")
+    config = dataclasses.replace(defaults, **overrides, jit_compile=FLAGS.jit_compile, mixed_precision=dtype,
+                                 precision_reason=reason, seed=FLAGS.seed)
+    print(f"Compute dtype: {dtype} ({reason}).", flush=True)
+    return config, FLAGS.epochs
 
 
 def trained_dtype(model_dir):
@@ -183,7 +189,9 @@ def update_metrics(model_dir, **sections):
 
 
 def check_directories():
-    """--model_dir and --export_dir name folders (made if missing), not files."""
+    """--model_dir and --export_dir name folders (made if missing), not files; --average_checkpoints >= 1."""
+    if FLAGS.average_checkpoints < 1:
+        raise ValueError(f"--average_checkpoints={FLAGS.average_checkpoints} must be at least 1 (1: the newest alone).")
     for name in ("model_dir", "export_dir"):
         path = getattr(FLAGS, name)
         if path and os.path.exists(path) and not os.path.isdir(path):
@@ -193,17 +201,28 @@ def check_directories():
 LOST_WORKER_STATUS = 75  # EX_TEMPFAIL: start the workers again and the run resumes
 
 
-def lost_worker_message(error):
-    """The one line for a multi-worker run whose cluster lost a task: which one, and what to do."""
+def lost_worker_message(error, own_task=None):
+    """The one line for a multi-worker run whose cluster lost a task: which one (the tasks the error
+    names, less `own_task`, e.g. "/job:worker/task:0"), and what to do."""
     import re
 
-    tasks = sorted(set(re.findall(r"/job:\w+/replica:\d+/task:\d+", str(error))))
+    named = {re.sub(r"/replica:\d+", "", t) for t in re.findall(r"/job:\w+(?:/replica:\d+)?/task:\d+", str(error))}
+    tasks = sorted(named - {own_task})
     first = str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
     who = f"lost {', '.join(tasks)}" if tasks else "lost a worker"
     return (
         f"the cluster {who} ({type(error).__name__}: {first}). Start all the workers again with the same flags: "
         f"they resume from the last checkpoint in --model_dir."
     )
+
+
+def own_task():
+    """This process's task in TF_CONFIG, as "/job:<type>/task:<index>", or None."""
+    try:
+        task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {})
+        return f"/job:{task['type']}/task:{task['index']}"
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def run(main):
@@ -229,12 +248,12 @@ def run(main):
                 raise
             print(f"error: {error}", file=sys.stderr)
             sys.exit(2)
-        except (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError,
-                tf.errors.DeadlineExceededError, tf.errors.InternalError) as error:
+        except (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.DeadlineExceededError) as error:
+            # What a collective or the coordination service raises when a peer stops answering.
             if FLAGS.strategy != "multi_worker_mirrored" or os.environ.get("ZOO_DEBUG"):
                 raise
             sys.stdout.flush()
-            print(f"error: {lost_worker_message(error)}", file=sys.stderr, flush=True)
+            print(f"error: {lost_worker_message(error, own_task())}", file=sys.stderr, flush=True)
             os._exit(LOST_WORKER_STATUS)  # TensorFlow's cluster shutdown would wait for the lost task
 
     app.run(guarded)

@@ -81,6 +81,8 @@ def newest_readable_paths(model_dir, count, log=print):
         found.append((path, step))
         if len(found) == count:
             return found
+    if not found and not checkpoint_steps(model_dir):
+        raise FileNotFoundError(f"No checkpoint in {model_dir}: train first (--mode=train).")
     raise CheckpointError(
         f"{model_dir} holds {len(found)} readable checkpoint(s) (steps {[s for _, s in found]}), fewer than the "
         f"{count} asked to average: lower --average_checkpoints, or train with --keep_checkpoints={count} or more."

@@ -2,9 +2,10 @@
 runs it fast, float32 elsewhere, and says why.
 
 bfloat16 is fast on a GPU of compute capability 8.0 or more (Ampere, Hopper: tensor cores), on
-a TPU, and on a CPU with AVX512-BF16 or AMX-BF16 instructions (measured here: translation
-training 1.4x faster on an AMD EPYC with avx512_bf16, BENCHMARKS.md). Without them TensorFlow
-emulates it, slower than float32 (measured on an Intel CPU without those flags).
+a TPU, and on a CPU with AVX512-BF16 or AMX-BF16 instructions through oneDNN (translation training
+1.4x faster than float32 on an AMD EPYC with avx512_bf16, as measured for the hardware issue).
+Without them TensorFlow emulates it, slower than float32 (pretraining 11,200 against 13,100
+tokens/s on an AMD EPYC without AVX-512: BENCHMARKS.md, "Hardware notes").
 """
 
 import os
@@ -31,7 +32,8 @@ def gpu_capabilities():
     found = []
     for gpu in tf.config.list_physical_devices("GPU"):
         details = tf.config.experimental.get_device_details(gpu)
-        found.append((details.get("device_name", gpu.name), tuple(details.get("compute_capability", (0, 0)))))
+        capability = details.get("compute_capability")  # None: not an NVIDIA GPU (ROCm reports none)
+        found.append((details.get("device_name", gpu.name), tuple(capability) if capability else None))
     return found
 
 
@@ -52,6 +54,10 @@ def auto_precision(tpu=False, gpus=None, cpuinfo=None):
         return "bfloat16", "a TPU computes in bfloat16 natively"
     gpus = gpu_capabilities() if gpus is None else gpus
     if gpus:
+        unknown = [name for name, capability in gpus if capability is None]
+        if unknown:
+            return "float32", (f"{', '.join(unknown)} reports no CUDA compute capability: "
+                               "choose --mixed_precision yourself")
         slow = [f"{name} (compute capability {major}.{minor})" for name, (major, minor) in gpus if major < 8]
         if slow:
             return "float32", f"{', '.join(slow)} has no fast bfloat16 (it needs compute capability 8.0 or more)"
@@ -59,6 +65,9 @@ def auto_precision(tpu=False, gpus=None, cpuinfo=None):
         return "bfloat16", f"{names} runs bfloat16 on its tensor cores"
     flags = cpu_flags(read_cpuinfo() if cpuinfo is None else cpuinfo)
     found = [flag for flag in CPU_BF16_FLAGS if flag in flags]
+    if found and os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0":
+        return "float32", (f"the CPU has {' and '.join(found)}, but TF_ENABLE_ONEDNN_OPTS=0 turns off the oneDNN "
+                           "kernels that use them")
     if found:
         return "bfloat16", f"the CPU has {' and '.join(found)} instructions"
     return "float32", f"the CPU has neither {' nor '.join(CPU_BF16_FLAGS)}: bfloat16 would be emulated, slower"

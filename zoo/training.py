@@ -44,11 +44,17 @@ class TrainConfig:
     keep_checkpoints: int = 3
     log_every: int = 50
     jit_compile: bool = False
-    mixed_precision: str = "float32"  # the recipes' --mixed_precision=auto resolves it (zoo.precision)
+    mixed_precision: str = "float32"  # or "auto": resolved here for this machine (zoo.precision)
     precision_reason: str = ""  # why that dtype, as the recipe chose it (kept in config.json)
     seed: int = 0
 
     def __post_init__(self):
+        if self.mixed_precision == "auto":  # this machine's choice (zoo.precision), kept with its reason
+            from zoo import precision
+
+            dtype, reason = precision.choose("auto")
+            object.__setattr__(self, "mixed_precision", dtype)
+            object.__setattr__(self, "precision_reason", reason)
         if self.mixed_precision not in PRECISIONS:
             raise ValueError(f"mixed_precision={self.mixed_precision!r} is not one of {tuple(PRECISIONS)}.")
         if self.schedule not in SCHEDULES:
@@ -108,17 +114,19 @@ def keep_freed_memory():
     TensorFlow 2.21 sets glibc's M_TRIM_THRESHOLD to 128 KB when a distributed dataset's iterator
     starts (it logs "Memory patch applied"); that also freezes glibc's mmap threshold at 128 KB, so
     every larger buffer of every step is a fresh mmap, zeroed page by page and unmapped when freed.
-    Here both go back to what glibc's own adaptive rules reach: buffers up to 32 MB (glibc's largest
-    mmap threshold) come from the heap, and freed memory stays. Measured with the BFC allocator
-    the recipes turn on (`recipes.common`): `benchmarks/allocator.py`. A no-op without glibc, or
-    with ZOO_TF_ALLOCATOR=1 (TensorFlow's settings as they are)."""
+    Here both go to the ceilings glibc's own adaptive rules reach: buffers up to 32 MB (its largest
+    mmap threshold) come from the heap, and up to 64 MB of free memory at the heap's top is kept
+    (twice that). TensorFlow lowers the trim threshold presumably against the memory growth reported
+    with generator-fed pipelines (tensorflow/tensorflow#65675); a training process gives that up for speed. Measured with the BFC
+    allocator the recipes turn on (`recipes.common`): `benchmarks/allocator.py`. A no-op without
+    glibc, or with ZOO_TF_ALLOCATOR=1 (TensorFlow's settings as they are)."""
     import ctypes
 
-    if os.environ.get("ZOO_TF_ALLOCATOR"):
+    if os.environ.get("ZOO_TF_ALLOCATOR") == "1":
         return
     try:
         libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-1, 512 << 20)  # M_TRIM_THRESHOLD
+        libc.mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD
         libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
     except (OSError, AttributeError):
         pass
@@ -134,8 +142,8 @@ def random_states(model):
 def restore_model(model, model_dir, average=1):
     """Loads the newest checkpoint's weights into `model` (for eval and export); returns the step
     it was saved at. With average=N, the mean of the newest N readable checkpoints' weights
-    (fairseq's average_checkpoints: the end of training smoothed, for free); integer variables
-    (random states) come from the newest."""
+    (fairseq's average_checkpoints: the end of training smoothed, for free); only floating-point
+    weights are averaged, any other variable keeps the newest checkpoint's value."""
     if average < 1:
         raise ValueError(f"average_checkpoints={average} must be at least 1.")
     if average == 1:

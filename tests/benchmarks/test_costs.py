@@ -14,3 +14,13 @@ def test_a_window_costs_context_over_t_times_the_memory_when_the_output_layer_is
     memory = multiply_adds(CONFIG, positions=16, keys=512, scored=16, vocab_size=0)
     window = multiply_adds(CONFIG, positions=512, keys=512, scored=16, vocab_size=0)
     assert window / memory == 512 / 16
+
+
+def test_encoder_multiply_adds_by_hand_for_one_small_configuration():
+    from benchmarks.costs import encoder_multiply_adds, training_flops
+
+    # Per layer and position: Q, K, V, O 4 * 4 * 4 = 64; feed-forward 2 * 4 * 8 = 64; scores and weighted
+    # values over 5 keys 2 * 5 * 4 = 40: 168, two layers, 5 positions. Two positions through the head:
+    # Dense 4 * 4 = 16 and the vocabulary projection 7 * 4 = 28 each.
+    assert encoder_multiply_adds(CONFIG, length=5, predicted=2, vocab_size=7) == 5 * 2 * 168 + 2 * 44
+    assert training_flops(10) == 60

@@ -71,3 +71,15 @@ def test_a_killed_worker_stops_the_chief_with_one_line_and_a_restart_resumes(tmp
         assert f"Resuming from step {last}" in out
     with open(os.path.join(model_dir, "metrics.json")) as f:
         assert json.load(f)["train"]["step"] == last + 10
+
+
+def test_the_lost_worker_line_names_the_peer_not_this_task():
+    from recipes.common import lost_worker_message
+
+    error = tf.errors.UnavailableError(
+        None, None, "Collective ops is aborted by: Task /job:worker/replica:0/task:1 stopped sending heartbeats "
+        "[[{{node CollectiveReduceV2}}]] on /job:worker/replica:0/task:0/device:CPU:0")
+    line = lost_worker_message(error, own_task="/job:worker/task:0")
+    assert "lost /job:worker/task:1 (" in line and "task:0" not in line.split("(")[0]
+    assert "Start all the workers again" in line
+    assert "lost /job:worker/task:2" in lost_worker_message(ValueError("/job:worker/task:2 is gone"), "/job:worker/task:0")

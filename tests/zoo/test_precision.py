@@ -44,6 +44,17 @@ def test_a_gpu_decides_by_compute_capability_whatever_the_cpu(gpus, dtype):
     assert chosen == dtype and "compute capability" in reason
 
 
+def test_a_gpu_without_a_compute_capability_gets_float32_and_the_reason():
+    dtype, reason = precision.auto_precision(gpus=[("AMD Instinct MI250X", None)], cpuinfo=EPYC)
+    assert dtype == "float32" and "reports no CUDA compute capability" in reason
+
+
+def test_without_onednn_a_bfloat16_cpu_gets_float32(monkeypatch):
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
+    dtype, reason = precision.auto_precision(gpus=[], cpuinfo=EPYC)
+    assert dtype == "float32" and "TF_ENABLE_ONEDNN_OPTS=0" in reason
+
+
 def test_a_tpu_gets_bfloat16():
     assert precision.auto_precision(tpu=True, gpus=[], cpuinfo=SKYLAKE)[0] == "bfloat16"
 
@@ -57,3 +68,11 @@ def test_an_explicit_value_wins_and_auto_keeps_a_resumed_runs_dtype():
     assert dtype == "bfloat16" and reason.startswith("auto: ") and "avx512_bf16" in reason
     with pytest.raises(ValueError, match="mixed_precision='half'"):
         precision.choose("half")
+
+
+def test_a_train_config_asked_for_auto_holds_this_machines_choice_and_why():
+    from zoo.training import TrainConfig
+
+    config = TrainConfig(mixed_precision="auto")
+    assert (config.mixed_precision, config.precision_reason) == precision.choose("auto")
+    assert config.mixed_precision in ("float32", "bfloat16")

@@ -1,0 +1,72 @@
+"""Arguments out of range: refused where the frozen config is made (so the library refuses what
+the command line does), with the field's name; on the command line, one `error:` line."""
+
+import os
+
+import pytest
+
+from zoo.classifier import ClassifierConfig
+from zoo.language_model import LMConfig
+from zoo.pretraining import PretrainConfig
+from zoo.training import TrainConfig
+from zoo.translation import DecodeConfig, TranslatorConfig
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: TrainConfig(learning_rate=-1.0), "learning_rate=-1.0 must be positive"),
+        (lambda: TrainConfig(learning_rate=0.0), "learning_rate=0.0 must be positive"),
+        (lambda: TrainConfig(warmup_steps=-1), "warmup_steps=-1 must be non-negative"),
+        (lambda: TrainConfig(clip_norm=-0.5), "clip_norm=-0.5 must be non-negative"),
+        (lambda: TrainConfig(weight_decay=-0.1), "weight_decay=-0.1 must be non-negative"),
+        (lambda: TrainConfig(label_smoothing=1.0), r"label_smoothing=1.0 must be in \[0, 1\)"),
+        (lambda: TrainConfig(train_steps=0), "train_steps=0 must be positive"),
+        (lambda: TrainConfig(batch_size=-8), "batch_size=-8 must be positive"),
+        (lambda: TrainConfig(keep_checkpoints=0), "keep_checkpoints=0 must be positive"),
+        (lambda: TrainConfig(layer_decay=0.0), r"layer_decay=0.0 must be in \(0, 1\]"),
+        (lambda: TrainConfig(mixed_precision="half"), "mixed_precision='half' is not one of"),
+        (lambda: ClassifierConfig(dropout=1.0), r"dropout=1.0 must be in \[0, 1\)"),
+        (lambda: ClassifierConfig(hidden_dim=130, num_heads=4), "not divisible by num_heads=4"),
+        (lambda: TranslatorConfig(dropout=-0.1), r"dropout=-0.1 must be in \[0, 1\)"),
+        (lambda: TranslatorConfig(hidden_dim=0), "hidden_dim=0 must be positive"),
+        (lambda: LMConfig(memory_length=-1), "memory_length=-1 must be non-negative"),
+        (lambda: LMConfig(attention_dropout=1.5), r"attention_dropout=1.5 must be in \[0, 1\)"),
+        (lambda: DecodeConfig(beam_size=0), "beam_size=0"),
+        (lambda: DecodeConfig(beam_size=1, top_k=-1), "top_k must be >= 0"),
+        (lambda: DecodeConfig(beam_size=1, temperature=0.0), "temperature > 0"),
+        (lambda: DecodeConfig(max_extra_length=-1), "max_extra_length=-1 must be non-negative"),
+        (lambda: PretrainConfig(mask_rate=0.0), r"mask_rate=0.0 must be in \(0, 1\)"),
+        (lambda: PretrainConfig(detection_weight=-1.0), "detection_weight=-1.0 must be non-negative"),
+    ],
+)
+def test_a_config_refuses_an_out_of_range_value_naming_it(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+@pytest.mark.parametrize(
+    "recipe, flags",
+    [
+        ("sentiment", ["--dataset=sst2"]),
+        ("translate", ["--dataset=multi30k", "--source=de", "--target=en"]),
+        ("lm", ["--dataset=ptb"]),
+        ("pretrain", ["--corpus=sst2"]),
+    ],
+)
+def test_every_recipe_refuses_a_negative_learning_rate_in_one_line_before_any_work(recipe, flags, tmp_path,
+                                                                                    run_recipe):
+    model_dir = str(tmp_path / "run")
+    result = run_recipe(recipe, *flags, "--learning_rate=-1", f"--model_dir={model_dir}", check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "error: learning_rate=-1.0 must be positive."
+    assert not os.path.exists(os.path.join(model_dir, "config.json"))
+
+
+def test_a_model_dir_that_is_a_file_is_refused_in_one_line(tmp_path, run_recipe):
+    path = tmp_path / "notes.txt"
+    path.write_text("mine")
+    result = run_recipe("sentiment", "--dataset=sst2", f"--model_dir={path}", check=False)
+    assert result.returncode == 2
+    assert "is a file, not a folder" in result.stderr.strip().splitlines()[-1]
+    assert path.read_text() == "mine"
