@@ -10,8 +10,9 @@ import os
 
 # TensorFlow's BFC allocator for CPU tensors: it keeps the memory of one step for the next, where
 # the default allocator maps and zero-fills large tensors afresh each time (page faults took over a
-# third of a training run's CPU time here, and the zoo's settings doubled tokens/s: benchmarks/allocator.py). Read when TensorFlow first
-# allocates, so set before any op runs; ZOO_TF_ALLOCATOR=1 leaves TensorFlow's default.
+# third of a training run's CPU time here, and the zoo's settings doubled tokens/s:
+# benchmarks/allocator.py). Read when TensorFlow first allocates, so set before any op runs;
+# ZOO_TF_ALLOCATOR=1 leaves TensorFlow's default.
 if os.environ.get("ZOO_TF_ALLOCATOR") != "1":
     os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "1")
 
@@ -40,7 +41,8 @@ flags.DEFINE_float("label_smoothing", None, "Label smoothing of the cross-entrop
 flags.DEFINE_float("weight_decay", None, "AdamW's decoupled weight decay (biases and LayerNorm excluded); 0 = Adam.")
 flags.DEFINE_float("clip_norm", None, "Clip the global gradient norm to this value (0 = off).")
 flags.DEFINE_enum("strategy", "one_device", STRATEGIES, "tf.distribute strategy.")
-flags.DEFINE_integer("cpu_replicas", 0, "Split the CPU into this many logical devices (tests mirrored on CPU).")
+flags.DEFINE_integer("cpu_replicas", 0, lower_bound=0,
+                     help="Split the CPU into this many logical devices (tests mirrored on CPU).")
 flags.DEFINE_string("tpu", None, "TPU address or name, for --strategy=tpu.")
 flags.DEFINE_bool("jit_compile", False, "Compile the per-replica step with XLA.")
 flags.DEFINE_enum("mixed_precision", "auto", list(precision.CHOICES), "Compute dtype (variables stay float32). auto: "
@@ -52,9 +54,11 @@ flags.DEFINE_integer("average_checkpoints", 1, "Every mode that loads the traine
                      "translate, explain) loads the mean of the newest this many checkpoints' weights (fairseq's "
                      "checkpoint averaging); train with --keep_checkpoints at least as large.")
 flags.DEFINE_integer("log_every", None, "Report progress and TensorBoard summaries every this many steps.")
-flags.DEFINE_integer("max_examples", None, "Train on at most this many training examples (quick runs).")
+flags.DEFINE_integer("max_examples", None, lower_bound=1,
+                     help="Train on at most this many training examples (quick runs).")
 flags.DEFINE_integer("seed", 0, "Seed for initialization, data order and the tokenizer's sample.")
 
+flags.register_validator("epochs", lambda value: value is None or value > 0, "--epochs must be positive.")
 FLAGS = flags.FLAGS
 
 

@@ -49,7 +49,7 @@ flags.DEFINE_bool("random_offset", False, "Start every pass over the training te
                   "[0, segment_length): segment boundaries differ from pass to pass (for small corpora trained for "
                   "many passes; it did not change Tiny Shakespeare's figure). Drawn from --seed, so a resumed run "
                   "reads the same segments.")
-flags.DEFINE_integer("eval_batch_size", 10, "Streams the evaluated text is laid out as.")
+flags.DEFINE_integer("eval_batch_size", 10, lower_bound=1, help="Streams the evaluated text is laid out as.")
 flags.DEFINE_string("prompt", None, "Text to continue (--mode=generate).")
 flags.DEFINE_integer("max_new_tokens", 100, "Tokens to generate.")
 flags.DEFINE_integer("top_k", 0, "Sample from the k most likely tokens (0 = all).")

@@ -40,7 +40,8 @@ flags.DEFINE_float("generator_scale", None, "ELECTRA: the generator's width as a
 flags.DEFINE_integer("vocab_size", 16000, "Size of the SentencePiece vocabulary trained on the corpus.")
 flags.DEFINE_integer("max_length", None, "Longest text the encoder will take when fine-tuned. Default: the preset's.")
 flags.DEFINE_float("dropout", None, "Dropout rate. Default: the preset's.")
-flags.DEFINE_float("eval_fraction", 0.01, "Share of the documents held out for --mode=eval.")
+flags.DEFINE_float("eval_fraction", 0.01, lower_bound=0.0, upper_bound=0.5,
+                   help="Share of the documents held out for --mode=eval.")
 FLAGS = flags.FLAGS
 
 

@@ -51,7 +51,7 @@ flags.DEFINE_integer("num_return", 1, "Translations returned per sentence (n-bes
 flags.DEFINE_integer("top_k", 0, "Sample from the k most likely tokens instead of searching (needs --beam_size=1).")
 flags.DEFINE_float("top_p", 1.0, "Sample from the smallest set of tokens reaching this probability (needs --beam_size=1).")
 flags.DEFINE_float("temperature", 1.0, "Sampling temperature.")
-flags.DEFINE_integer("eval_batch_size", 100, "Sentences per decoding batch.")
+flags.DEFINE_integer("eval_batch_size", 100, lower_bound=1, help="Sentences per decoding batch.")
 FLAGS = flags.FLAGS
 
 

@@ -70,3 +70,18 @@ def test_a_model_dir_that_is_a_file_is_refused_in_one_line(tmp_path, run_recipe)
     assert result.returncode == 2
     assert "is a file, not a folder" in result.stderr.strip().splitlines()[-1]
     assert path.read_text() == "mine"
+
+
+@pytest.mark.parametrize(
+    "recipe, flags, named",
+    [
+        ("sentiment", ["--dataset=sst2", "--max_examples=-5"], "--max_examples=-5"),
+        ("sentiment", ["--dataset=sst2", "--epochs=-1"], "--epochs must be positive"),
+        ("pretrain", ["--corpus=sst2", "--eval_fraction=1.5"], "--eval_fraction=1.5"),
+        ("translate", ["--mode=eval", "--eval_batch_size=0"], "--eval_batch_size=0"),
+    ],
+)
+def test_flags_out_of_range_are_refused_when_parsed(recipe, flags, named, tmp_path, run_recipe):
+    result = run_recipe(recipe, *flags, f"--model_dir={tmp_path / 'run'}", check=False)
+    assert result.returncode != 0 and named in result.stderr and "Traceback" not in result.stderr
+    assert not os.path.exists(tmp_path / "run" / "config.json")
