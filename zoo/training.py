@@ -255,12 +255,11 @@ class Trainer:
     def _save_state(self):
         """Gathers every replica's state (a collective on several workers: all of them call this)."""
         for variable, value in zip(tf.nest.flatten(self.saved_state), tf.nest.flatten(self.state)):
-            if variable.dtype == tf.bool:  # collectives carry numbers
-                numbers = self.strategy.run(lambda v: tf.cast(v, tf.int32), args=(value,))
-                gathered = tf.cast(self.strategy.gather(numbers, axis=0), tf.bool)
-            else:
-                gathered = self.strategy.gather(value, axis=0)
-            variable.assign(gathered)
+            # Collectives carry float32, float16, float64, int32, int64: bool and bfloat16 travel as a wider type.
+            carrier = {tf.bool: tf.int32, tf.bfloat16: tf.float32}.get(variable.dtype)
+            if carrier is not None:
+                value = self.strategy.run(lambda v, c=carrier: tf.cast(v, c), args=(value,))
+            variable.assign(tf.cast(self.strategy.gather(value, axis=0), variable.dtype))
 
     def _task_id(self):
         resolver = getattr(self.strategy, "cluster_resolver", None)
