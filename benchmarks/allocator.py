@@ -5,9 +5,9 @@ program: with TensorFlow's allocator settings as they are (ZOO_TF_ALLOCATOR=1) a
 (TensorFlow's BFC allocator for CPU tensors, `recipes.common`, and glibc's mmap and trim
 thresholds restored after tf.data lowers them, `zoo.training.keep_freed_memory`). Reports the
 steady tokens/s (the first log interval, which traces the step, left out), the share of the
-process's CPU time spent in the kernel (page faults, mostly), and for the models of fixed shapes
-(Transformer-XL, the pretraining encoder) the model's training FLOP/s (`benchmarks/costs.py`)
-as a share of the float32 matmul peak measured in the same program (`benchmarks/peak.py`).
+process's CPU time spent in the kernel (page faults, mostly), and the model's training FLOP/s
+(`benchmarks/costs.py`; for translation averaged over the run's tokenized training pairs) as a
+share of the dtype's matmul peak measured in the same program (`benchmarks/peak.py`).
 
   python -m benchmarks.allocator
   python -m benchmarks.allocator --recipes=translate --steps=100
@@ -24,7 +24,7 @@ import tempfile
 from absl import app, flags
 
 from benchmarks import recipe_flags
-from benchmarks.costs import encoder_multiply_adds, multiply_adds, training_flops
+from benchmarks.costs import encoder_multiply_adds, multiply_adds, seq2seq_multiply_adds, training_flops
 from benchmarks.peak import matmul_flops
 from benchmarks.report import ROOT, write_section
 from benchmarks.transfer import PRETRAIN_FLAGS
@@ -48,7 +48,8 @@ def flags_of(name):
 
 
 def measure(name, env, steps):
-    """(steady tokens/s, kernel share of CPU time, the dtype chosen) of one fresh training run."""
+    """(steady tokens/s, kernel share of CPU time, the run's config.json, its command, the model's training
+    FLOPs per counted token or None) of one fresh training run."""
     module, flags_ = flags_of(name)  # the recipe's module is its name
     with tempfile.TemporaryDirectory() as model_dir:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -60,14 +61,41 @@ def measure(name, env, steps):
             train = json.load(f)["train"]
         with open(os.path.join(model_dir, "config.json")) as f:
             run = json.load(f)
+        per_token = flops_per_token(name, run, model_dir)
     user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
     command = " ".join(["python -m", f"recipes.{module}", *flags_])
-    return train["steady_tokens_per_second"], system / (user + system), run, command
+    return train["steady_tokens_per_second"], system / (user + system), run, command, per_token
 
 
-def flops_per_token(name, run):
-    """Training FLOPs per counted token of the run's model, or None where lengths vary (translation)."""
+def translation_lengths(run, model_dir):
+    """(source, decoder input) lengths of the run's training pairs as `recipes.translate.train` makes them: its
+    training data (subsampled as it was) tokenized by the tokenizers it trained in `model_dir`, each source
+    ending with </s>, each decoder input <s> + target (one position per label)."""
+    from zoo import datasets, tokenizer, translation
+
     model = run["model"]
+    data = datasets.load_translation(run["dataset"], "train", run["source"], run["target"])
+    data = datasets.subsample_pairs(data, run["data"]["max_examples"], run["train"]["seed"])
+    shared = model["shared_vocabulary"]
+    source_tokenizer = tokenizer.load_tokenizer(model_dir, tokenizer.TOKENIZER_FILE if shared else "source.model")
+    target_tokenizer = source_tokenizer if shared else tokenizer.load_tokenizer(model_dir, "target.model")
+    sources = translation.source_rows(tokenizer.tokenize(source_tokenizer, data.sources), model["max_length"])
+    targets = translation.target_rows(tokenizer.tokenize(target_tokenizer, data.targets), model["max_length"])
+    return [(len(s), len(t) - 1) for s, t in zip(sources, targets)]
+
+
+def flops_per_token(name, run, model_dir):
+    """Training FLOPs per counted token of the run's model (the run in `model_dir`), or None.
+
+    Translation counts as tokens each pair's real source tokens (with </s>) and decoder inputs (<s> + target,
+    one per label; `zoo.translation.translation_loss`); its lengths vary, so the figure is the multiply-adds
+    of every training pair over all their counted tokens (`translation_lengths`), padding's work left out."""
+    model = run["model"]
+    if name == "translate":
+        pairs = translation_lengths(run, model_dir)
+        vocab_size = model["target_vocab_size"]
+        total = sum(seq2seq_multiply_adds(model, source, target, vocab_size) for source, target in pairs)
+        return training_flops(total / sum(source + target for source, target in pairs))
     if name == "lm":
         segment, memory = model["segment_length"], model["memory_length"]
         return training_flops(multiply_adds(model, segment, segment + memory, segment, model["vocab_size"]) / segment)
@@ -93,14 +121,20 @@ def main(argv):
             results[setting] = measure(name, env, FLAGS.steps)
             print(f"{name}, {setting} allocator: {results[setting][0]:.0f} tokens/s", flush=True)
         base = results["TensorFlow's"][0]
-        for setting, (speed, kernel, run, command) in results.items():
-            dtype, per_token = run["train"]["mixed_precision"], flops_per_token(name, run)
+        for setting, (speed, kernel, run, command, per_token) in results.items():
+            dtype = run["train"]["mixed_precision"]
             achieved = "—" if per_token is None else (
                 f"{speed * per_token / 1e9:.0f} ({speed * per_token / peak[dtype]:.0%})")
             lines.append(f"| {name} | {dtype} | {setting} | {speed:.0f} | {kernel:.0%} | {speed / base:.2f}x "
                          f"| {achieved} |")
         commands.append(f"- {name}: `{command} --train_steps={FLAGS.steps}`")
-    body = "\n".join(lines + ["", "Training commands (each run in a fresh process and a fresh --model_dir):", *commands])
+    note = ("Model GFLOP/s: steady tokens/s times the model's training FLOPs per counted token (`benchmarks/costs.py`: "
+            "6 x the forward multiply-adds, padding's work left out). Translation counts each pair's source tokens "
+            "(with </s>) and decoder inputs (<s> + target); its FLOPs per token are those of all the run's tokenized "
+            "training pairs over all their counted tokens (`seq2seq_multiply_adds`, self-attention's full square "
+            "counted).")
+    body = "\n".join(lines + ["", note, "", "Training commands (each run in a fresh process and a fresh --model_dir):",
+                              *commands])
     write_section("CPU allocator", body)
     print(body)
 

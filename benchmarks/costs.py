@@ -22,6 +22,23 @@ def encoder_multiply_adds(config, length, predicted, vocab_size):
     return length * per_position + predicted * (d * d + vocab_size * d)
 
 
+def seq2seq_multiply_adds(config, source_length, target_length, vocab_size):
+    """Multiply-adds of one forward pass of the translator (`zoo.translation.Translator`) over one sentence
+    pair: `source_length` source positions (with </s>), `target_length` decoder positions (<s> + target, one
+    per label). Per encoder layer and source position the Q, K, V, O projections, the scores and weighted
+    values over the source, the feed-forward. Per decoder layer and target position the self-attention's
+    projections and its scores and weighted values over all `target_length` positions (the full square is
+    computed, the causal mask applied after), cross-attention's Q and O projections and its scores and
+    weighted values over the source, the feed-forward; and per decoder layer and source position the
+    cross-attention's K and V projections of the encoder output. Then every target position projected onto
+    the vocabulary (tied or not, a vocabulary x width matrix). Embeddings, norms and softmax not counted."""
+    d, f = config["hidden_dim"], config["intermediate_dim"]
+    encoder = config["num_encoder_layers"] * source_length * (4 * d * d + 2 * d * f + 2 * source_length * d)
+    per_target = (4 * d * d + 2 * target_length * d) + (2 * d * d + 2 * source_length * d) + 2 * d * f
+    decoder = config["num_decoder_layers"] * (target_length * per_target + source_length * 2 * d * d)
+    return encoder + decoder + target_length * vocab_size * d
+
+
 def training_flops(multiply_adds_forward):
     """FLOPs of one training step that costs `multiply_adds_forward` multiply-adds forward: 2 FLOPs
     a multiply-add, and the backward pass twice the forward (gradients of inputs and of weights)."""

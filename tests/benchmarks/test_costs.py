@@ -1,4 +1,4 @@
-from benchmarks.costs import multiply_adds
+from benchmarks.costs import multiply_adds, seq2seq_multiply_adds
 
 CONFIG = {"hidden_dim": 4, "intermediate_dim": 8, "num_layers": 2}
 
@@ -24,3 +24,14 @@ def test_encoder_multiply_adds_by_hand_for_one_small_configuration():
     # Dense 4 * 4 = 16 and the vocabulary projection 7 * 4 = 28 each.
     assert encoder_multiply_adds(CONFIG, length=5, predicted=2, vocab_size=7) == 5 * 2 * 168 + 2 * 44
     assert training_flops(10) == 60
+
+
+def test_seq2seq_multiply_adds_by_hand_for_one_small_configuration():
+    config = {"hidden_dim": 4, "intermediate_dim": 8, "num_encoder_layers": 2, "num_decoder_layers": 1}
+    # Encoder, per layer and source position: Q, K, V, O 4 * 4 * 4 = 64; feed-forward 2 * 4 * 8 = 64; scores and
+    # weighted values over 5 keys 2 * 5 * 4 = 40: 168, two layers, 5 positions: 1680.
+    # Decoder, per target position: self-attention Q, K, V, O 64 and scores and values over all 3 positions
+    # 2 * 3 * 4 = 24; cross-attention Q and O 2 * 4 * 4 = 32 and scores and values over 5 keys 40; feed-forward
+    # 64: 224, 3 positions: 672; cross-attention K and V of the 5 encoder outputs 5 * 2 * 4 * 4 = 160. One layer.
+    # Output layer: 3 positions onto 7 words, 3 * 7 * 4 = 84.
+    assert seq2seq_multiply_adds(config, source_length=5, target_length=3, vocab_size=7) == 1680 + 672 + 160 + 84
