@@ -13,12 +13,14 @@ def matmul_flops(dtype, size=2048, seconds=3.0):
     import tensorflow as tf
 
     a = tf.cast(tf.random.stateless_normal((size, size), seed=[1, 2]), dtype)
-    b = tf.cast(tf.random.stateless_normal((size, size), seed=[3, 4]), dtype)
+    # Five different right-hand sides: five products of the same operands would be merged into one
+    # by the graph optimizer (common subexpression elimination), and the rate read 5 times too high.
+    bs = [tf.cast(tf.random.stateless_normal((size, size), seed=[3, i]), dtype) for i in range(5)]
 
     @tf.function
     def products():
         total = tf.zeros((), tf.float32)
-        for _ in range(5):
+        for b in bs:
             total += tf.cast(tf.reduce_sum(tf.linalg.matmul(a, b)[0, :1]), tf.float32)
         return total
 
