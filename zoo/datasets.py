@@ -46,7 +46,13 @@ def fetch(source):
     import keras
 
     name = os.path.basename(source.url)
-    return keras.utils.get_file(name, source.url, cache_subdir=os.path.join("zoo_datasets", source.folder))
+    try:
+        return keras.utils.get_file(name, source.url, cache_subdir=os.path.join("zoo_datasets", source.folder))
+    except Exception as error:  # Keras raises a bare Exception for a failed fetch (and removes the partial file)
+        raise DatasetError(
+            f"Could not download the {source.folder!r} dataset from {source.url} ({error}). Check the network, or "
+            f"set {DATA_ENV} to a folder whose {source.folder}/ holds {source.local_name} (a copy made from that URL)."
+        ) from None
 
 
 @contextlib.contextmanager

@@ -68,3 +68,17 @@ def test_a_truncated_unlabeled_imdb_archive_is_named(data_dir):
         path.write_bytes(f.read(200_000))
     with pytest.raises(datasets.DatasetError, match=f"{path} cannot be read"):
         pretraining_data.load_documents("imdb_unsup")
+
+
+def test_a_failed_download_says_what_to_do(monkeypatch):
+    import keras
+
+    def offline(*args, **kwargs):
+        raise Exception("URL fetch failure on https://example.invalid: None -- [Errno -2] Name or service not known")
+
+    monkeypatch.delenv("ZOO_DATA_DIR")
+    monkeypatch.setattr(keras.utils, "get_file", offline)
+    with pytest.raises(datasets.DatasetError) as caught:
+        datasets.load_classification("sst2", "validation")
+    message = str(caught.value)
+    assert datasets.SST2_DEV.url in message and "ZOO_DATA_DIR" in message and "sst2/ holds dev.tsv" in message
