@@ -238,6 +238,8 @@ def main(argv):
             attention_dropout=FLAGS.attention_dropout,
             activation=FLAGS.activation,
         )
+        if evaluating:  # a missing or damaged evaluation file fails now, not after training
+            datasets.load_corpus(FLAGS.dataset, FLAGS.eval_split)
         train_config, epochs = common.train_config(DEFAULTS)
         strategy = make_strategy(FLAGS.strategy, FLAGS.cpu_replicas, FLAGS.tpu)
         train(model_dir, FLAGS.dataset, wanted, train_config, epochs, strategy, FLAGS.random_offset)

@@ -302,8 +302,9 @@ def main(argv):
     if training:
         if not FLAGS.dataset:
             raise app.UsageError("--dataset is required to train (multi30k or tfds:<name>).")
-        if FLAGS.dataset == "multi30k":
-            datasets.load_translation("multi30k", "validation", FLAGS.source, FLAGS.target)  # checks the pair early
+        if FLAGS.dataset == "multi30k":  # checks the pair, and a damaged evaluation file, before training
+            for split in {"validation", FLAGS.eval_split if evaluating else "validation"}:
+                datasets.load_translation("multi30k", split, FLAGS.source, FLAGS.target)
         identity = {"dataset": FLAGS.dataset, "source": FLAGS.source, "target": FLAGS.target}
         wanted = model_config(
             FLAGS.preset,
