@@ -1,0 +1,161 @@
+"""Serving faults: the four exports the zoo writes (sentiment, translation, the Transformer-XL
+language model, the pretraining encoder), each built by its recipe with the tiny preset and one
+training step, loaded in a fresh Python process that imports TensorFlow (and TensorFlow Text only
+when the export's ops manifest asks for it), as a server would.
+
+README, "Reliability": every signature answers an empty batch with an empty batch and refuses
+out-of-range arguments with a clear message on the first call. Each out-of-range argument is the
+first call of its own process (a check that only holds from the second call on fails here), made
+again a few times there (a check that races the search it guards loses some of the calls), and a
+valid call in the same process must still work afterwards.
+"""
+
+import json
+import os
+
+import pytest
+
+from tests.conftest import fresh_process_json, run_recipe
+
+# What each recipe runs to write its export: the tiny preset, small slices, one training step.
+RECIPES = {
+    "sentiment": ["sentiment", "--dataset=sst2", "--preset=tiny", "--max_examples=200", "--vocab_size=300",
+                  "--batch_size=8"],
+    "translation": ["translate", "--dataset=multi30k", "--source=de", "--target=en", "--preset=tiny",
+                    "--max_examples=200", "--vocab_size=300", "--max_tokens=512"],
+    "lm": ["lm", "--dataset=ptb", "--preset=tiny", "--batch_size=4"],
+    "pretrain": ["pretrain", "--corpus=sst2", "--preset=tiny", "--vocab_size=300", "--sequence_length=32",
+                 "--batch_size=4"],
+}
+
+# Every signature of each export and its inputs; the text input of each is a batch of strings.
+SIGNATURES = {
+    "sentiment": {"serving_default": ["text"]},
+    "translation": {"serving_default": ["text"]},
+    "lm": {
+        "serving_default": ["prompt"],
+        "generate": ["max_new_tokens", "prompt", "seed", "temperature", "top_k"],
+        "score": ["text"],
+    },
+    "pretrain": {"serving_default": ["text"], "encode": ["text"], "fill_mask": ["text", "top_k"]},
+}
+TEXT_INPUTS = {"text", "prompt"}
+TEXTS = {
+    "sentiment": "a wonderful, moving film",
+    "translation": "Ein Mann fährt Fahrrad.",
+    "lm": "the company said",
+    "pretrain": "a <mask> film",
+}
+# An in-range value of each scalar argument, used wherever the call is not about that argument.
+VALID = {"max_new_tokens": 3, "temperature": 1.0, "top_k": 2, "seed": 0}
+
+# (export, signature, argument, out-of-range value). LanguageModelServer's limit on max_new_tokens
+# is 2048; NaN is no positive temperature.
+OUT_OF_RANGE = [
+    ("lm", "generate", "max_new_tokens", -1),
+    ("lm", "generate", "max_new_tokens", 0),
+    ("lm", "generate", "max_new_tokens", 2049),
+    ("lm", "generate", "temperature", 0.0),
+    ("lm", "generate", "temperature", float("nan")),
+    ("lm", "generate", "top_k", -1),
+    ("pretrain", "fill_mask", "top_k", 0),
+    ("pretrain", "fill_mask", "top_k", -1),
+]
+# Scalar arguments every value of their type is valid for.
+ANY_VALUE = {("lm", "generate", "seed")}
+# How many times a process makes its out-of-range call, the first call of the process included.
+REFUSED_CALLS = 10
+
+# Run in a fresh process: loads the export, makes `calls` in order, and prints each call's output
+# shapes or its error, and every signature's input names.
+PROGRAM = """
+import json
+import tensorflow as tf
+{imports}
+model = tf.saved_model.load({version_dir!r})
+answers = []
+for signature, arguments in json.loads({calls!r}):
+    function = model.signatures[signature]
+    specs = function.structured_input_signature[1]
+    try:
+        outputs = function(**{{name: tf.constant(value, specs[name].dtype) for name, value in arguments.items()}})
+        answers.append({{"shapes": {{name: output.shape.as_list() for name, output in outputs.items()}}}})
+    except tf.errors.OpError as error:
+        answers.append({{"error": type(error).__name__, "message": error.message}})
+inputs = {{name: sorted(function.structured_input_signature[1]) for name, function in model.signatures.items()}}
+print(json.dumps({{"answers": answers, "inputs": inputs}}))
+"""
+
+
+def build_export(tmp_path_factory, name):
+    """Trains the recipe one step and exports it; the version folder."""
+    base = tmp_path_factory.mktemp(name)
+    export_dir = str(base / "export")
+    run_recipe(*RECIPES[name], "--train_steps=1", "--mode=train", f"--model_dir={base / 'run'}",
+               f"--export_dir={export_dir}", timeout=600)
+    return os.path.join(export_dir, "1")
+
+
+@pytest.fixture(scope="module", name="exports")
+def exports_fixture(tmp_path_factory):
+    """Each export's version folder, built the first time a test asks for it."""
+    built = {}
+
+    def version_dir(name):
+        if name not in built:
+            try:
+                built[name] = build_export(tmp_path_factory, name)
+            except AssertionError as error:  # kept, so the other tests of this export do not build it again
+                built[name] = error
+        if isinstance(built[name], AssertionError):
+            raise built[name]
+        return built[name]
+
+    return version_dir
+
+
+def serve_in_fresh_process(version_dir, calls):
+    """Makes `calls` ([signature, {input: value}] in order) in a new process; its JSON answer."""
+    with open(os.path.join(version_dir, "ops_manifest.json")) as f:
+        manifest = json.load(f)
+    imports = "import tensorflow_text" if manifest["non_core_ops"] else ""
+    program = PROGRAM.format(imports=imports, version_dir=version_dir, calls=json.dumps(calls))
+    return fresh_process_json(program, timeout=300)
+
+
+def arguments(export, signature, text_batch, **changed):
+    """Every input of `signature`: the text input `text_batch`, the scalars in range but `changed`."""
+    return {name: text_batch if name in TEXT_INPUTS else changed.get(name, VALID[name])
+            for name in SIGNATURES[export][signature]}
+
+
+@pytest.mark.parametrize("export", sorted(SIGNATURES))
+def test_every_signature_answers_an_empty_batch_with_an_empty_batch(exports, export):
+    calls = [[signature, arguments(export, signature, [])] for signature in sorted(SIGNATURES[export])]
+    served = serve_in_fresh_process(exports(export), calls)
+    assert served["inputs"] == SIGNATURES[export], "the export's signatures changed: probe the new ones here"
+    probed = {(e, s, a) for e, s, a, _ in OUT_OF_RANGE} | ANY_VALUE
+    scalars = {(export, s, a) for s, names in served["inputs"].items() for a in names if a not in TEXT_INPUTS}
+    assert scalars <= probed, f"scalar arguments without an out-of-range probe: {sorted(scalars - probed)}"
+    for (signature, _), answer in zip(calls, served["answers"]):
+        assert "error" not in answer, f"{export} {signature} on an empty batch: {answer}"
+        assert answer["shapes"] and all(shape[0] == 0 for shape in answer["shapes"].values()), (signature, answer)
+
+
+@pytest.mark.parametrize(
+    "export, signature, argument, value", OUT_OF_RANGE, ids=[f"{e}-{s}-{a}={v}" for e, s, a, v in OUT_OF_RANGE]
+)
+def test_an_out_of_range_argument_is_refused_by_name_from_the_first_call_on_and_a_valid_call_then_works(
+    exports, export, signature, argument, value
+):
+    text = [TEXTS[export]]
+    out_of_range = [signature, arguments(export, signature, text, **{argument: value})]
+    answers = serve_in_fresh_process(
+        exports(export), [out_of_range] * REFUSED_CALLS + [[signature, arguments(export, signature, text)]]
+    )["answers"]
+    *refused, valid = answers
+    for call, answer in enumerate(refused, 1):
+        assert answer.get("error") == "InvalidArgumentError", f"call {call}: {argument}={value} not refused: {answer}"
+        assert f"{argument} must" in answer["message"], f"call {call}: {answer['message']}"
+    assert "error" not in valid, f"a valid call after the refused ones failed: {valid}"
+    assert all(shape[0] == 1 for shape in valid["shapes"].values()), valid
