@@ -70,19 +70,25 @@ def newest_readable(model_dir, log=print):
 
 def newest_readable_paths(model_dir, count, log=print):
     """[(path, step)] of the newest `count` checkpoints in model_dir that read through, newest
-    first (damaged ones named and passed over). CheckpointError when there are fewer."""
-    found = []
+    first: the newest as `newest_readable` finds it, then older ones (damaged ones named and passed
+    over). FileNotFoundError when there is no checkpoint, CheckpointError when there are fewer."""
+    path, newest, _ = newest_readable(model_dir, log)
+    if path is None:
+        raise FileNotFoundError(f"No checkpoint in {model_dir}: train first (--mode=train).")
+    found = [(path, newest)]
     for step in checkpoint_steps(model_dir):
+        if len(found) == count:
+            return found
+        if step >= newest:
+            continue
         path = path_of(model_dir, step)
         reason = unreadable_reason(path)
         if reason is not None:
             log(f"Warning: checkpoint {path} cannot be read ({reason}); passed over.")
             continue
         found.append((path, step))
-        if len(found) == count:
-            return found
-    if not found and not checkpoint_steps(model_dir):
-        raise FileNotFoundError(f"No checkpoint in {model_dir}: train first (--mode=train).")
+    if len(found) == count:
+        return found
     raise CheckpointError(
         f"{model_dir} holds {len(found)} readable checkpoint(s) (steps {[s for _, s in found]}), fewer than the "
         f"{count} asked to average: lower --average_checkpoints, or train with --keep_checkpoints={count} or more."

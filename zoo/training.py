@@ -146,13 +146,7 @@ def restore_model(model, model_dir, average=1):
     weights are averaged, any other variable keeps the newest checkpoint's value."""
     if average < 1:
         raise ValueError(f"average_checkpoints={average} must be at least 1.")
-    if average == 1:
-        path, step, _ = checkpoints.newest_readable(model_dir)
-        if path is None:
-            raise FileNotFoundError(f"No checkpoint in {model_dir}: train first (--mode=train).")
-        found = [(path, step)]
-    else:
-        found = checkpoints.newest_readable_paths(model_dir, average)
+    found = checkpoints.newest_readable_paths(model_dir, average)
     sums = None
     for path, _ in reversed(found):  # the newest last: its integer variables stay
         # Every layer and weight of `model` must be found (the optimizer's slots may be left out).
