@@ -273,14 +273,21 @@ def pretraining_metrics(model):
         }
         if "detection_logits" in outputs:
             real = tf.cast(batch["original_ids"] != PAD_ID, tf.float32)
-            guess = outputs["detection_logits"] > 0
+            logits = outputs["detection_logits"]
+            guess = logits > 0
             right = tf.cast(guess == outputs["replaced"], tf.float32) * real
             replaced = tf.cast(outputs["replaced"], tf.float32) * real
+            detection = tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.cast(outputs["replaced"], tf.float32),
+                                                                logits=logits)
+            probability = tf.sigmoid(logits)
             sums.update(
                 tokens=tf.reduce_sum(real),
                 detection_correct=tf.reduce_sum(right),
+                detection_cross_entropy=tf.reduce_sum(detection * real),
                 replaced=tf.reduce_sum(replaced),
                 replaced_found=tf.reduce_sum(replaced * tf.cast(guess, tf.float32)),
+                replaced_probability=tf.reduce_sum(probability * replaced),
+                original_probability=tf.reduce_sum(probability * (real - replaced)),
             )
         return sums
 
@@ -294,7 +301,16 @@ def summarize(totals):
         "masked_perplexity": math.exp(totals["masked_cross_entropy"] / max(totals["masked"], 1.0)),
     }
     if "tokens" in totals:
-        result["detection_accuracy"] = totals["detection_correct"] / max(totals["tokens"], 1.0)
-        result["replaced_recall"] = totals["replaced_found"] / max(totals["replaced"], 1.0)
+        tokens, replaced = max(totals["tokens"], 1.0), totals["replaced"]
+        rate = replaced / tokens
+        result["detection_accuracy"] = totals["detection_correct"] / tokens
+        result["replaced_recall"] = totals["replaced_found"] / max(replaced, 1.0)
+        # Recall at 0.5 stays near 0 while the discriminator is unsure: its loss against the loss of answering
+        # the replaced rate everywhere (the prior's entropy), and its mean probability on each kind of token,
+        # show whether it has learned anything.
+        result["detection_loss"] = totals["detection_cross_entropy"] / tokens
+        result["detection_prior_loss"] = -sum(p * math.log(p) for p in (rate, 1.0 - rate) if p > 0)
+        result["replaced_probability"] = totals["replaced_probability"] / max(replaced, 1.0)
+        result["original_probability"] = totals["original_probability"] / max(totals["tokens"] - replaced, 1.0)
     return result
 

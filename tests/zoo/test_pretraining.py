@@ -466,13 +466,19 @@ def test_pretraining_metrics_match_numpy(objective, electra, mlm):
     }
     if objective == "electra":
         real = ids != 0
-        predicted = out["detection_logits"].numpy() > 0
+        detection_logits = out["detection_logits"].numpy().astype(np.float64)
+        predicted = detection_logits > 0
         replaced = out["replaced"].numpy()
+        probability = 1.0 / (1.0 + np.exp(-detection_logits))
+        bce = -np.where(replaced, np.log(probability), np.log(1.0 - probability))
         expected.update(
             tokens=real.sum(),
             detection_correct=(real & (predicted == replaced)).sum(),
-            replaced=replaced.sum(),
-            replaced_found=(replaced & predicted).sum(),
+            detection_cross_entropy=(real * bce).sum(),
+            replaced=(real & replaced).sum(),
+            replaced_found=(real & replaced & predicted).sum(),
+            replaced_probability=(probability * (real & replaced)).sum(),
+            original_probability=(probability * (real & ~replaced)).sum(),
         )
     assert set(sums) == set(expected)
     for key, value in expected.items():
@@ -485,7 +491,12 @@ def test_pretraining_metrics_match_numpy(objective, electra, mlm):
         "masked_perplexity": math.exp(expected["masked_cross_entropy"] / expected["masked"]),
     }
     if objective == "electra":
+        rate = expected["replaced"] / expected["tokens"]
         wanted.update(detection_accuracy=expected["detection_correct"] / expected["tokens"],
-                      replaced_recall=expected["replaced_found"] / expected["replaced"])
+                      replaced_recall=expected["replaced_found"] / expected["replaced"],
+                      detection_loss=expected["detection_cross_entropy"] / expected["tokens"],
+                      detection_prior_loss=-rate * math.log(rate) - (1 - rate) * math.log(1 - rate),
+                      replaced_probability=expected["replaced_probability"] / expected["replaced"],
+                      original_probability=expected["original_probability"] / (expected["tokens"] - expected["replaced"]))
     for key, value in wanted.items():
         assert float(summary[key]) == pytest.approx(value, rel=1e-4), key
