@@ -32,8 +32,8 @@ flags.DEFINE_list("peers", ["nbsvm", "scratch"], "Peers to run in the same progr
                   "model) and scratch (the zoo's recipe trained from scratch); empty for none.")
 FLAGS = flags.FLAGS
 
-# `small`: `medium` pretrained for 80 min (2,800 steps at 5e-4) fine-tuned worse on IMDB's validation split (83.0%
-# against 89.7%; BENCHMARKS.md, transfer notes).
+# `small`: `medium` pretrained for 80 min (2,800 steps at 5e-4) fine-tuned no better on IMDB's validation split
+# (89.4% against 89.7%, at 4 times the fine-tuning time; BENCHMARKS.md, transfer notes).
 # The compute dtype is --mixed_precision=auto's: bfloat16 on CPUs with AVX512-BF16 (the machine of the first
 # figures), float32 where bfloat16 would be emulated.
 PRETRAIN_FLAGS = ["--corpus=imdb_unsup,imdb", "--preset=small", "--sequence_length=512", "--batch_size=32",
