@@ -78,7 +78,7 @@ def newest_readable_paths(model_dir, count, log=print):
     found = [(path, newest)]
     for step in checkpoint_steps(model_dir):
         if len(found) == count:
-            return found
+            break
         if step >= newest:
             continue
         path = path_of(model_dir, step)

@@ -273,12 +273,11 @@ def pretraining_metrics(model):
         }
         if "detection_logits" in outputs:
             real = tf.cast(batch["original_ids"] != PAD_ID, tf.float32)
-            logits = outputs["detection_logits"]
+            logits, labels = outputs["detection_logits"], tf.cast(outputs["replaced"], tf.float32)
             guess = logits > 0
             right = tf.cast(guess == outputs["replaced"], tf.float32) * real
-            replaced = tf.cast(outputs["replaced"], tf.float32) * real
-            detection = tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.cast(outputs["replaced"], tf.float32),
-                                                                logits=logits)
+            replaced = labels * real
+            detection = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
             probability = tf.sigmoid(logits)
             sums.update(
                 tokens=tf.reduce_sum(real),
