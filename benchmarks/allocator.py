@@ -14,7 +14,6 @@ share of the dtype's matmul peak measured in the same program (`benchmarks/peak.
 """
 
 import json
-import math
 import os
 import resource
 import subprocess
@@ -24,7 +23,7 @@ import tempfile
 from absl import app, flags
 
 from benchmarks import recipe_flags
-from benchmarks.costs import encoder_multiply_adds, multiply_adds, seq2seq_multiply_adds, training_flops
+from benchmarks.costs import flops_per_token
 from benchmarks.peak import matmul_flops
 from benchmarks.report import ROOT, write_section
 from benchmarks.transfer import PRETRAIN_FLAGS
@@ -65,45 +64,6 @@ def measure(name, env, steps):
     user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
     command = " ".join(["python -m", f"recipes.{module}", *flags_])
     return train["steady_tokens_per_second"], system / (user + system), run, command, per_token
-
-
-def translation_lengths(run, model_dir):
-    """(source, decoder input) lengths of the run's training pairs as `recipes.translate.train` makes them: its
-    training data (subsampled as it was) tokenized by the tokenizers it trained in `model_dir`, each source
-    ending with </s>, each decoder input <s> + target (one position per label)."""
-    from zoo import datasets, tokenizer, translation
-
-    model = run["model"]
-    data = datasets.load_translation(run["dataset"], "train", run["source"], run["target"])
-    data = datasets.subsample_pairs(data, run["data"]["max_examples"], run["train"]["seed"])
-    shared = model["shared_vocabulary"]
-    source_tokenizer = tokenizer.load_tokenizer(model_dir, tokenizer.TOKENIZER_FILE if shared else "source.model")
-    target_tokenizer = source_tokenizer if shared else tokenizer.load_tokenizer(model_dir, "target.model")
-    sources = translation.source_rows(tokenizer.tokenize(source_tokenizer, data.sources), model["max_length"])
-    targets = translation.target_rows(tokenizer.tokenize(target_tokenizer, data.targets), model["max_length"])
-    return [(len(s), len(t) - 1) for s, t in zip(sources, targets)]
-
-
-def flops_per_token(name, run, model_dir):
-    """Training FLOPs per counted token of the run's model (the run in `model_dir`), or None.
-
-    Translation counts as tokens each pair's real source tokens (with </s>) and decoder inputs (<s> + target,
-    one per label; `zoo.translation.translation_loss`); its lengths vary, so the figure is the multiply-adds
-    of every training pair over all their counted tokens (`translation_lengths`), padding's work left out."""
-    model = run["model"]
-    if name == "translate":
-        pairs = translation_lengths(run, model_dir)
-        vocab_size = model["target_vocab_size"]
-        total = sum(seq2seq_multiply_adds(model, source, target, vocab_size) for source, target in pairs)
-        return training_flops(total / sum(source + target for source, target in pairs))
-    if name == "lm":
-        segment, memory = model["segment_length"], model["memory_length"]
-        return training_flops(multiply_adds(model, segment, segment + memory, segment, model["vocab_size"]) / segment)
-    if name == "pretrain" and model["objective"] == "mlm":
-        length, encoder = model["sequence_length"], model["encoder"]
-        predicted = math.ceil(model["mask_rate"] * length)
-        return training_flops(encoder_multiply_adds(encoder, length, predicted, encoder["vocab_size"]) / length)
-    return None
 
 
 def main(argv):

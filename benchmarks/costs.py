@@ -1,6 +1,8 @@
 """Analytic compute counts that the benchmarks set beside their timings (importable without
 the recipes and their flags)."""
 
+import math
+
 
 def multiply_adds(config, positions, keys, scored, vocab_size):
     """Multiply-adds of one forward pass: `positions` new positions, each attending over
@@ -43,3 +45,42 @@ def training_flops(multiply_adds_forward):
     """FLOPs of one training step that costs `multiply_adds_forward` multiply-adds forward: 2 FLOPs
     a multiply-add, and the backward pass twice the forward (gradients of inputs and of weights)."""
     return 6 * multiply_adds_forward
+
+
+def translation_lengths(run, model_dir):
+    """(source, decoder input) lengths of the run's training pairs as `recipes.translate.train` makes them: its
+    training data (subsampled as it was) tokenized by the tokenizers it trained in `model_dir`, each source
+    ending with </s>, each decoder input <s> + target (one position per label)."""
+    from zoo import datasets, tokenizer, translation
+
+    model = run["model"]
+    data = datasets.load_translation(run["dataset"], "train", run["source"], run["target"])
+    data = datasets.subsample_pairs(data, run["data"]["max_examples"], run["train"]["seed"])
+    shared = model["shared_vocabulary"]
+    source_tokenizer = tokenizer.load_tokenizer(model_dir, tokenizer.TOKENIZER_FILE if shared else "source.model")
+    target_tokenizer = source_tokenizer if shared else tokenizer.load_tokenizer(model_dir, "target.model")
+    sources = translation.source_rows(tokenizer.tokenize(source_tokenizer, data.sources), model["max_length"])
+    targets = translation.target_rows(tokenizer.tokenize(target_tokenizer, data.targets), model["max_length"])
+    return [(len(s), len(t) - 1) for s, t in zip(sources, targets)]
+
+
+def flops_per_token(name, run, model_dir):
+    """Training FLOPs per counted token of the run's model (the run in `model_dir`), or None.
+
+    Translation counts as tokens each pair's real source tokens (with </s>) and decoder inputs (<s> + target,
+    one per label; `zoo.translation.translation_loss`); its lengths vary, so the figure is the multiply-adds
+    of every training pair over all their counted tokens (`translation_lengths`), padding's work left out."""
+    model = run["model"]
+    if name == "translate":
+        pairs = translation_lengths(run, model_dir)
+        vocab_size = model["target_vocab_size"]
+        total = sum(seq2seq_multiply_adds(model, source, target, vocab_size) for source, target in pairs)
+        return training_flops(total / sum(source + target for source, target in pairs))
+    if name == "lm":
+        segment, memory = model["segment_length"], model["memory_length"]
+        return training_flops(multiply_adds(model, segment, segment + memory, segment, model["vocab_size"]) / segment)
+    if name == "pretrain" and model["objective"] == "mlm":
+        length, encoder = model["sequence_length"], model["encoder"]
+        predicted = math.ceil(model["mask_rate"] * length)
+        return training_flops(encoder_multiply_adds(encoder, length, predicted, encoder["vocab_size"]) / length)
+    return None

@@ -31,7 +31,8 @@ import time
 from absl import app, flags
 
 from benchmarks import recipe_flags
-from benchmarks.costs import multiply_adds
+from benchmarks.costs import flops_per_token, multiply_adds
+from benchmarks.peak import matmul_flops, peak_share
 from benchmarks.report import ROOT, finished_run, median_seconds, paired, write_section
 from recipes.lm import load_trained  # also defines the recipes' flags, --dataset among them
 
@@ -45,21 +46,36 @@ flags.DEFINE_integer("speed_repeats", 3, "Evaluation timings: pairs of runs (mem
 flags.DEFINE_integer("generation_repeats", 5, "Generation timings: pairs of runs (cached, recomputed), alternately.")
 flags.DEFINE_list("seeds", ["0"], "Training seeds (--seed of the recipe). The first seed's run is the one timed; each "
                   "further seed trains its own run (<run_dir>_seed<N>) with the same flags, for its test figures.")
+flags.DEFINE_list("averages", ["1"], "How many of the last checkpoints to average (the recipe's "
+                  "--average_checkpoints), each scored on validation; the best one is evaluated on test. N above 1 "
+                  "needs the run's --keep_checkpoints of N or more.")
 flags.DEFINE_integer("vanilla_windows", 20, "Windows (per stream) timed for the one-prediction-per-window baseline.")
 FLAGS = flags.FLAGS
 
 RECIPE_FLAGS = recipe_flags.LM
 
 
-def train_and_evaluate(dataset, run_dir, seed=0):
+def train_and_evaluate(dataset, run_dir, seed=0, averages=(1,)):
+    """Trains (unless done); with several `averages`, picks on validation how many of the last checkpoints to
+    average (`--average_checkpoints`); evaluates test with it. Returns metrics.json, the training command and
+    {checkpoints averaged: validation figure with the training memory} ({} with one choice)."""
     metrics_path = os.path.join(run_dir, "metrics.json")
     flags_ = [f"--dataset={dataset}", *RECIPE_FLAGS[dataset], f"--seed={seed}"]
     command = [sys.executable, "-m", "recipes.lm", *flags_, f"--model_dir={run_dir}"]
     if not finished_run(run_dir, flags_):  # a finished run must have these flags, --seed among them
         subprocess.run([*command, "--mode=train"], cwd=ROOT, check=True)
-    subprocess.run([*command, "--mode=eval", "--eval_split=test", "--eval_memory_length=256"], cwd=ROOT, check=True)
+    key = "perplexity" if dataset == "ptb" else "bits_per_character"
+    tried = {}
+    for n in averages if len(averages) > 1 else ():
+        subprocess.run([*command, "--mode=eval", "--eval_split=validation", f"--average_checkpoints={n}"], cwd=ROOT,
+                       check=True)
+        with open(metrics_path) as f:
+            tried[n] = json.load(f)["eval_validation"]["train_memory"][key]
+    best = min(tried, key=tried.get) if tried else averages[0]
+    subprocess.run([*command, "--mode=eval", "--eval_split=test", "--eval_memory_length=256",
+                    f"--average_checkpoints={best}"], cwd=ROOT, check=True)
     with open(metrics_path) as f:
-        return json.load(f), " ".join(["python -m recipes.lm", *flags_, f"--model_dir={run_dir}"])
+        return json.load(f), " ".join(["python -m recipes.lm", *flags_, f"--model_dir={run_dir}"]), tried
 
 
 def evaluation_speed(run_dir, dataset, context, segment_lengths, tokens, windows, num_streams, repeats):
@@ -140,9 +156,15 @@ def main(argv):
     seeds = [int(seed) for seed in FLAGS.seeds]
     if not seeds:
         raise app.UsageError("--seeds needs at least one seed.")
-    metrics, command = train_and_evaluate(dataset, run_dir, seeds[0])
-    other_seeds = [(seed, train_and_evaluate(dataset, f"{run_dir}_seed{seed}", seed)[0]) for seed in seeds[1:]]
-    run = json.load(open(os.path.join(run_dir, "config.json")))
+    averages = tuple(int(n) for n in FLAGS.averages)
+    metrics, command, tried = train_and_evaluate(dataset, run_dir, seeds[0], averages)
+    other_seeds = [(seed, train_and_evaluate(dataset, f"{run_dir}_seed{seed}", seed, averages)[0])
+                   for seed in seeds[1:]]
+    with open(os.path.join(run_dir, "config.json")) as f:
+        run = json.load(f)
+    dtype = run["train"]["mixed_precision"]
+    achieved = metrics["train"]["steady_tokens_per_second"] * flops_per_token("lm", run, run_dir)
+    peak = matmul_flops(dtype)
     segment = run["model"]["segment_length"]
     lengths = [int(t) for t in FLAGS.speed_segment_lengths or (segment, segment // 2, segment // 4)]
     rows, vanilla = evaluation_speed(run_dir, dataset, FLAGS.context, lengths, FLAGS.speed_tokens,
@@ -154,9 +176,15 @@ def main(argv):
     key, unit = ("perplexity", "perplexity") if word else ("bits_per_character", "bits per character")
     lines = [
         f"Model trained by: `{command}` (step {train['step']}, {train['seconds'] / 60:.1f} min of training, "
-        f"{train['tokens_per_second']:.0f} tokens/s).",
+        f"{train['tokens_per_second']:.0f} tokens/s, {dtype} by `--mixed_precision=auto`).",
+        "",
+        f"Training at {train['steady_tokens_per_second']:.0f} tokens/s once traced: {peak_share(achieved, peak, dtype)}.",
         "",
     ]
+    if tried:
+        lines += [f"Checkpoints averaged (`--average_checkpoints`), chosen on validation ({unit} with the training "
+                  "memory): " + ", ".join(f"{n}: {v:.3f}" for n, v in tried.items())
+                  + f"; the test rows use {min(tried, key=tried.get)}.", ""]
     notes = os.path.join(run_dir, "bench_notes.md")  # how the run was chosen, kept with the run
     if os.path.exists(notes):
         lines += [open(notes).read().strip(), ""]

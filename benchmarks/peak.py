@@ -31,3 +31,10 @@ def matmul_flops(dtype, size=2048, seconds=3.0):
         products().numpy()
         best = max(best, 5 * 2 * size**3 / (time.time() - began))
     return best
+
+
+def peak_share(achieved, peak, dtype):
+    """`achieved` training FLOP/s (`benchmarks.costs.flops_per_token` times tokens/s) in words, as a share of
+    the `peak` FLOP/s of `dtype` matmuls measured in the same program."""
+    return (f"{achieved / 1e9:.0f} GFLOP/s of the model's counted work (`benchmarks/costs.py`), {achieved / peak:.0%} "
+            f"of this machine's {dtype} matmul peak ({peak / 1e9:.0f} GFLOP/s, 2048³, measured by this program)")

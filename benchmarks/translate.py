@@ -23,6 +23,8 @@ import time
 from absl import app, flags
 
 from benchmarks import recipe_flags
+from benchmarks.costs import flops_per_token
+from benchmarks.peak import matmul_flops, peak_share
 from benchmarks.report import ROOT, finished_run, paired, write_section
 
 flags.DEFINE_string("run_dir", "runs/bench_m30k_de_en", "Run directory of the benchmarked model.")
@@ -33,46 +35,65 @@ flags.DEFINE_integer("uncached_beam_sentences", 200, "Beam search without the ca
                      "sentences (with the cached search on the same ones): it takes ~1 s per sentence here.")
 flags.DEFINE_bool("reuse_decoding", False, "Keep the decoding timings saved by an earlier run of this program.")
 flags.DEFINE_bool("reuse_eval", False, "Keep the BLEU figures already in the run's metrics.json (and the "
-                  "validation BLEU of each length penalty tried, from bench_length_penalties.json).")
+                  "validation BLEU of each choice tried, from bench_choices.json).")
 flags.DEFINE_bool("throughput_only", False, "Only the training-throughput comparison, in a section of its own. It needs "
                   "the run's config and tokenizers only: without them in --run_dir, a one-step run of the recipe's "
                   "flags makes them.")
 flags.DEFINE_list("length_penalties", ["0.6"], "Beam-search length penalties tried on the validation split; the "
                   "best there is the one used on test.")
+flags.DEFINE_list("averages", ["1"], "How many of the last checkpoints to average (the recipe's "
+                  "--average_checkpoints), each tried on validation with every length penalty; the best pair decodes "
+                  "test. N above 1 needs the run's --keep_checkpoints of N or more.")
 FLAGS = flags.FLAGS
 
 RECIPE_FLAGS = recipe_flags.TRANSLATE
 
 
-def train_and_evaluate(model_dir, reuse_eval=False, length_penalties=(0.6,)):
-    """Trains (unless done), picks the length penalty on validation, evaluates test with it.
-    Returns metrics.json, the training command, and {length penalty: validation BLEU}."""
+def train_and_evaluate(model_dir, reuse_eval=False, length_penalties=(0.6,), averages=(1,)):
+    """Trains (unless done), picks on validation the length penalty and how many of the last checkpoints to
+    average (`--average_checkpoints`), evaluates test with that pair. Returns metrics.json, the training
+    command, and {(checkpoints averaged, length penalty): validation BLEU}."""
     metrics_path = os.path.join(model_dir, "metrics.json")
     command = [sys.executable, "-m", "recipes.translate", *RECIPE_FLAGS, f"--model_dir={model_dir}"]
+    shown = " ".join(["python -m recipes.translate", *RECIPE_FLAGS, f"--model_dir={model_dir}"])
     if not finished_run(model_dir, RECIPE_FLAGS):
         subprocess.run([*command, "--mode=train"], cwd=ROOT, check=True)
 
-    def evaluate(split, length_penalty):
+    def evaluate(split, average, length_penalty):
         subprocess.run([*command, "--mode=eval", f"--eval_split={split}", "--beam_size=5",
-                        f"--length_penalty={length_penalty}"], cwd=ROOT, check=True)
+                        f"--length_penalty={length_penalty}", f"--average_checkpoints={average}"], cwd=ROOT, check=True)
         with open(metrics_path) as f:
             return json.load(f)[f"eval_{split}"]["bleu"]
 
     with open(metrics_path) as f:
         metrics = json.load(f)
-    tried_path = os.path.join(model_dir, "bench_length_penalties.json")
+    tried_path = os.path.join(model_dir, "bench_choices.json")
     if reuse_eval and "eval_validation" in metrics and "eval_test" in metrics:
-        tried = {float(p): b for p, b in json.load(open(tried_path)).items()} if os.path.exists(tried_path) else {}
-        return metrics, " ".join(["python -m recipes.translate", *RECIPE_FLAGS, f"--model_dir={model_dir}"]), tried
-    tried = {penalty: evaluate("validation", penalty) for penalty in length_penalties}
+        tried = {}
+        if os.path.exists(tried_path):
+            with open(tried_path) as f:
+                tried = {(int(k.split(",")[0]), float(k.split(",")[1])): b for k, b in json.load(f).items()}
+        return metrics, shown, tried
+    tried = {(n, p): evaluate("validation", n, p) for n in averages for p in length_penalties}
     with open(tried_path, "w") as f:
-        json.dump(tried, f)
+        json.dump({f"{n},{p}": b for (n, p), b in tried.items()}, f)
     best = max(tried, key=tried.get)
-    if best != length_penalties[-1]:  # metrics.json and the hypotheses file hold the chosen one's
-        evaluate("validation", best)
-    evaluate("test", best)
+    if best != list(tried)[-1]:  # metrics.json and the hypotheses file hold the chosen one's
+        evaluate("validation", *best)
+    evaluate("test", *best)
     with open(metrics_path) as f:
-        return json.load(f), " ".join(["python -m recipes.translate", *RECIPE_FLAGS, f"--model_dir={model_dir}"]), tried
+        return json.load(f), shown, tried
+
+
+def choice_line(tried):
+    """What was tried on validation and what test was decoded with, in words."""
+    best = max(tried, key=tried.get)
+    parts = []
+    for n in dict.fromkeys(n for n, _ in tried):
+        label = "the last checkpoint" if n == 1 else f"the mean of the last {n} checkpoints"
+        parts.append(f"{label}: " + ", ".join(f"{p:g}: {b:.2f}" for (m, p), b in tried.items() if m == n))
+    return (f"Chosen on validation (sacreBLEU, beam 5), length penalty by weights: {'; '.join(parts)}. Test decoded "
+            f"with {'the last checkpoint' if best[0] == 1 else f'the mean of the last {best[0]}'} and {best[1]:g}.")
 
 
 def decoding_speed(model_dir, uncached_beam_sentences):
@@ -252,7 +273,13 @@ def main(argv):
     if FLAGS.throughput_only:
         return throughput_only(model_dir)
     penalties = tuple(float(p) for p in FLAGS.length_penalties)
-    metrics, command, tried = train_and_evaluate(model_dir, FLAGS.reuse_eval, penalties)
+    averages = tuple(int(n) for n in FLAGS.averages)
+    metrics, command, tried = train_and_evaluate(model_dir, FLAGS.reuse_eval, penalties, averages)
+    with open(os.path.join(model_dir, "config.json")) as f:
+        run = json.load(f)
+    dtype = run["train"]["mixed_precision"]
+    achieved = metrics["train"]["steady_tokens_per_second"] * flops_per_token("translate", run, model_dir)
+    peak = matmul_flops(dtype)
     saved = os.path.join(model_dir, "bench_decoding.json")
     if FLAGS.reuse_decoding and os.path.exists(saved):
         with open(saved) as f:
@@ -271,18 +298,14 @@ def main(argv):
         f"(`{test['bleu_signature']}`).",
         "",
         f"Model trained by: `{command}` (step {train['step']}, {train['seconds'] / 60:.1f} min of training, "
-        f"{train['tokens_per_second']:.0f} tokens/s). The flags were chosen before any test figure was seen; "
-        "nothing was tuned on test.",
+        f"{train['tokens_per_second']:.0f} tokens/s, {dtype} by `--mixed_precision=auto`). The flags were chosen "
+        "before any test figure was seen; nothing was tuned on test.",
+        "",
+        f"Training at {train['steady_tokens_per_second']:.0f} tokens/s once traced: {peak_share(achieved, peak, dtype)}.",
         "",
     ]
     if len(tried) > 1:
-        choice = metrics["eval_test"]["decode"]["length_penalty"]
-        lines += [
-            "Length penalty chosen on validation (sacreBLEU, beam 5): "
-            + ", ".join(f"{p:g}: {b:.2f}" for p, b in tried.items())
-            + f"; test decoded with {choice:g}.",
-            "",
-        ]
+        lines += [choice_line(tried), ""]
     lines += [
         "| split | sacreBLEU (beam 5) | chrF | decoding time |",
         "|---|---|---|---|",

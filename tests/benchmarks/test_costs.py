@@ -1,3 +1,5 @@
+import pytest
+
 from benchmarks.costs import multiply_adds, seq2seq_multiply_adds
 
 CONFIG = {"hidden_dim": 4, "intermediate_dim": 8, "num_layers": 2}
@@ -35,3 +37,23 @@ def test_seq2seq_multiply_adds_by_hand_for_one_small_configuration():
     # 64: 224, 3 positions: 672; cross-attention K and V of the 5 encoder outputs 5 * 2 * 4 * 4 = 160. One layer.
     # Output layer: 3 positions onto 7 words, 3 * 7 * 4 = 84.
     assert seq2seq_multiply_adds(config, source_length=5, target_length=3, vocab_size=7) == 1680 + 672 + 160 + 84
+
+
+def test_flops_per_token_of_a_language_model_run_by_hand():
+    from benchmarks.costs import flops_per_token
+
+    # A segment of 3 new positions over 3 + 7 keys (the memory), every position scored: per position and layer
+    # 248 (the first test), two layers, 3 positions, 3 * 7 * 4 = 84 for the output layer: 1572 multiply-adds,
+    # 524 a token, 6 FLOPs a multiply-add in training.
+    run = {"model": {**CONFIG, "segment_length": 3, "memory_length": 7, "vocab_size": 7}}
+    assert flops_per_token("lm", run, model_dir=None) == 6 * 524
+
+
+def test_flops_per_token_of_a_masked_lm_run_by_hand_and_none_for_electra():
+    from benchmarks.costs import flops_per_token
+
+    # 5 positions, ceil(0.3 * 5) = 2 through the head: 5 * 2 * 168 + 2 * 44 = 1768 (the encoder test's count).
+    encoder = {**CONFIG, "vocab_size": 7}
+    run = {"model": {"objective": "mlm", "sequence_length": 5, "mask_rate": 0.3, "encoder": encoder}}
+    assert flops_per_token("pretrain", run, model_dir=None) == pytest.approx(6 * 1768 / 5)
+    assert flops_per_token("pretrain", {"model": {**run["model"], "objective": "electra"}}, model_dir=None) is None
