@@ -26,7 +26,6 @@ from benchmarks import recipe_flags
 from benchmarks.costs import flops_per_token
 from benchmarks.peak import matmul_flops
 from benchmarks.report import ROOT, write_section
-from benchmarks.transfer import PRETRAIN_FLAGS
 
 flags.DEFINE_list("recipes", ["translate", "lm", "pretrain"], "Recipes to measure.")
 flags.DEFINE_integer("steps", 60, "Training steps per measurement (logged every 10).")
@@ -35,21 +34,10 @@ FLAGS = flags.FLAGS
 SETTINGS = {"TensorFlow's": {"ZOO_TF_ALLOCATOR": "1"}, "the zoo's": {}}
 
 
-def flags_of(name):
-    """The recipe's benchmark flags, less the step count and any fixed dtype (auto decides)."""
-    flags_ = {
-        "translate": recipe_flags.TRANSLATE,
-        "lm": ["--dataset=ptb", *recipe_flags.LM["ptb"]],
-        "pretrain": ["--corpus=sst2", "--vocab_size=8000",  # SST-2's sentences: a small corpus, a quick tokenizer
-                     *[f for f in PRETRAIN_FLAGS if not f.startswith(("--corpus=", "--vocab_size="))]],
-    }[name]
-    return name, [f for f in flags_ if not f.startswith(("--train_steps=", "--mixed_precision="))]
-
-
 def measure(name, env, steps):
     """(steady tokens/s, kernel share of CPU time, the run's config.json, its command, the model's training
     FLOPs per counted token or None) of one fresh training run."""
-    module, flags_ = flags_of(name)  # the recipe's module is its name
+    module, flags_ = recipe_flags.step_flags(name)  # the recipe's module is its name
     with tempfile.TemporaryDirectory() as model_dir:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         command = [sys.executable, "-m", f"recipes.{module}", *flags_, "--mode=train", f"--train_steps={steps}",

@@ -178,7 +178,8 @@ def main(argv):
         f"Model trained by: `{command}` (step {train['step']}, {train['seconds'] / 60:.1f} min of training, "
         f"{train['tokens_per_second']:.0f} tokens/s, {dtype} by `--mixed_precision=auto`).",
         "",
-        f"Training at {train['steady_tokens_per_second']:.0f} tokens/s once traced: {peak_share(achieved, peak, dtype)}.",
+        f"Training at {train['steady_tokens_per_second']:.0f} tokens/s once traced: "
+        f"{peak_share(achieved, peak, dtype)}.",
         "",
     ]
     if tried:

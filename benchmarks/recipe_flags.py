@@ -3,17 +3,35 @@ those that measure their steps (`benchmarks.allocator`) read them here."""
 
 # benchmarks.translate: Multi30k de->en.
 TRANSLATE = [
-    "--dataset=multi30k", "--source=de", "--target=en", "--preset=small", "--train_steps=2000", "--max_tokens=4096",
-    "--learning_rate=1e-3", "--warmup_steps=400", "--dropout=0.2",
+    "--dataset=multi30k", "--source=de", "--target=en", "--preset=small", "--train_steps=4000", "--max_tokens=4096",
+    "--learning_rate=1e-3", "--warmup_steps=400", "--dropout=0.2", "--checkpoint_every=200", "--keep_checkpoints=5",
 ]
 
 # benchmarks.lm: each dataset's flags (--dataset=<key> besides). The dtype is --mixed_precision=auto's (bfloat16
 # on the AVX512-BF16 machines of the recorded Tiny Shakespeare figures, which named it).
 LM = {
-    "ptb": ["--preset=small", "--batch_size=32", "--dropout=0.2", "--learning_rate=2e-3", "--warmup_steps=200",
-            "--schedule=cosine", "--train_steps=3200", "--random_offset=false"],
+    "ptb": ["--preset=small", "--batch_size=32", "--dropout=0.3", "--learning_rate=2e-3", "--warmup_steps=200",
+            "--schedule=cosine", "--train_steps=9000", "--random_offset=false", "--checkpoint_every=500",
+            "--keep_checkpoints=5"],
     "tinyshakespeare": ["--preset=small", "--batch_size=32", "--segment_length=128", "--memory_length=128",
                         "--dropout=0.05", "--attention_dropout=0.0", "--learning_rate=2e-3", "--warmup_steps=200",
                         "--schedule=cosine", "--train_steps=2800", "--weight_decay=0.1",
                         "--random_offset=false"],
 }
+
+# benchmarks.transfer: the encoder pretrained once for both fine-tunings (--train_steps and --objective besides).
+PRETRAIN = ["--corpus=imdb_unsup,imdb", "--preset=small", "--sequence_length=512", "--batch_size=32",
+            "--learning_rate=1e-3", "--warmup_steps=400", "--schedule=cosine",
+            "--dropout=0", "--weight_decay=0.01", "--vocab_size=16000"]
+
+
+def step_flags(name):
+    """(recipe module, flags) of a benchmark model, for the programs that time its training steps
+    (`benchmarks.allocator`, `benchmarks.profile`): the flags less the step count and any fixed dtype (auto decides)."""
+    flags_ = {
+        "translate": TRANSLATE,
+        "lm": ["--dataset=ptb", *LM["ptb"]],
+        "pretrain": ["--corpus=sst2", "--vocab_size=8000",  # SST-2's sentences: a small corpus, a quick tokenizer
+                     *[f for f in PRETRAIN if not f.startswith(("--corpus=", "--vocab_size="))]],
+    }[name]
+    return name, [f for f in flags_ if not f.startswith(("--train_steps=", "--mixed_precision="))]

@@ -21,6 +21,7 @@ import time
 
 from absl import app, flags
 
+from benchmarks import recipe_flags
 from benchmarks.report import ROOT, finished_run, write_section
 
 flags.DEFINE_enum("objective", "mlm", ["mlm", "electra"], "Pretraining objective.")
@@ -36,9 +37,7 @@ FLAGS = flags.FLAGS
 # (89.4% against 89.7%, at 4 times the fine-tuning time; BENCHMARKS.md, transfer notes).
 # The compute dtype is --mixed_precision=auto's: bfloat16 on CPUs with AVX512-BF16 (the machine of the first
 # figures), float32 where bfloat16 would be emulated.
-PRETRAIN_FLAGS = ["--corpus=imdb_unsup,imdb", "--preset=small", "--sequence_length=512", "--batch_size=32",
-                  "--learning_rate=1e-3", "--warmup_steps=400", "--schedule=cosine",
-                  "--dropout=0", "--weight_decay=0.01", "--vocab_size=16000"]
+PRETRAIN_FLAGS = recipe_flags.PRETRAIN
 # Both within the 90 minutes of pretraining here: an ELECTRA step (generator + discriminator) costs
 # about 1.5 masked-LM steps (17,000 against 26,000 tokens/s, BENCHMARKS.md transfer notes).
 PRETRAIN_STEPS = {"mlm": 6000, "electra": 5000}

@@ -301,7 +301,8 @@ def main(argv):
         f"{train['tokens_per_second']:.0f} tokens/s, {dtype} by `--mixed_precision=auto`). The flags were chosen "
         "before any test figure was seen; nothing was tuned on test.",
         "",
-        f"Training at {train['steady_tokens_per_second']:.0f} tokens/s once traced: {peak_share(achieved, peak, dtype)}.",
+        f"Training at {train['steady_tokens_per_second']:.0f} tokens/s once traced: "
+        f"{peak_share(achieved, peak, dtype)}.",
         "",
     ]
     if len(tried) > 1:

@@ -54,6 +54,9 @@ flags.DEFINE_integer("average_checkpoints", 1, "Every mode that loads the traine
                      "translate, explain) loads the mean of the newest this many checkpoints' weights (fairseq's "
                      "checkpoint averaging); train with --keep_checkpoints at least as large.")
 flags.DEFINE_integer("log_every", None, "Report progress and TensorBoard summaries every this many steps.")
+flags.DEFINE_list("profile_steps", None, "Trace these training steps with TensorFlow's profiler, e.g. 11,20 "
+                  "(first,last; after the first step, which traces the loop): TensorBoard's Profile tab on "
+                  "<model_dir>/train shows where the step time goes.")
 flags.DEFINE_integer("max_examples", None, lower_bound=1,
                      help="Train on at most this many training examples (quick runs).")
 flags.DEFINE_integer("seed", 0, "Seed for initialization, data order and the tokenizer's sample.")
@@ -81,11 +84,23 @@ def train_config(defaults):
     if FLAGS.average_checkpoints > keep:
         raise ValueError(f"--average_checkpoints={FLAGS.average_checkpoints} needs at least that many checkpoints "
                          f"kept: train with --keep_checkpoints={FLAGS.average_checkpoints} (now {keep}).")
+    if FLAGS.profile_steps is not None:
+        overrides["profile_steps"] = profile_range(FLAGS.profile_steps)
     dtype, reason = precision.choose(FLAGS.mixed_precision, trained_dtype(FLAGS.model_dir), tpu=FLAGS.strategy == "tpu")
     config = dataclasses.replace(defaults, **overrides, jit_compile=FLAGS.jit_compile, mixed_precision=dtype,
                                  precision_reason=reason, seed=FLAGS.seed)
     print(f"Compute dtype: {dtype} ({reason}).", flush=True)
     return config, FLAGS.epochs
+
+
+def profile_range(values):
+    """--profile_steps as (first, last)."""
+    try:
+        first, last = (int(v) for v in values)
+    except ValueError:
+        given = ",".join(values)
+        raise ValueError(f"--profile_steps={given} must be two step numbers, first,last (e.g. 11,20).") from None
+    return first, last
 
 
 def trained_dtype(model_dir):

@@ -43,6 +43,7 @@ class TrainConfig:
     checkpoint_every: int = 500
     keep_checkpoints: int = 3
     log_every: int = 50
+    profile_steps: tuple[int, int] | None = None  # (first, last) step traced by TensorFlow's profiler, 1-based
     jit_compile: bool = False
     mixed_precision: str = "float32"  # or "auto": resolved here for this machine (zoo.precision)
     precision_reason: str = ""  # why that dtype, as the recipe chose it (kept in config.json)
@@ -67,6 +68,11 @@ class TrainConfig:
         for name in ("train_steps", "batch_size", "checkpoint_every", "log_every"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)} must be positive.")
+        if self.profile_steps is not None:
+            first, last = self.profile_steps
+            if not 1 < first <= last:
+                raise ValueError(f"profile_steps={self.profile_steps} must be two steps, first <= last, after the "
+                                 "first step (which traces the loop), e.g. (11, 20).")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,12 +337,23 @@ class Trainer:
         while step < config.train_steps:
             to_checkpoint = config.checkpoint_every - step % config.checkpoint_every
             n = min(config.log_every, to_checkpoint, config.train_steps - step)
+            profiling = config.profile_steps is not None and step + 1 == config.profile_steps[0]
+            if profiling:  # one call of the loop, so the trace holds those steps and nothing else
+                n = min(config.profile_steps[1] - step, to_checkpoint, config.train_steps - step)
+                tf.profiler.experimental.start(os.path.join(self.model_dir, "train"))
+            elif config.profile_steps is not None and step + 1 < config.profile_steps[0]:
+                n = min(n, config.profile_steps[0] - 1 - step)
             tic = time.time()
             try:
                 losses, tokens, self.state = loop(iterator, tf.constant(n), self.state)
+                losses = losses.numpy()
             except tf.errors.OutOfRangeError:
                 raise ValueError(f"The training data ran out before step {step + n}.") from None
-            losses = losses.numpy()
+            finally:
+                if profiling:
+                    tf.profiler.experimental.stop()
+                    self._log(f"Profiled steps {step + 1}-{step + n}: TensorBoard's Profile tab, or "
+                              f"{os.path.join(self.model_dir, 'train', 'plugins', 'profile')}.")
             bad = np.flatnonzero(~np.isfinite(losses))
             if bad.size:
                 raise NonFiniteLossError(

@@ -79,6 +79,8 @@ def test_a_model_dir_that_is_a_file_is_refused_in_one_line(tmp_path, run_recipe)
         ("sentiment", ["--dataset=sst2", "--epochs=-1"], "--epochs must be positive"),
         ("pretrain", ["--corpus=sst2", "--eval_fraction=1.5"], "--eval_fraction=1.5"),
         ("translate", ["--mode=eval", "--eval_batch_size=0"], "--eval_batch_size=0"),
+        ("sentiment", ["--dataset=sst2", "--profile_steps=a,b"], "--profile_steps=a,b must be two step numbers"),
+        ("sentiment", ["--dataset=sst2", "--profile_steps=1,3"], "profile_steps=(1, 3) must be two steps"),
     ],
 )
 def test_flags_out_of_range_are_refused_when_parsed(recipe, flags, named, tmp_path, run_recipe):

@@ -108,3 +108,24 @@ def test_averaged_checkpoints_are_the_numpy_mean_of_their_weights(tmp_path):
     assert not all(np.array_equal(a, b) for a, b in zip(newest.get_weights(), model.get_weights()))
     with pytest.raises(CheckpointError, match="fewer than the 4 asked to average"):
         restore_model(build_model(), str(tmp_path), average=4)
+
+
+def test_profiled_steps_leave_a_trace_of_their_kernels_and_train_as_an_unprofiled_run(tmp_path):
+    from benchmarks.profile import self_times
+
+    plain = trainer(tmp_path / "plain")
+    plain.train()
+    profiled = trainer(tmp_path / "profiled", dataclasses.replace(CONFIG, profile_steps=(3, 5)))
+    assert profiled.train()["step"] == 8
+    for a, b in zip(plain.model.weights, profiled.model.weights):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
+    traces = list((tmp_path / "profiled" / "train" / "plugins" / "profile").glob("*/*.xplane.pb"))
+    assert len(traces) == 1
+    times = self_times(str(traces[0]))
+    assert any("MatMul" in op for op in times) and all(seconds >= -1e-9 for seconds in times.values())
+
+
+@pytest.mark.parametrize("steps", [(1, 3), (4, 3), (0, 0)])
+def test_a_profile_range_that_is_not_two_ordered_steps_after_the_first_is_refused(steps):
+    with pytest.raises(ValueError, match="profile_steps"):
+        dataclasses.replace(CONFIG, profile_steps=steps)

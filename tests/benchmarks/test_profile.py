@@ -1,0 +1,49 @@
+import pytest
+
+from benchmarks.profile import kind, self_times
+
+
+def _trace(path, lines):
+    """An XSpace with one host plane: {line name: [(op type, offset ps, duration ps)]}."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    plane = space.planes.add(name="/host:CPU")
+    ids = {}
+    for name, events in lines.items():
+        line = plane.lines.add(name=name)
+        for op_type, offset, duration in events:
+            if op_type not in ids:
+                ids[op_type] = len(ids) + 1
+                plane.event_metadata[ids[op_type]].id = ids[op_type]
+                plane.event_metadata[ids[op_type]].display_name = op_type
+            line.events.add(metadata_id=ids[op_type], offset_ps=offset, duration_ps=duration)
+    path.write_bytes(space.SerializeToString())
+    return str(path)
+
+
+def test_self_times_take_nested_events_out_of_their_parents_and_read_only_compute_threads(tmp_path):
+    s = 10**12  # picoseconds in a second
+    path = _trace(tmp_path / "t.xplane.pb", {
+        # A step of 10 s holding a matmul of 4 s (itself holding 1 s of a parallel-for) and a softmax of 2 s
+        # starting where the matmul ends; a second thread's add of 3 s; an iterator thread's event, not counted.
+        "tf_Compute/1": [("Step", 0, 10 * s), ("_MklMatMul", 1 * s, 4 * s), ("ParallelFor", 2 * s, 1 * s),
+                         ("Softmax", 5 * s, 2 * s)],
+        "tf_Compute/2": [("AddV2", 0, 3 * s)],
+        "tf_data_iterator_get_next/3": [("IteratorGetNext", 0, 50 * s)],
+    })
+    times = self_times(path)
+    assert times == pytest.approx({"Step": 4.0, "_MklMatMul": 3.0, "ParallelFor": 1.0, "Softmax": 2.0, "AddV2": 3.0})
+
+
+@pytest.mark.parametrize("op_type, expected", [
+    ("_MklMatMul", "matrix products"), ("_MklBatchMatMulV2", "matrix products"), ("_MklEinsum", "matrix products"),
+    ("_MklNativeFusedMatMul", "matrix products"), ("LogSoftmax", "softmax"), ("_MklSoftmax", "softmax"),
+    ("SoftmaxCrossEntropyWithLogits", "softmax"), ("_MklTranspose", "layout"), ("TensorScatterSub", "layout"),
+    ("ResourceGather", "layout"), ("ResourceApplyAdam", "optimizer"), ("AssignSubVariableOp", "optimizer"),
+    ("Mul", "element-wise and reductions"), ("Sum", "element-wise and reductions"),
+    ("Cast", "element-wise and reductions"),
+    ("ExecutorState::Process", "runtime"), ("ParallelFor", "runtime"),
+])
+def test_kind_of_op_types(op_type, expected):
+    assert kind(op_type) == expected
