@@ -65,13 +65,18 @@ def train_and_evaluate(dataset, run_dir, seed=0, averages=(1,)):
     if not finished_run(run_dir, flags_):  # a finished run must have these flags, --seed among them
         subprocess.run([*command, "--mode=train"], cwd=ROOT, check=True)
     key = "perplexity" if dataset == "ptb" else "bits_per_character"
-    tried = {}
-    for n in averages if len(averages) > 1 else ():
+    averages = tuple(dict.fromkeys(averages))
+
+    def validate(n):
         subprocess.run([*command, "--mode=eval", "--eval_split=validation", f"--average_checkpoints={n}"], cwd=ROOT,
                        check=True)
         with open(metrics_path) as f:
-            tried[n] = json.load(f)["eval_validation"]["train_memory"][key]
+            return json.load(f)["eval_validation"]["train_memory"][key]
+
+    tried = {n: validate(n) for n in averages} if len(averages) > 1 else {}
     best = min(tried, key=tried.get) if tried else averages[0]
+    if tried and best != averages[-1]:  # metrics.json keeps the chosen one's validation figures
+        validate(best)
     subprocess.run([*command, "--mode=eval", "--eval_split=test", "--eval_memory_length=256",
                     f"--average_checkpoints={best}"], cwd=ROOT, check=True)
     with open(metrics_path) as f:
@@ -185,7 +190,7 @@ def main(argv):
     if tried:
         lines += [f"Checkpoints averaged (`--average_checkpoints`), chosen on validation ({unit} with the training "
                   "memory): " + ", ".join(f"{n}: {v:.3f}" for n, v in tried.items())
-                  + f"; the test rows use {min(tried, key=tried.get)}.", ""]
+                  + f"; the test rows use {metrics['eval_test'].get('average_checkpoints', 1)}.", ""]
     notes = os.path.join(run_dir, "bench_notes.md")  # how the run was chosen, kept with the run
     if os.path.exists(notes):
         lines += [open(notes).read().strip(), ""]

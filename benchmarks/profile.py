@@ -13,7 +13,6 @@ peak of the same dtype measured in the same program (`benchmarks/peak.py`).
   python -m benchmarks.profile --recipes=lm --steps=40 --profiled=10
 """
 
-import collections
 import glob
 import json
 import os
@@ -27,61 +26,12 @@ from benchmarks import recipe_flags
 from benchmarks.costs import flops_per_token
 from benchmarks.peak import matmul_flops
 from benchmarks.report import ROOT, write_section
+from benchmarks.traces import KINDS, by_kind, by_type, self_times
 
 flags.DEFINE_list("recipes", ["translate", "lm", "pretrain"], "Benchmark models to profile.")
 flags.DEFINE_integer("steps", 40, "Training steps per model (logged every 10).")
 flags.DEFINE_integer("profiled", 10, "The last this many steps are traced (at most --steps minus the first 10).")
 FLAGS = flags.FLAGS
-
-KINDS = ("matrix products", "softmax", "layout", "optimizer", "element-wise and reductions", "runtime")
-LAYOUT = ("Transpose", "Slice", "StridedSlice", "Concat", "Pad", "Tile", "Gather", "Scatter", "SegmentSum", "Reshape",
-          "Pack", "Unpack", "Split", "Identity", "Bitcast", "Fill", "ZerosLike", "BroadcastTo", "Range", "OneHot")
-OPTIMIZER = ("ApplyAdam", "AssignAddVariableOp", "AssignSubVariableOp", "AssignVariableOp", "ReadVariableOp")
-
-
-def kind(op_type):
-    """The kind of work a TensorFlow op type does (oneDNN's kernels carry an _Mkl prefix)."""
-    name = op_type.removeprefix("_Mkl").removeprefix("_MklNative").removeprefix("Native")
-    if not op_type or "::" in op_type or op_type in ("ParallelFor", "ThreadpoolListener"):
-        return "runtime"
-    if "MatMul" in name or "Einsum" in name or "Conv" in name:
-        return "matrix products"
-    if "Softmax" in name:
-        return "softmax"
-    if name.startswith(OPTIMIZER) or "Apply" in name:
-        return "optimizer"
-    if any(part in name for part in LAYOUT):
-        return "layout"
-    return "element-wise and reductions"
-
-
-def self_times(xplane_path):
-    """{op type: self time in seconds} on TensorFlow's compute threads of one profiler trace: each event's
-    duration less that of the events nested in it (an op's kernel inside the executor's step, say)."""
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
-    space = xplane_pb2.XSpace()
-    with open(xplane_path, "rb") as f:
-        space.ParseFromString(f.read())
-    times = collections.Counter()
-    for plane in space.planes:
-        if plane.name != "/host:CPU":
-            continue
-        for line in plane.lines:
-            if not line.name.startswith("tf_Compute"):
-                continue
-            open_events = []  # (end, op type) of the events enclosing the current one
-            for event in sorted(line.events, key=lambda e: (e.offset_ps, -e.duration_ps)):
-                metadata = plane.event_metadata[event.metadata_id]
-                op_type = metadata.display_name or metadata.name
-                while open_events and open_events[-1][0] <= event.offset_ps:
-                    open_events.pop()
-                if open_events:
-                    times[open_events[-1][1]] -= event.duration_ps / 1e12
-                times[op_type] += event.duration_ps / 1e12
-                open_events.append((event.offset_ps + event.duration_ps, op_type))
-    return times
-
 
 def profile(name, steps, profiled):
     """(op self times, the run's config.json, its steady tokens/s (every interval after the first, the traced
@@ -118,18 +68,16 @@ def main(argv):
         dtype = run["train"]["mixed_precision"]
         if dtype not in peaks:
             peaks[dtype] = matmul_flops(dtype)
-        by_kind = collections.Counter()
-        for op_type, seconds in times.items():
-            by_kind[kind(op_type)] += seconds
-        total = sum(by_kind.values())
-        share = {k: by_kind[k] / total for k in KINDS}
-        if per_token is None:
+        kinds = by_kind(times)
+        total = sum(kinds.values())
+        share = {k: kinds[k] / total for k in KINDS}
+        if per_token is None or not share["matrix products"]:
             products = "—"
         else:
             products_rate = rate * per_token / share["matrix products"]
             products = f"{products_rate / 1e9:.0f} GFLOP/s ({products_rate / peaks[dtype]:.0%})"
         lines.append(f"| {name} | {dtype} | " + " | ".join(f"{share[k]:.0%}" for k in KINDS) + f" | {products} |")
-        top = ", ".join(f"{op} {seconds / total:.0%}" for op, seconds in times.most_common(8))
+        top = ", ".join(f"{op} {seconds / total:.0%}" for op, seconds in by_type(times).most_common(8))
         top_lines.append(f"- {name}: {top}.")
         commands.append(f"- {name}: `{command}`")
     peak_text = ", ".join(f"{dtype} {flops / 1e9:.0f} GFLOP/s" for dtype, flops in peaks.items())
@@ -137,8 +85,10 @@ def main(argv):
         f"Kernel time of {FLAGS.profiled} traced training steps (after {FLAGS.steps - FLAGS.profiled} untraced), "
         "each op's self time on TensorFlow's compute threads summed over the threads, by kind of work. Matrix "
         "products' rate: the model's counted training FLOPs (`benchmarks/costs.py`, all in matrix products) at the "
-        "run's steady tokens/s (every log interval after the first), over the matrix products' share of the time; "
-        f"matmul peak (2048³, this program): {peak_text}.",
+        "run's steady tokens/s (every untraced log interval after the first), over the matrix products' share of "
+        "the summed time (an estimate: it takes that share of thread time for a share of wall time); matmul peak "
+        f"(2048³, this program): {peak_text}. Optimizer: the ops under Adam's name scope (Keras 3 runs the update "
+        "as plain element-wise ops); runtime: the executor's work between kernels and waits for the input.",
         "",
         *lines,
         "",

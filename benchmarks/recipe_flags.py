@@ -1,5 +1,5 @@
 """The training flags of the benchmarks' models, in one place: the benchmarks that train them and
-those that measure their steps (`benchmarks.allocator`) read them here."""
+those that time or trace their steps (`benchmarks.allocator`, `benchmarks.profile`) read them here."""
 
 # benchmarks.translate: Multi30k de->en.
 TRANSLATE = [

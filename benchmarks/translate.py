@@ -74,26 +74,28 @@ def train_and_evaluate(model_dir, reuse_eval=False, length_penalties=(0.6,), ave
             with open(tried_path) as f:
                 tried = {(int(k.split(",")[0]), float(k.split(",")[1])): b for k, b in json.load(f).items()}
         return metrics, shown, tried
-    tried = {(n, p): evaluate("validation", n, p) for n in averages for p in length_penalties}
+    pairs = [(n, p) for n in dict.fromkeys(averages) for p in dict.fromkeys(length_penalties)]
+    tried = {pair: evaluate("validation", *pair) for pair in pairs}
     with open(tried_path, "w") as f:
         json.dump({f"{n},{p}": b for (n, p), b in tried.items()}, f)
     best = max(tried, key=tried.get)
-    if best != list(tried)[-1]:  # metrics.json and the hypotheses file hold the chosen one's
+    if best != pairs[-1]:  # metrics.json and the hypotheses file hold the chosen one's
         evaluate("validation", *best)
     evaluate("test", *best)
     with open(metrics_path) as f:
         return json.load(f), shown, tried
 
 
-def choice_line(tried):
-    """What was tried on validation and what test was decoded with, in words."""
-    best = max(tried, key=tried.get)
+def choice_line(tried, test):
+    """What was tried on validation and what test (metrics.json's eval_test) was decoded with, in words."""
+    best = (test.get("average_checkpoints", 1), test["decode"]["length_penalty"])
     parts = []
     for n in dict.fromkeys(n for n, _ in tried):
         label = "the last checkpoint" if n == 1 else f"the mean of the last {n} checkpoints"
         parts.append(f"{label}: " + ", ".join(f"{p:g}: {b:.2f}" for (m, p), b in tried.items() if m == n))
     return (f"Chosen on validation (sacreBLEU, beam 5), length penalty by weights: {'; '.join(parts)}. Test decoded "
-            f"with {'the last checkpoint' if best[0] == 1 else f'the mean of the last {best[0]}'} and {best[1]:g}.")
+            f"with {'the last checkpoint' if best[0] == 1 else f'the mean of the last {best[0]} checkpoints'} and "
+            f"{best[1]:g}.")
 
 
 def decoding_speed(model_dir, uncached_beam_sentences):
@@ -306,7 +308,7 @@ def main(argv):
         "",
     ]
     if len(tried) > 1:
-        lines += [choice_line(tried), ""]
+        lines += [choice_line(tried, metrics["eval_test"]), ""]
     lines += [
         "| split | sacreBLEU (beam 5) | chrF | decoding time |",
         "|---|---|---|---|",

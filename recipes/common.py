@@ -55,8 +55,9 @@ flags.DEFINE_integer("average_checkpoints", 1, "Every mode that loads the traine
                      "checkpoint averaging); train with --keep_checkpoints at least as large.")
 flags.DEFINE_integer("log_every", None, "Report progress and TensorBoard summaries every this many steps.")
 flags.DEFINE_list("profile_steps", None, "Trace these training steps with TensorFlow's profiler, e.g. 11,20 "
-                  "(first,last; after the first step, which traces the loop): TensorBoard's Profile tab on "
-                  "<model_dir>/train shows where the step time goes.")
+                  "(first,last: after the first step, which traces the loop, and between two checkpoints) into "
+                  "<model_dir>/train/plugins/profile (TensorBoard with tensorboard-plugin-profile; "
+                  "benchmarks/traces.py reads it).")
 flags.DEFINE_integer("max_examples", None, lower_bound=1,
                      help="Train on at most this many training examples (quick runs).")
 flags.DEFINE_integer("seed", 0, "Seed for initialization, data order and the tokenizer's sample.")

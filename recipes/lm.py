@@ -166,7 +166,8 @@ def run_eval(model_dir, split, eval_memory_length, batch_size):
     write_summaries(
         model_dir, f"eval_{split}", step, {f"{k}_{n}": v for n, r in results.items() for k, v in r.items() if k != "tokens"}
     )
-    common.update_metrics(model_dir, **{f"eval_{split}": {**results, "step": step}})
+    common.update_metrics(model_dir, **{f"eval_{split}": {**results, "step": step,
+                                                           "average_checkpoints": common.averaged()}})
     return results
 
 

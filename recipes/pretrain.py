@@ -148,7 +148,8 @@ def run_eval(model_dir, batch_size=64):
     totals = evaluate(pretraining.pretraining_metrics(trained.model), batches, len(plan), description="held-out")
     result = pretraining.summarize(totals)
     write_summaries(model_dir, "eval_held_out", trained.step, result)
-    result.update(sequences=len(rows), documents=len(documents), step=trained.step)
+    result.update(sequences=len(rows), documents=len(documents), step=trained.step,
+                  average_checkpoints=common.averaged())
     common.update_metrics(model_dir, eval_held_out=result)
     print("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items() if isinstance(v, float)))
     return result

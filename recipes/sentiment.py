@@ -152,7 +152,8 @@ def run_eval(model_dir, split, dataset=None, batch_size=64):
     totals = evaluate(classifier.classification_metrics(trained.model), batches, len(plan), description=split)
     result = {"accuracy": totals["correct"] / totals["examples"], "loss": totals["loss"] / totals["examples"]}
     write_summaries(model_dir, f"eval_{split}", trained.step, result)
-    result.update(examples=int(totals["examples"]), step=trained.step, dataset=dataset)
+    result.update(examples=int(totals["examples"]), step=trained.step, dataset=dataset,
+                  average_checkpoints=common.averaged())
     common.update_metrics(model_dir, **{f"eval_{split}": result})
     print(f"{split}: accuracy {result['accuracy']:.4f}, loss {result['loss']:.4f} on {result['examples']} texts")
     return result

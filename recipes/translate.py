@@ -230,6 +230,7 @@ def run_eval(model_dir, split, decode, batch_size, jit_compile=False):
         decode=dataclasses.asdict(decode),
         decode_seconds=seconds,
         step=trained.step,
+        average_checkpoints=common.averaged(),
         hypotheses=name,
     )
     common.update_metrics(model_dir, **{f"eval_{split}": result})

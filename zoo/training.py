@@ -70,9 +70,13 @@ class TrainConfig:
                 raise ValueError(f"{name}={getattr(self, name)} must be positive.")
         if self.profile_steps is not None:
             first, last = self.profile_steps
-            if not 1 < first <= last:
-                raise ValueError(f"profile_steps={self.profile_steps} must be two steps, first <= last, after the "
-                                 "first step (which traces the loop), e.g. (11, 20).")
+            if not 1 < first <= last <= self.train_steps:
+                raise ValueError(f"profile_steps={self.profile_steps} must be two steps, first <= last <= train_steps="
+                                 f"{self.train_steps}, after the first step (which traces the loop), e.g. (11, 20).")
+            if (first - 1) // self.checkpoint_every != (last - 1) // self.checkpoint_every:
+                raise ValueError(f"profile_steps={self.profile_steps} spans a checkpoint (every {self.checkpoint_every} "
+                                 "steps): the trace is one call of the loop, which ends at each checkpoint. Choose "
+                                 "steps between two checkpoints.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,6 +237,18 @@ class Trainer:
         elif task.initialize is not None:
             task.initialize(self.model)
 
+    def _profile_window(self, start):
+        """config.profile_steps where this process traces them (the chief, when they come after its first call
+        of the loop, which traces it), else None, saying why."""
+        window = self.config.profile_steps
+        if window is None or not self.chief:
+            return None
+        if window[0] - 1 <= start:
+            self._log(f"Not profiling steps {window[0]}-{window[1]}: this run resumes at step {start}, and a profile "
+                      "must start after the process's first call of the training loop. Give later --profile_steps.")
+            return None
+        return window
+
     def _log(self, message):
         if self.chief:
             print(message, flush=True)
@@ -333,16 +349,19 @@ class Trainer:
         writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "train")) if self.chief else None
         progress = Progress(config.train_steps, unit="step")
         step, loss, tokens_per_second, total_tokens, began = start, float("nan"), 0.0, 0, time.time()
-        steady_tokens, steady_seconds = 0, 0.0  # every interval after the first
+        steady_tokens, steady_seconds = 0, 0.0  # every interval after the first (and not profiled)
+        profile = self._profile_window(start)
         while step < config.train_steps:
             to_checkpoint = config.checkpoint_every - step % config.checkpoint_every
             n = min(config.log_every, to_checkpoint, config.train_steps - step)
-            profiling = config.profile_steps is not None and step + 1 == config.profile_steps[0]
-            if profiling:  # one call of the loop, so the trace holds those steps and nothing else
-                n = min(config.profile_steps[1] - step, to_checkpoint, config.train_steps - step)
-                tf.profiler.experimental.start(os.path.join(self.model_dir, "train"))
-            elif config.profile_steps is not None and step + 1 < config.profile_steps[0]:
-                n = min(n, config.profile_steps[0] - 1 - step)
+            profiling = profile is not None and step + 1 == profile[0]
+            if profiling:  # one call of the loop (the config keeps it between checkpoints): those steps alone
+                n = profile[1] - step
+                # Level 3 also traces the ops TensorFlow deems cheap, else their time reads as the executor's.
+                options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=3)
+                tf.profiler.experimental.start(os.path.join(self.model_dir, "train"), options=options)
+            elif profile is not None and step + 1 < profile[0]:
+                n = min(n, profile[0] - 1 - step)
             tic = time.time()
             try:
                 losses, tokens, self.state = loop(iterator, tf.constant(n), self.state)
@@ -352,8 +371,9 @@ class Trainer:
             finally:
                 if profiling:
                     tf.profiler.experimental.stop()
-                    self._log(f"Profiled steps {step + 1}-{step + n}: TensorBoard's Profile tab, or "
-                              f"{os.path.join(self.model_dir, 'train', 'plugins', 'profile')}.")
+            if profiling:
+                self._log(f"Profiled steps {step + 1}-{step + n} into "
+                          f"{os.path.join(self.model_dir, 'train', 'plugins', 'profile')}.")
             bad = np.flatnonzero(~np.isfinite(losses))
             if bad.size:
                 raise NonFiniteLossError(
@@ -365,7 +385,7 @@ class Trainer:
             self.step.assign(step)
             seconds = time.time() - tic
             loss, tokens_per_second = float(losses.mean()), float(tokens.numpy()) / seconds
-            if total_tokens:
+            if total_tokens and not profiling:
                 steady_tokens, steady_seconds = steady_tokens + int(tokens.numpy()), steady_seconds + seconds
             total_tokens += int(tokens.numpy())
             learning_rate = float(self.optimizer.learning_rate.numpy())

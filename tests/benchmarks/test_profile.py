@@ -1,10 +1,11 @@
 import pytest
 
-from benchmarks.profile import kind, self_times
+from benchmarks.traces import by_kind, by_type, kind, self_times
 
 
 def _trace(path, lines):
-    """An XSpace with one host plane: {line name: [(op type, offset ps, duration ps)]}."""
+    """An XSpace with one host plane: {line name: [(op type, offset ps, duration ps)]}; each op named
+    `scope/<type>:<type>`."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     space = xplane_pb2.XSpace()
@@ -17,6 +18,7 @@ def _trace(path, lines):
                 ids[op_type] = len(ids) + 1
                 plane.event_metadata[ids[op_type]].id = ids[op_type]
                 plane.event_metadata[ids[op_type]].display_name = op_type
+                plane.event_metadata[ids[op_type]].name = f"scope/{op_type}:{op_type}"
             line.events.add(metadata_id=ids[op_type], offset_ps=offset, duration_ps=duration)
     path.write_bytes(space.SerializeToString())
     return str(path)
@@ -32,15 +34,30 @@ def test_self_times_take_nested_events_out_of_their_parents_and_read_only_comput
         "tf_Compute/2": [("AddV2", 0, 3 * s)],
         "tf_data_iterator_get_next/3": [("IteratorGetNext", 0, 50 * s)],
     })
-    times = self_times(path)
+    times = by_type(self_times(path))
     assert times == pytest.approx({"Step": 4.0, "_MklMatMul": 3.0, "ParallelFor": 1.0, "Softmax": 2.0, "AddV2": 3.0})
+
+
+def test_a_child_overlapping_the_end_of_its_parent_takes_only_the_part_inside(tmp_path):
+    s = 10**12
+    # A parent of 4 s and an event from 3 s to 6 s: 1 s of it lies inside the parent.
+    path = _trace(tmp_path / "t.xplane.pb", {"tf_Compute/1": [("Step", 0, 4 * s), ("Mul", 3 * s, 3 * s)]})
+    assert by_type(self_times(path)) == pytest.approx({"Step": 3.0, "Mul": 3.0})
+
+
+def test_ops_under_adams_name_scope_are_the_optimizers_whatever_their_type(tmp_path):
+    times = {("Mul", "while/adam/Mul_3"), ("Mul", "while/model/dense/Mul"), ("AssignSubVariableOp", "while/adamw_1/x"),
+             ("_MklMatMul", "while/adam/not_a_real_case")}
+    totals = by_kind(dict.fromkeys(times, 1.0))
+    assert totals["optimizer"] == 2.0 and totals["element-wise and reductions"] == 1.0
+    assert totals["matrix products"] == 1.0 and sum(totals.values()) == 4.0
 
 
 @pytest.mark.parametrize("op_type, expected", [
     ("_MklMatMul", "matrix products"), ("_MklBatchMatMulV2", "matrix products"), ("_MklEinsum", "matrix products"),
     ("_MklNativeFusedMatMul", "matrix products"), ("LogSoftmax", "softmax"), ("_MklSoftmax", "softmax"),
     ("SoftmaxCrossEntropyWithLogits", "softmax"), ("_MklTranspose", "layout"), ("TensorScatterSub", "layout"),
-    ("ResourceGather", "layout"), ("ResourceApplyAdam", "optimizer"), ("AssignSubVariableOp", "optimizer"),
+    ("ResourceGather", "layout"), ("ResourceApplyAdam", "optimizer"), ("IteratorGetNext", "runtime"),
     ("Mul", "element-wise and reductions"), ("Sum", "element-wise and reductions"),
     ("Cast", "element-wise and reductions"),
     ("ExecutorState::Process", "runtime"), ("ParallelFor", "runtime"),

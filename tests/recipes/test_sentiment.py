@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -99,6 +100,9 @@ def test_an_export_of_averaged_checkpoints_serves_the_mean_model(trained, run_re
     assert np.abs(served - newest).max() > 1e-4  # the mean, not the newest
     refused = run_recipe("sentiment", "--mode=eval", "--average_checkpoints=4", f"--model_dir={model_dir}", check=False)
     assert refused.returncode == 2 and "fewer than the 4 asked to average" in refused.stderr
+    copy = shutil.copytree(model_dir, tmp_path / "copy")  # the fixture's metrics.json stays as it is
+    run_recipe("sentiment", "--mode=eval", "--average_checkpoints=2", f"--model_dir={copy}")
+    assert json.loads((copy / "metrics.json").read_text())["eval_validation"]["average_checkpoints"] == 2
 
 
 def test_a_second_export_is_a_new_version(trained, run_recipe):

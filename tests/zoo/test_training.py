@@ -2,6 +2,7 @@
 
 import dataclasses
 import os
+import re
 
 import keras
 import numpy as np
@@ -111,21 +112,32 @@ def test_averaged_checkpoints_are_the_numpy_mean_of_their_weights(tmp_path):
 
 
 def test_profiled_steps_leave_a_trace_of_their_kernels_and_train_as_an_unprofiled_run(tmp_path):
-    from benchmarks.profile import self_times
+    from benchmarks.traces import by_type, self_times
 
     plain = trainer(tmp_path / "plain")
     plain.train()
-    profiled = trainer(tmp_path / "profiled", dataclasses.replace(CONFIG, profile_steps=(3, 5)))
+    profiled = trainer(tmp_path / "profiled", dataclasses.replace(CONFIG, profile_steps=(3, 4)))
     assert profiled.train()["step"] == 8
     for a, b in zip(plain.model.weights, profiled.model.weights):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
     traces = list((tmp_path / "profiled" / "train" / "plugins" / "profile").glob("*/*.xplane.pb"))
     assert len(traces) == 1
-    times = self_times(str(traces[0]))
+    times = by_type(self_times(str(traces[0])))
     assert any("MatMul" in op for op in times) and all(seconds >= -1e-9 for seconds in times.values())
 
 
-@pytest.mark.parametrize("steps", [(1, 3), (4, 3), (0, 0)])
-def test_a_profile_range_that_is_not_two_ordered_steps_after_the_first_is_refused(steps):
-    with pytest.raises(ValueError, match="profile_steps"):
+@pytest.mark.parametrize("steps, message", [
+    ((1, 3), "after the first step"), ((4, 3), "first <= last"), ((0, 0), "after the first step"),
+    ((7, 9), "last <= train_steps=8"), ((3, 5), "spans a checkpoint"),
+])
+def test_a_profile_range_that_is_not_two_ordered_steps_between_checkpoints_is_refused(steps, message):
+    with pytest.raises(ValueError, match=re.escape(f"profile_steps={steps}") + ".*" + re.escape(message)):
         dataclasses.replace(CONFIG, profile_steps=steps)
+
+
+def test_a_resumed_run_past_the_profile_window_says_it_traces_nothing(tmp_path, capsys):
+    trainer(tmp_path / "run", dataclasses.replace(CONFIG, train_steps=4)).train()
+    capsys.readouterr()
+    trainer(tmp_path / "run", dataclasses.replace(CONFIG, profile_steps=(5, 6))).train()
+    assert "Not profiling steps 5-6: this run resumes at step 4" in capsys.readouterr().out
+    assert not (tmp_path / "run" / "train" / "plugins").exists()
