@@ -26,7 +26,7 @@ from benchmarks import recipe_flags
 from benchmarks.costs import flops_per_token
 from benchmarks.peak import matmul_flops
 from benchmarks.report import ROOT, write_section
-from benchmarks.traces import KINDS, by_kind, by_type, self_times
+from benchmarks.traces import KINDS, OTHER_PART, PARTS, by_kind, by_part, by_type, self_times
 
 flags.DEFINE_list("recipes", ["translate", "lm", "pretrain"], "Benchmark models to profile.")
 flags.DEFINE_integer("steps", 40, "Training steps per model (logged every 10).")
@@ -63,6 +63,8 @@ def main(argv):
     peaks = {}
     header = "| model | dtype | " + " | ".join(KINDS) + " | matrix products' rate (share of the dtype's peak) |"
     lines, top_lines, commands = [header, "|---|---|" + "---|" * (len(KINDS) + 1)], [], []
+    parts = [name for name, _ in PARTS] + [OTHER_PART]
+    part_lines = ["| model | " + " | ".join(parts) + " |", "|---|" + "---|" * len(parts)]
     for name in FLAGS.recipes:
         times, run, rate, per_token, command = profile(name, FLAGS.steps, FLAGS.profiled)
         dtype = run["train"]["mixed_precision"]
@@ -77,6 +79,9 @@ def main(argv):
             products_rate = rate * per_token / share["matrix products"]
             products = f"{products_rate / 1e9:.0f} GFLOP/s ({products_rate / peaks[dtype]:.0%})"
         lines.append(f"| {name} | {dtype} | " + " | ".join(f"{share[k]:.0%}" for k in KINDS) + f" | {products} |")
+        in_parts = by_part(times)
+        part_total = sum(in_parts.values())
+        part_lines.append(f"| {name} | " + " | ".join(f"{in_parts[p] / part_total:.0%}" for p in parts) + " |")
         top = ", ".join(f"{op} {seconds / total:.0%}" for op, seconds in by_type(times).most_common(8))
         top_lines.append(f"- {name}: {top}.")
         commands.append(f"- {name}: `{command}`")
@@ -91,6 +96,11 @@ def main(argv):
         "as plain element-wise ops); runtime: the executor's work between kernels and waits for the input.",
         "",
         *lines,
+        "",
+        "The same kernel time by part of the step, from each op's name scope (forward and backward together; the "
+        "runtime's own events left out; a layer's dropout and norm counted as dropout and norm):",
+        "",
+        *part_lines,
         "",
         "The op types that took the most time (oneDNN's kernels carry an `_Mkl` prefix):",
         "",

@@ -11,6 +11,23 @@ LAYOUT = ("Transpose", "Slice", "StridedSlice", "Concat", "Pad", "Tile", "Gather
 OPTIMIZER_SCOPE = re.compile(r"(^|/)adamw?(_\d+)?/")
 
 
+# Parts of a training step, by the op's name scope (forward and backward alike), tried in this order.
+PARTS = (
+    ("optimizer", OPTIMIZER_SCOPE),
+    ("gradient scaling and clipping", re.compile(r"clip_by_global_norm|(^|/)while/truediv")),
+    ("dropout", re.compile(r"dropout")),
+    ("layer norm and residual", re.compile(r"layer_normalization|add_norm|(^|/)norm")),
+    ("attention", re.compile(r"attention")),
+    ("feed-forward", re.compile(r"feed_forward")),
+)
+OTHER_PART = "embeddings, output layer, loss and the rest"
+
+
+def part(op_name):
+    """The part of the training step an op named `op_name` belongs to (PARTS, else OTHER_PART)."""
+    return next((name for name, pattern in PARTS if pattern.search(op_name)), OTHER_PART)
+
+
 def kind(op_type, op_name=""):
     """The kind of work of an op of type `op_type` (oneDNN's kernels carry an `_Mkl` or `_MklNative` prefix)
     named `op_name` (its full name in the graph: ops under the optimizer's name scope are the optimizer's)."""
@@ -73,4 +90,14 @@ def by_type(times):
     totals = collections.Counter()
     for (op_type, _), seconds in times.items():
         totals[op_type] += seconds
+    return totals
+
+
+def by_part(times):
+    """{part: seconds} of `self_times`' figures, over the ops the model and optimizer run (the runtime's own
+    events left out), every part present, in PARTS order."""
+    totals = dict.fromkeys([name for name, _ in PARTS] + [OTHER_PART], 0.0)
+    for (op_type, op_name), seconds in times.items():
+        if kind(op_type, op_name) != "runtime":
+            totals[part(op_name)] += seconds
     return totals

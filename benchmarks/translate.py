@@ -147,7 +147,7 @@ def throughput(model_dir, steps, rounds):
     """tokens/s of the zoo's training loop and of the keras-hub peer on the same batches, in
     `rounds` alternating rounds of steps // rounds steps each (each round, both sides train on
     the same batches). Returns (zoo tokens/s, peer tokens/s, the median of the per-round
-    ratios, peer parameters, zoo parameters)."""
+    ratios, peer parameters, zoo parameters, the skip-padding gain, the dtype)."""
     import tempfile
 
     import keras
@@ -172,8 +172,9 @@ def throughput(model_dir, steps, rounds):
     if rounds <= 0 or steps % rounds:
         raise ValueError(f"--throughput_steps={steps} must be a positive multiple of --throughput_rounds={rounds}.")
     warmup, per_round = 10, steps // rounds
+    dtype = run["train"]["mixed_precision"]  # both sides compute in the run's dtype (the Trainer sets Keras's policy)
     train_config = TrainConfig(train_steps=warmup + steps, batch_size=512, max_tokens=4096, learning_rate=1e-3,
-                               warmup_steps=400, checkpoint_every=10_000)
+                               warmup_steps=400, checkpoint_every=10_000, mixed_precision=dtype)
     plan = batching.training_plan(lengths, warmup + per_round * rounds, 512, 0, 1, 4096)
 
     def zoo_side(skip_padding):
@@ -205,7 +206,7 @@ def throughput(model_dir, steps, rounds):
     def step(batch):
         with tf.GradientTape() as tape:
             target = batch["target"]
-            logits = model([batch["source"], target[:, :-1]], training=True)
+            logits = tf.cast(model([batch["source"], target[:, :-1]], training=True), tf.float32)
             weights = tf.cast(target[:, 1:] != 0, tf.float32)
             labels = tf.one_hot(target[:, 1:], config.target_vocab_size)
             losses = keras.losses.categorical_crossentropy(labels, logits, from_logits=True, label_smoothing=0.1)
@@ -238,12 +239,13 @@ def throughput(model_dir, steps, rounds):
     def rate(runs):
         return sum(tokens for _, tokens in runs) / sum(seconds for seconds, _ in runs)
 
-    return rate(zoo_runs), rate(peer_runs), ratio, model.count_params(), zoo_model.count_params(), skip_gain
+    return rate(zoo_runs), rate(peer_runs), ratio, model.count_params(), zoo_model.count_params(), skip_gain, dtype
 
 
-def throughput_line(zoo_tps, peer_tps, ratio, peer_params, zoo_params, skip_gain):
+def throughput_line(zoo_tps, peer_tps, ratio, peer_params, zoo_params, skip_gain, dtype):
     return (
-        f"Training throughput, same architecture ({zoo_params:,} parameters in the zoo's, {peer_params:,} in the "
+        f"Training throughput in {dtype} (the run's dtype; the peer's logits cast to float32 for its loss, as "
+        "Keras's mixed-precision guide does), same architecture ({zoo_params:,} parameters in the zoo's, {peer_params:,} in the "
         "keras-hub one: untied output layer, learned positions), same batches (max 4,096 tokens, padding included), "
         "same optimizer, same loss (label-smoothed cross-entropy over the real target tokens: the zoo's, and Keras's "
         "`categorical_crossentropy` for the peer, as a Keras user writes it), "

@@ -1,6 +1,6 @@
 import pytest
 
-from benchmarks.traces import by_kind, by_type, kind, self_times
+from benchmarks.traces import OTHER_PART, by_kind, by_part, by_type, kind, part, self_times
 
 
 def _trace(path, lines):
@@ -64,3 +64,26 @@ def test_ops_under_adams_name_scope_are_the_optimizers_whatever_their_type(tmp_p
 ])
 def test_kind_of_op_types(op_type, expected):
     assert kind(op_type) == expected
+
+
+@pytest.mark.parametrize("op_name, expected", [
+    ("while/adam/Mul_4", "optimizer"),
+    ("while/clip_by_global_norm/mul_1", "gradient scaling and clipping"),
+    ("while/body/_1/while/truediv_25", "gradient scaling and clipping"),
+    ("gradient_tape/model/layer_1/attention/dropout_9/mul_1/Mul", "dropout"),
+    ("model/layer_1/feed_forward_add_norm/dropout_5/mul_1", "dropout"),
+    ("model/layer_1/attention_add_norm/layer_normalization_3/Cast", "layer norm and residual"),
+    ("gradient_tape/model/layer_0/attention/add_2/Sum", "attention"),
+    ("model/encoder_0/self_attention/query/MatMul", "attention"),
+    ("model/layer_0/feed_forward/intermediate_dense/MatMul", "feed-forward"),
+    ("model/mlm_head/dense/MatMul", OTHER_PART),
+])
+def test_part_of_the_step_by_name_scope(op_name, expected):
+    assert part(op_name) == expected
+
+
+def test_by_part_leaves_the_runtime_out():
+    times = {("Mul", "while/adam/Mul"): 2.0, ("ExecutorState::Process", "ExecutorState::Process"): 5.0,
+             ("_MklMatMul", "model/output/MatMul"): 1.0}
+    totals = by_part(times)
+    assert totals["optimizer"] == 2.0 and totals[OTHER_PART] == 1.0 and sum(totals.values()) == 3.0
