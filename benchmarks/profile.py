@@ -30,15 +30,21 @@ from benchmarks.traces import KINDS, OTHER_PART, PARTS, by_kind, by_part, by_typ
 
 flags.DEFINE_list("recipes", ["translate", "lm", "pretrain"], "Benchmark models to profile.")
 flags.DEFINE_integer("steps", 40, "Training steps per model (logged every 10).")
+flags.DEFINE_string("trace_dir", None, "Keep each model's run (its trace under train/plugins/profile) in "
+                    "<trace_dir>/<model>, to read further or open in TensorBoard; default: a temporary folder.")
 flags.DEFINE_integer("profiled", 10, "The last this many steps are traced (at most --steps minus the first 10).")
 FLAGS = flags.FLAGS
 
-def profile(name, steps, profiled):
+
+def profile(name, steps, profiled, keep_in=None):
     """(op self times, the run's config.json, its steady tokens/s (every interval after the first, the traced
     one included), the model's training FLOPs per counted token or None, the command) of one fresh training run
     of the benchmark model `name`."""
     module, flags_ = recipe_flags.step_flags(name)
-    with tempfile.TemporaryDirectory() as model_dir:
+    with tempfile.TemporaryDirectory() as scratch:
+        model_dir = os.path.join(keep_in, name) if keep_in else scratch
+        if keep_in and os.path.exists(model_dir):
+            raise app.UsageError(f"{model_dir} already exists: give a --trace_dir without a '{name}' folder.")
         command = [sys.executable, "-m", f"recipes.{module}", *flags_, "--mode=train", f"--train_steps={steps}",
                    "--log_every=10", f"--checkpoint_every={steps}", f"--profile_steps={steps - profiled + 1},{steps}",
                    f"--model_dir={model_dir}"]
@@ -66,7 +72,7 @@ def main(argv):
     parts = [name for name, _ in PARTS] + [OTHER_PART]
     part_lines = ["| model | " + " | ".join(parts) + " |", "|---|" + "---|" * len(parts)]
     for name in FLAGS.recipes:
-        times, run, rate, per_token, command = profile(name, FLAGS.steps, FLAGS.profiled)
+        times, run, rate, per_token, command = profile(name, FLAGS.steps, FLAGS.profiled, FLAGS.trace_dir)
         dtype = run["train"]["mixed_precision"]
         if dtype not in peaks:
             peaks[dtype] = matmul_flops(dtype)

@@ -11,7 +11,7 @@ TRANSLATE = [
 # on the AVX512-BF16 machines of the recorded Tiny Shakespeare figures, which named it).
 LM = {
     "ptb": ["--preset=small", "--batch_size=32", "--dropout=0.3", "--learning_rate=2e-3", "--warmup_steps=200",
-            "--schedule=cosine", "--train_steps=9000", "--random_offset=false", "--checkpoint_every=500",
+            "--schedule=cosine", "--train_steps=8200", "--random_offset=false", "--checkpoint_every=500",
             "--keep_checkpoints=5"],
     "tinyshakespeare": ["--preset=small", "--batch_size=32", "--segment_length=128", "--memory_length=128",
                         "--dropout=0.05", "--attention_dropout=0.0", "--learning_rate=2e-3", "--warmup_steps=200",
