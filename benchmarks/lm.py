@@ -31,8 +31,8 @@ import time
 from absl import app, flags
 
 from benchmarks import recipe_flags
-from benchmarks.costs import flops_per_token, multiply_adds
-from benchmarks.peak import matmul_flops, peak_share
+from benchmarks.costs import multiply_adds
+from benchmarks.peak import training_share
 from benchmarks.report import ROOT, finished_run, median_seconds, paired, write_section
 from recipes.lm import load_trained  # also defines the recipes' flags, --dataset among them
 
@@ -168,8 +168,7 @@ def main(argv):
     with open(os.path.join(run_dir, "config.json")) as f:
         run = json.load(f)
     dtype = run["train"]["mixed_precision"]
-    achieved = metrics["train"]["steady_tokens_per_second"] * flops_per_token("lm", run, run_dir)
-    peak = matmul_flops(dtype)
+    share = training_share("lm", run, run_dir, metrics["train"])
     segment = run["model"]["segment_length"]
     lengths = [int(t) for t in FLAGS.speed_segment_lengths or (segment, segment // 2, segment // 4)]
     rows, vanilla = evaluation_speed(run_dir, dataset, FLAGS.context, lengths, FLAGS.speed_tokens,
@@ -183,8 +182,7 @@ def main(argv):
         f"Model trained by: `{command}` (step {train['step']}, {train['seconds'] / 60:.1f} min of training, "
         f"{train['tokens_per_second']:.0f} tokens/s, {dtype} by `--mixed_precision=auto`).",
         "",
-        f"Training at {train['steady_tokens_per_second']:.0f} tokens/s once traced: "
-        f"{peak_share(achieved, peak, dtype)}.",
+        share,
         "",
     ]
     if tried:

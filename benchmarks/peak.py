@@ -6,6 +6,8 @@
 
 import time
 
+from benchmarks.costs import flops_per_token
+
 
 def matmul_flops(dtype, size=2048, seconds=3.0):
     """FLOP/s of a square `size` matmul in `dtype` (float32, bfloat16, float16): the best of timed
@@ -33,8 +35,13 @@ def matmul_flops(dtype, size=2048, seconds=3.0):
     return best
 
 
-def peak_share(achieved, peak, dtype):
-    """`achieved` training FLOP/s (`benchmarks.costs.flops_per_token` times tokens/s) in words, as a share of
-    the `peak` FLOP/s of `dtype` matmuls measured in the same program."""
-    return (f"{achieved / 1e9:.0f} GFLOP/s of the model's counted work (`benchmarks/costs.py`), {achieved / peak:.0%} "
-            f"of this machine's {dtype} matmul peak ({peak / 1e9:.0f} GFLOP/s, 2048³, measured by this program)")
+def training_share(recipe, run, model_dir, train):
+    """A sentence: the run's steady training tokens/s (`train`, metrics.json's entry) as FLOP/s of the model's
+    counted work (`benchmarks.costs.flops_per_token` of `recipe`'s run in `model_dir`, config `run`) and as a share
+    of the matmul peak of the run's dtype, measured here and now."""
+    dtype = run["train"]["mixed_precision"]
+    rate = train["steady_tokens_per_second"]
+    achieved, peak = rate * flops_per_token(recipe, run, model_dir), matmul_flops(dtype)
+    return (f"Training at {rate:.0f} tokens/s once traced: {achieved / 1e9:.0f} GFLOP/s of the model's counted work "
+            f"(`benchmarks/costs.py`), {achieved / peak:.0%} of this machine's {dtype} matmul peak "
+            f"({peak / 1e9:.0f} GFLOP/s, 2048³, measured by this program).")

@@ -41,13 +41,13 @@ def profile(name, steps, profiled, keep_in=None):
     one included), the model's training FLOPs per counted token or None, the command) of one fresh training run
     of the benchmark model `name`."""
     module, flags_ = recipe_flags.step_flags(name)
+    window = f"--profile_steps={steps - profiled + 1},{steps}"
     with tempfile.TemporaryDirectory() as scratch:
         model_dir = os.path.join(keep_in, name) if keep_in else scratch
         if keep_in and os.path.exists(model_dir):
             raise app.UsageError(f"{model_dir} already exists: give a --trace_dir without a '{name}' folder.")
         command = [sys.executable, "-m", f"recipes.{module}", *flags_, "--mode=train", f"--train_steps={steps}",
-                   "--log_every=10", f"--checkpoint_every={steps}", f"--profile_steps={steps - profiled + 1},{steps}",
-                   f"--model_dir={model_dir}"]
+                   "--log_every=10", f"--checkpoint_every={steps}", window, f"--model_dir={model_dir}"]
         subprocess.run(command, cwd=ROOT, check=True)
         (trace,) = glob.glob(os.path.join(model_dir, "train", "plugins", "profile", "*", "*.xplane.pb"))
         with open(os.path.join(model_dir, "config.json")) as f:
@@ -56,8 +56,7 @@ def profile(name, steps, profiled, keep_in=None):
             rate = json.load(f)["train"]["steady_tokens_per_second"]
         times = self_times(trace)
         per_token = flops_per_token(name, run, model_dir)
-    shown = " ".join(["python -m", f"recipes.{module}", *flags_, f"--train_steps={steps}",
-                      f"--profile_steps={steps - profiled + 1},{steps}"])
+    shown = " ".join(["python -m", f"recipes.{module}", *flags_, f"--train_steps={steps}", window])
     return times, run, rate, per_token, shown
 
 

@@ -23,8 +23,7 @@ import time
 from absl import app, flags
 
 from benchmarks import recipe_flags
-from benchmarks.costs import flops_per_token
-from benchmarks.peak import matmul_flops, peak_share
+from benchmarks.peak import training_share
 from benchmarks.report import ROOT, finished_run, paired, write_section
 
 flags.DEFINE_string("run_dir", "runs/bench_m30k_de_en", "Run directory of the benchmarked model.")
@@ -282,8 +281,7 @@ def main(argv):
     with open(os.path.join(model_dir, "config.json")) as f:
         run = json.load(f)
     dtype = run["train"]["mixed_precision"]
-    achieved = metrics["train"]["steady_tokens_per_second"] * flops_per_token("translate", run, model_dir)
-    peak = matmul_flops(dtype)
+    share = training_share("translate", run, model_dir, metrics["train"])
     saved = os.path.join(model_dir, "bench_decoding.json")
     if FLAGS.reuse_decoding and os.path.exists(saved):
         with open(saved) as f:
@@ -305,8 +303,7 @@ def main(argv):
         f"{train['tokens_per_second']:.0f} tokens/s, {dtype} by `--mixed_precision=auto`). The flags were chosen "
         "before any test figure was seen; nothing was tuned on test.",
         "",
-        f"Training at {train['steady_tokens_per_second']:.0f} tokens/s once traced: "
-        f"{peak_share(achieved, peak, dtype)}.",
+        share,
         "",
     ]
     if len(tried) > 1:
