@@ -10,9 +10,9 @@ TRANSLATE = [
 # benchmarks.lm: each dataset's flags (--dataset=<key> besides). The dtype is --mixed_precision=auto's (bfloat16
 # on the AVX512-BF16 machines of the recorded Tiny Shakespeare figures, which named it).
 LM = {
-    "ptb": ["--preset=small", "--batch_size=32", "--dropout=0.3", "--learning_rate=2e-3", "--warmup_steps=200",
-            "--schedule=cosine", "--train_steps=8200", "--random_offset=false", "--checkpoint_every=500",
-            "--keep_checkpoints=5"],
+    "ptb": ["--preset=medium", "--batch_size=32", "--dropout=0.25", "--attention_dropout=0.1", "--weight_decay=0.1",
+            "--learning_rate=1e-3", "--warmup_steps=400", "--schedule=cosine", "--train_steps=5600",
+            "--random_offset=false", "--checkpoint_every=500", "--keep_checkpoints=12"],
     "tinyshakespeare": ["--preset=small", "--batch_size=32", "--segment_length=128", "--memory_length=128",
                         "--dropout=0.05", "--attention_dropout=0.0", "--learning_rate=2e-3", "--warmup_steps=200",
                         "--schedule=cosine", "--train_steps=2800", "--weight_decay=0.1",
