@@ -244,7 +244,7 @@ def throughput(model_dir, steps, rounds):
 def throughput_line(zoo_tps, peer_tps, ratio, peer_params, zoo_params, skip_gain, dtype):
     return (
         f"Training throughput in {dtype} (the run's dtype; the peer's logits cast to float32 for its loss, as "
-        "Keras's mixed-precision guide does), same architecture ({zoo_params:,} parameters in the zoo's, {peer_params:,} in the "
+        f"Keras's mixed-precision guide does), same architecture ({zoo_params:,} parameters in the zoo's, {peer_params:,} in the "
         "keras-hub one: untied output layer, learned positions), same batches (max 4,096 tokens, padding included), "
         "same optimizer, same loss (label-smoothed cross-entropy over the real target tokens: the zoo's, and Keras's "
         "`categorical_crossentropy` for the peer, as a Keras user writes it), "
