@@ -97,7 +97,7 @@ def main(argv):
         "products' rate: the model's counted training FLOPs (`benchmarks/costs.py`, all in matrix products) at the "
         "run's steady tokens/s (every untraced log interval after the first), over the matrix products' share of "
         "the summed time (an estimate: it takes that share of thread time for a share of wall time); matmul peak "
-        f"(2048³, this program): {peak_text}. Optimizer: the ops under Adam's name scope (Keras 3 runs the update "
+        f"(2048³, this program): {peak_text}. Optimizer: the ops under Adam's or AdamW's name scope (Keras 3 runs the update "
         "as plain element-wise ops); runtime: the executor's work between kernels and waits for the input.",
         "",
         *lines,

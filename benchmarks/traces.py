@@ -8,8 +8,9 @@ KINDS = ("matrix products", "softmax", "layout", "optimizer", "element-wise and 
 LAYOUT = ("Transpose", "Slice", "StridedSlice", "Concat", "Pad", "Tile", "Gather", "Scatter", "SegmentSum", "Reshape",
           "Pack", "Unpack", "Split", "Identity", "Bitcast", "Fill", "ZerosLike", "BroadcastTo", "Range", "OneHot")
 # Keras 3's Adam and AdamW run as plain ops under the optimizer's name scope (no fused kernel): the optimizer's
-# name, which Keras derives from its class (adam, adam_w, and the zoo's scaled_adam, scaled_adam_w), _N when repeated.
-OPTIMIZER_SCOPE = re.compile(r"(^|/)(scaled_)?adam(_w)?(_\d+)?/")
+# name, which Keras derives from its class (adam, adam_w, and the zoo's scaled_adam, scaled_adam_w), _N when repeated
+# (TensorFlow adds another _N to a scope entered again in one graph).
+OPTIMIZER_SCOPE = re.compile(r"(^|/)(scaled_)?adam(_w)?(_\d+)*/")
 
 
 # Parts of a training step, by the op's name scope (forward and backward alike), tried in this order.

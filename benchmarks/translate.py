@@ -241,14 +241,15 @@ def throughput(model_dir, steps, rounds):
     return rate(zoo_runs), rate(peer_runs), ratio, model.count_params(), zoo_model.count_params(), skip_gain, dtype
 
 
-def throughput_line(zoo_tps, peer_tps, ratio, peer_params, zoo_params, skip_gain, dtype):
+def throughput_line(zoo_tps, peer_tps, ratio, peer_params, zoo_params, skip_gain, dtype, steps, rounds):
+    """The throughput comparison's sentence: `throughput`'s figures, timed over `steps` steps in `rounds` rounds."""
     return (
         f"Training throughput in {dtype} (the run's dtype; the peer's logits cast to float32 for its loss, as "
         f"Keras's mixed-precision guide does), same architecture ({zoo_params:,} parameters in the zoo's, {peer_params:,} in the "
         "keras-hub one: untied output layer, learned positions), same batches (max 4,096 tokens, padding included), "
         "same optimizer, same loss (label-smoothed cross-entropy over the real target tokens: the zoo's, and Keras's "
         "`categorical_crossentropy` for the peer, as a Keras user writes it), "
-        f"{FLAGS.throughput_steps} steps after 10 warm-up steps, in {FLAGS.throughput_rounds} rounds "
+        f"{steps} steps after 10 warm-up steps, in {rounds} rounds "
         f"taken alternately on the same batches: zoo {zoo_tps:.0f} tokens/s, keras-hub layers {peer_tps:.0f} "
         f"tokens/s, ratio **{ratio:.2f}x** (median of the rounds' ratios). The zoo trains as `recipes.translate` "
         "does without XLA: its position-wise layers, output projection and loss skip the padding (`skip_padding`), "
@@ -262,7 +263,8 @@ def throughput_only(model_dir):
         flags_ = [f for f in RECIPE_FLAGS if not f.startswith("--train_steps=")]
         subprocess.run([sys.executable, "-m", "recipes.translate", *flags_, "--train_steps=1", "--mode=train",
                         f"--model_dir={model_dir}"], cwd=ROOT, check=True)
-    line = throughput_line(*throughput(model_dir, FLAGS.throughput_steps, FLAGS.throughput_rounds))
+    steps, rounds = FLAGS.throughput_steps, FLAGS.throughput_rounds
+    line = throughput_line(*throughput(model_dir, steps, rounds), steps, rounds)
     body = (f"The model of `python -m recipes.translate {' '.join(RECIPE_FLAGS)}`; both sides start from a fresh "
             "initialization, as in the full benchmark (the run directory gives only the config and tokenizers, from a "
             f"one-step run of those flags).\n\n{line}")
@@ -333,7 +335,7 @@ def main(argv):
         "",
         f"Greedy outputs with and without the cache identical: {'yes' if greedy_same else 'NO'}.",
         "",
-        throughput_line(*figures),
+        throughput_line(*figures, FLAGS.throughput_steps, FLAGS.throughput_rounds),
     ]
     write_section("Translation: Multi30k de-en", "\n".join(lines))
     print("\n".join(lines))

@@ -173,24 +173,26 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             raise ValueError(
                 f"`attention_mask` must have shape (batch, q or 1, k), got shape {tuple(attention_mask.shape)}."
             )
-        mask = ops.cast(value_padding_mask, "bool")[:, None, :]
-        if attention_mask is not None:
-            mask = ops.logical_and(mask, ops.cast(attention_mask, "bool"))
-        if use_causal_mask:
-            length = ops.shape(value_padding_mask)[1]
-            mask = ops.logical_and(mask, ops.arange(length)[None, :] <= ops.arange(length)[:, None])
+        # Under the layer's own name scope, as `call` runs: profiles count these ops as attention.
+        with keras.name_scope(self.name, caller=self):
+            mask = ops.cast(value_padding_mask, "bool")[:, None, :]
+            if attention_mask is not None:
+                mask = ops.logical_and(mask, ops.cast(attention_mask, "bool"))
+            if use_causal_mask:
+                length = ops.shape(value_padding_mask)[1]
+                mask = ops.logical_and(mask, ops.arange(length)[None, :] <= ops.arange(length)[:, None])
 
-        def project(dense, rows, padding_mask):  # (tokens, dim) -> (batch, length, heads, head_dim)
-            return scatter_tokens(dense(rows[None])[0], padding_mask)
+            def project(dense, rows, padding_mask):  # (tokens, dim) -> (batch, length, heads, head_dim)
+                return scatter_tokens(dense(rows[None])[0], padding_mask)
 
-        output, scores = self._compute_attention(
-            project(self._query_dense, query, query_padding_mask),
-            project(self._key_dense, value, value_padding_mask),
-            project(self._value_dense, value, value_padding_mask),
-            mask,
-            training,
-        )
-        output = self._output_dense(gather_tokens(output, query_padding_mask)[None])[0]
+            output, scores = self._compute_attention(
+                project(self._query_dense, query, query_padding_mask),
+                project(self._key_dense, value, value_padding_mask),
+                project(self._value_dense, value, value_padding_mask),
+                mask,
+                training,
+            )
+            output = self._output_dense(gather_tokens(output, query_padding_mask)[None])[0]
         return (output, scores) if return_attention_scores else output
 
     def compute_cache(self, value, key=None):

@@ -51,7 +51,7 @@ class LMConfig:
 PRESETS = {
     "tiny": LMConfig(hidden_dim=64, num_heads=2, intermediate_dim=128, num_layers=2, segment_length=16, memory_length=16),
     "small": LMConfig(),
-    # Twice small's width, for word-level PTB with heavy dropout (BENCHMARKS.md's PTB section).
+    # Twice small's width, for word-level PTB with dropout and weight decay (BENCHMARKS.md's PTB section).
     "medium": LMConfig(hidden_dim=512, num_heads=8, intermediate_dim=2048),
     # Dai et al.'s base models: enwik8 (12 layers) and WikiText-103 (16 layers, 410 hidden).
     "base": LMConfig(

@@ -281,6 +281,24 @@ def test_causal_attention_mask_needs_as_many_queries_as_keys():
         zoo_layers.attention_mask(np.ones((1, 3), bool), np.ones((1, 4), bool), causal=True)
 
 
+def test_call_on_tokens_runs_under_the_layers_name_scope_as_call_does():
+    # Profiles (benchmarks/traces.py) tell attention's ops by this scope; without it, translation's attention
+    # (trained with skip_padding) was counted with "the rest".
+    from layers.masks import gather_tokens
+
+    mha, q, v, _ = _make(seed=3, q_len=4, kv_len=4)
+    mask = np.array([[True, True, True, False], [True] * 4])
+
+    @tf.function
+    def traced(q, v):
+        return mha.call_on_tokens(gather_tokens(q, mask), gather_tokens(v, mask), mask, mask)
+
+    graph = traced.get_concrete_function(tf.constant(q), tf.constant(v)).graph
+    products = [op.name for op in graph.get_operations() if op.type in ("MatMul", "BatchMatMulV2", "Einsum")]
+    assert len(products) == 6  # four projections, scores, weighted values
+    assert all(name.startswith(f"{mha.name}/") for name in products), products
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_call_on_tokens_matches_numpy_at_the_real_tokens(causal):
     from layers.masks import gather_tokens
