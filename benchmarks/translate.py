@@ -258,13 +258,18 @@ def throughput_line(zoo_tps, peer_tps, ratio, peer_params, zoo_params, skip_gain
     )
 
 
+def measured_throughput_line(model_dir):
+    """Times the comparison with --throughput_steps and --throughput_rounds; returns its sentence."""
+    steps, rounds = FLAGS.throughput_steps, FLAGS.throughput_rounds
+    return throughput_line(*throughput(model_dir, steps, rounds), steps, rounds)
+
+
 def throughput_only(model_dir):
     if not os.path.exists(os.path.join(model_dir, "config.json")):
         flags_ = [f for f in RECIPE_FLAGS if not f.startswith("--train_steps=")]
         subprocess.run([sys.executable, "-m", "recipes.translate", *flags_, "--train_steps=1", "--mode=train",
                         f"--model_dir={model_dir}"], cwd=ROOT, check=True)
-    steps, rounds = FLAGS.throughput_steps, FLAGS.throughput_rounds
-    line = throughput_line(*throughput(model_dir, steps, rounds), steps, rounds)
+    line = measured_throughput_line(model_dir)
     body = (f"The model of `python -m recipes.translate {' '.join(RECIPE_FLAGS)}`; both sides start from a fresh "
             "initialization, as in the full benchmark (the run directory gives only the config and tokenizers, from a "
             f"one-step run of those flags).\n\n{line}")
@@ -292,7 +297,7 @@ def main(argv):
         speed = decoding_speed(model_dir, FLAGS.uncached_beam_sentences)
         with open(saved, "w") as f:
             json.dump({json.dumps(k): v for k, v in speed.items()}, f)
-    figures = throughput(model_dir, FLAGS.throughput_steps, FLAGS.throughput_rounds)
+    throughput_text = measured_throughput_line(model_dir)
 
     validation, test = metrics["eval_validation"], metrics["eval_test"]
     train = metrics["train"]
@@ -335,7 +340,7 @@ def main(argv):
         "",
         f"Greedy outputs with and without the cache identical: {'yes' if greedy_same else 'NO'}.",
         "",
-        throughput_line(*figures, FLAGS.throughput_steps, FLAGS.throughput_rounds),
+        throughput_text,
     ]
     write_section("Translation: Multi30k de-en", "\n".join(lines))
     print("\n".join(lines))

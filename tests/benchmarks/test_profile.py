@@ -1,5 +1,5 @@
-import pytest
 import keras
+import pytest
 
 from benchmarks.traces import OTHER_PART, by_kind, by_part, by_type, kind, part, self_times
 from zoo.optimization import make_optimizer
