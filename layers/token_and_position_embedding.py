@@ -1,4 +1,4 @@
-"""Token embedding scaled by sqrt(hidden_dim) plus a position encoding."""
+"""Token embedding (scaled by sqrt(hidden_dim), or not) plus a position encoding, optionally normalized."""
 
 import math
 
@@ -19,6 +19,9 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     The token embedding is multiplied by sqrt(hidden_dim) (section 3.4 of the
     paper) and initialised with standard deviation hidden_dim**-0.5, so the
     scaled embedding starts at unit variance, like the position encoding.
+    BERT's embedding instead adds the unscaled token embedding (initialised
+    with standard deviation 0.02) to learned positions and normalizes the sum
+    with LayerNorm before dropout: `scale_tokens=False, layer_norm_epsilon=1e-12`.
     `token_embedding` is a keras-hub `ReversibleEmbedding`: call it with
     `reverse=True` to project hidden states back to vocabulary logits with the
     same matrix (weight tying).
@@ -29,6 +32,9 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         max_length: longest sequence (start_index + seq) the layer accepts.
         position: "sinusoidal" (fixed, the paper's) or "learned".
         dropout: dropout rate applied to the sum.
+        scale_tokens: multiply the token embedding by sqrt(hidden_dim).
+        layer_norm_epsilon: if set, LayerNorm (with this epsilon) normalizes
+            the sum before dropout, as in BERT; None: no normalization.
 
     Call arguments:
         token_ids: int tensor (batch, seq).
@@ -42,10 +48,21 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     >>> embed = TokenAndPositionEmbedding(8000, 256, max_length=128)
     >>> embed(keras.ops.ones((2, 10), "int32")).shape  # (2, 10, 256)
 
-    Reference: Vaswani et al., "Attention Is All You Need", 2017, sections 3.4-3.5.
+    Reference: Vaswani et al., "Attention Is All You Need", 2017, sections 3.4-3.5;
+    Devlin et al., "BERT", 2019, section 3 (input representation).
     """
 
-    def __init__(self, vocab_size, hidden_dim, max_length, position="sinusoidal", dropout=0.0, **kwargs):
+    def __init__(
+        self,
+        vocab_size,
+        hidden_dim,
+        max_length,
+        position="sinusoidal",
+        dropout=0.0,
+        scale_tokens=True,
+        layer_norm_epsilon=None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if position not in POSITIONS:
             raise ValueError(f"position={position!r} is not one of {POSITIONS}.")
@@ -57,10 +74,12 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         self.max_length = max_length
         self.position = position
         self.dropout = dropout
+        self.scale_tokens = scale_tokens
+        self.layer_norm_epsilon = layer_norm_epsilon
         self.token_embedding = keras_hub.layers.ReversibleEmbedding(
             vocab_size,
             hidden_dim,
-            embeddings_initializer=keras.initializers.RandomNormal(stddev=hidden_dim**-0.5),
+            embeddings_initializer=keras.initializers.RandomNormal(stddev=hidden_dim**-0.5 if scale_tokens else 0.02),
             dtype=self.dtype_policy,
             name="token_embedding",
         )
@@ -70,12 +89,19 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             )
         else:
             self.position_embedding = PositionalEncoding(dtype=self.dtype_policy, name="position_encoding")
+        self.layer_norm = None
+        if layer_norm_epsilon is not None:
+            self.layer_norm = keras.layers.LayerNormalization(
+                epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
+            )
         self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy)
 
     def build(self, token_ids_shape):
         self.token_embedding.build(token_ids_shape)
         embedded_shape = (*token_ids_shape, self.hidden_dim)
         self.position_embedding.build(embedded_shape)
+        if self.layer_norm is not None:
+            self.layer_norm.build(embedded_shape)
         self.built = True
 
     def call(self, token_ids, start_index=0, training=None):
@@ -85,11 +111,15 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                 f"A sequence of {length} tokens starting at position {start_index} is longer than "
                 f"max_length={self.max_length}: truncate it or build the layer with a larger max_length."
             )
-        embedded = self.token_embedding(token_ids) * ops.cast(math.sqrt(self.hidden_dim), self.compute_dtype)
+        embedded = self.token_embedding(token_ids)
+        if self.scale_tokens:
+            embedded = embedded * ops.cast(math.sqrt(self.hidden_dim), self.compute_dtype)
         if self.position == "learned":
             embedded = embedded + self.position_embedding(embedded, start_index=start_index)
         else:
             embedded = self.position_embedding(embedded, start_index=start_index)
+        if self.layer_norm is not None:
+            embedded = self.layer_norm(embedded)
         return self.dropout_layer(embedded, training=training)
 
     def compute_output_shape(self, token_ids_shape):
@@ -103,5 +133,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             max_length=self.max_length,
             position=self.position,
             dropout=self.dropout,
+            scale_tokens=self.scale_tokens,
+            layer_norm_epsilon=self.layer_norm_epsilon,
         )
         return config

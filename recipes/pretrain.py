@@ -1,9 +1,13 @@
 r"""Self-supervised pretraining of the classifier's encoder on unlabeled text.
 
 BERT's masked LM (default) or ELECTRA's replaced-token detection, on documents packed
-into full sequences; `recipes.sentiment --init_from=MODEL_DIR` fine-tunes the result.
+into full sequences; `recipes.sentiment --init_from=MODEL_DIR` fine-tunes the result. With
+--init_from, masked-LM training continues from a published checkpoint (domain-adaptive
+pretraining, Gururangan et al. 2020) with its WordPiece vocabulary and [MASK].
 
   python -m recipes.pretrain --corpus=imdb_unsup,imdb --preset=small --model_dir=runs/pretrain_imdb
+  python -m recipes.pretrain --corpus=imdb_unsup --init_from=hf:google/electra-small-discriminator \
+      --sequence_length=128 --model_dir=runs/dapt
   python -m recipes.pretrain --mode=eval --model_dir=runs/pretrain_imdb
   python -m recipes.pretrain --mode=export --model_dir=runs/pretrain_imdb --export_dir=saved_models/encoder
 """
@@ -15,7 +19,7 @@ import tensorflow as tf
 from absl import app, flags
 
 from recipes import common
-from zoo import batching, export, pretrained, pretraining, pretraining_data, tokenizer
+from zoo import batching, export, pretrained, pretraining, pretraining_data, published, tokenizer
 from zoo.distribute import is_chief, make_strategy
 from zoo.evaluation import evaluate, write_summaries
 from zoo.training import Task, Trainer, TrainConfig
@@ -40,6 +44,10 @@ flags.DEFINE_float("generator_scale", None, "ELECTRA: the generator's width as a
 flags.DEFINE_integer("vocab_size", 16000, "Size of the SentencePiece vocabulary trained on the corpus.")
 flags.DEFINE_integer("max_length", None, "Longest text the encoder will take when fine-tuned. Default: the preset's.")
 flags.DEFINE_float("dropout", None, "Dropout rate. Default: the preset's.")
+flags.DEFINE_string("init_from", None, "Continue masked-LM training from a published BERT/ELECTRA checkpoint (a "
+                    "Hugging Face folder, hf:ORG/NAME[@REVISION], keras_hub:PRESET): its encoder, its masked-LM head "
+                    "where it has one (else a new head tied to the embedding), its vocabulary and [MASK]. --preset "
+                    "and --vocab_size come from it; --max_length may shorten its positions.")
 flags.DEFINE_float("eval_fraction", 0.01, lower_bound=0.0, upper_bound=0.5,
                    help="Share of the documents held out for --mode=eval.")
 FLAGS = flags.FLAGS
@@ -55,6 +63,23 @@ def pretrain_config(preset, objective, sequence_length, mask_rate, generator_sca
     return dataclasses.replace(base, encoder=encoder, **{k: v for k, v in fields.items() if v is not None})
 
 
+def published_config(spec, objective, sequence_length, mask_rate, max_length, dropout):
+    """The PretrainConfig that continues a published checkpoint's masked-LM training."""
+    given = [f"--{name}" for name in ("preset", "vocab_size") if FLAGS[name].present]
+    if given:
+        raise ValueError(f"{' and '.join(given)} cannot be set with --init_from: the model's shape and "
+                         "vocabulary come from the checkpoint. Leave them out.")
+    if objective not in (None, "mlm"):
+        raise ValueError(f"--objective={objective} cannot continue a published checkpoint: --init_from continues "
+                         "masked-LM training (--objective=mlm).")
+    checkpoint = published.read_checkpoint(spec)
+    return pretraining.PretrainConfig(
+        encoder=published.encoder_config(checkpoint, max_length, dropout),
+        sequence_length=sequence_length, **({} if mask_rate is None else {"mask_rate": mask_rate}),
+        **published.special_ids(checkpoint),
+    )
+
+
 def documents_of(run):
     """(train, eval) documents of a run: its corpora, split by its seed and eval fraction."""
     documents = pretraining_data.load_corpora(run["corpus"], run["document_per_file"])
@@ -62,12 +87,15 @@ def documents_of(run):
     return [documents[i] for i in train_ids], [documents[i] for i in eval_ids]
 
 
-def prepare_run(model_dir, wanted, corpus, document_per_file, eval_fraction, seed, chief):
-    """The run's record, training documents and tokenizer: read back when resuming, else made now."""
+def prepare_run(model_dir, wanted, corpus, document_per_file, eval_fraction, seed, chief, init_from=None):
+    """The run's record, training documents and tokenizer: read back when resuming, else made now
+    (trained on the corpus, or the published checkpoint's with `init_from`)."""
     os.makedirs(model_dir, exist_ok=True)
     run = common.read_run(model_dir, RECIPE)
     fresh = {"recipe": RECIPE, "corpus": corpus, "document_per_file": document_per_file,
              "eval_fraction": eval_fraction, "seed": seed, "model": dataclasses.asdict(wanted)}
+    if init_from:
+        fresh["init_from"] = init_from
     if run is not None:
         differ = [k for k in fresh if run.get(k) != fresh[k]]
         if differ:
@@ -77,15 +105,23 @@ def prepare_run(model_dir, wanted, corpus, document_per_file, eval_fraction, see
                 "or use another --model_dir."
             )
     train_documents, _ = documents_of(fresh)
-    path = os.path.join(model_dir, tokenizer.TOKENIZER_FILE)
+    path = os.path.join(model_dir, tokenizer.WORDPIECE_CONFIG_FILE if init_from else tokenizer.TOKENIZER_FILE)
     if run is None or not os.path.exists(path):
-        if chief:
+        if chief and init_from:
+            checkpoint = published.read_checkpoint(init_from)
+            tokenizer.save_wordpiece(checkpoint.vocabulary, checkpoint.lowercase, checkpoint.strip_accents, model_dir)
+        elif chief:
             proto = tokenizer.train_tokenizer(train_documents, wanted.encoder.vocab_size, seed=seed,
                                               user_symbols=(pretraining.MASK_TOKEN,))
             tokenizer.save_tokenizer(proto, model_dir)
         else:
             common.wait_for(path)
     return run or fresh, train_documents, tokenizer.load_tokenizer(model_dir)
+
+
+def packed_rows(tok, documents, config):
+    return pretraining_data.pack(tokenizer.tokenize(tok, documents), config.sequence_length, config.start_id,
+                                 config.separator_id)
 
 
 def masked_dataset(rows, plan, config, seed, stream_id, skip=0):
@@ -100,14 +136,16 @@ def masked_dataset(rows, plan, config, seed, stream_id, skip=0):
     return dataset.map(masked, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
-def train(model_dir, wanted, corpus, document_per_file, eval_fraction, train_config, epochs, strategy):
-    """Trains (or resumes) the pretraining run in model_dir; returns the training metrics."""
+def train(model_dir, wanted, corpus, document_per_file, eval_fraction, train_config, epochs, strategy,
+          init_from=None):
+    """Trains (or resumes) the pretraining run in model_dir; returns the training metrics. With
+    `init_from` (a published checkpoint), a fresh run starts from its encoder and masked-LM head."""
     chief = is_chief(strategy)
     run, documents, tok = prepare_run(model_dir, wanted, corpus, document_per_file, eval_fraction,
-                                      train_config.seed, chief)
+                                      train_config.seed, chief, init_from)
     config = pretraining.PretrainConfig(**run["model"])
     print(f"Packing {len(documents)} documents into sequences of {config.sequence_length} tokens.", flush=True)
-    rows = pretraining_data.pack(tokenizer.tokenize(tok, documents), config.sequence_length)
+    rows = packed_rows(tok, documents, config)
     train_config = common.with_epochs(train_config, epochs, len(rows))
     replicas = strategy.num_replicas_in_sync
     setup = {"replicas": replicas, "strategy": type(strategy).__name__, "sequences": len(rows)}
@@ -131,6 +169,7 @@ def train(model_dir, wanted, corpus, document_per_file, eval_fraction, train_con
         build_model=lambda: pretraining.build_pretrainer(config),
         dataset=dataset_fn,
         loss=pretraining.pretraining_loss(config, train_config.label_smoothing),
+        initialize=pretrained.pretrainer_initializer(init_from) if init_from else None,
     )
     metrics = Trainer(task, train_config, model_dir, strategy).train()
     if chief and metrics is not None:
@@ -142,7 +181,7 @@ def run_eval(model_dir, batch_size=64):
     """Masked-token accuracy and perplexity (and ELECTRA's detection accuracy) on the held-out documents."""
     trained = pretrained.load_pretrained(model_dir, finished=False, average=common.averaged())
     _, documents = documents_of(trained.run)
-    rows = pretraining_data.pack(tokenizer.tokenize(trained.tokenizer, documents), trained.config.sequence_length)
+    rows = packed_rows(trained.tokenizer, documents, trained.config)
     plan = batching.evaluation_plan([len(r) for r in rows], batch_size)
     batches = masked_dataset(rows, plan, trained.config, seed=trained.run["seed"] + 1, stream_id=0)
     totals = evaluate(pretraining.pretraining_metrics(trained.model), batches, len(plan), description="held-out")
@@ -184,14 +223,19 @@ def main(argv):
             raise app.UsageError("--corpus is required to train (e.g. --corpus=imdb_unsup,imdb).")
         if not 0.0 < FLAGS.eval_fraction < 1.0:
             raise ValueError(f"--eval_fraction={FLAGS.eval_fraction} must be in (0, 1).")
-        wanted = pretrain_config(
-            FLAGS.preset, FLAGS.objective, FLAGS.sequence_length, FLAGS.mask_rate, FLAGS.generator_scale,
-            vocab_size=FLAGS.vocab_size, max_length=FLAGS.max_length, dropout=FLAGS.dropout,
-        )
+        init_from = published.normalize(FLAGS.init_from) if FLAGS.init_from else None
+        if init_from:
+            wanted = published_config(init_from, FLAGS.objective, FLAGS.sequence_length, FLAGS.mask_rate,
+                                      FLAGS.max_length, FLAGS.dropout)
+        else:
+            wanted = pretrain_config(
+                FLAGS.preset, FLAGS.objective, FLAGS.sequence_length, FLAGS.mask_rate, FLAGS.generator_scale,
+                vocab_size=FLAGS.vocab_size, max_length=FLAGS.max_length, dropout=FLAGS.dropout,
+            )
         train_config, epochs = common.train_config(DEFAULTS)
         strategy = make_strategy(FLAGS.strategy, FLAGS.cpu_replicas, FLAGS.tpu)
         train(model_dir, wanted, FLAGS.corpus, FLAGS.document_per_file, FLAGS.eval_fraction, train_config, epochs,
-              strategy)
+              strategy, init_from)
         if not is_chief(strategy):
             return
     if mode in ("eval", "train_and_eval"):

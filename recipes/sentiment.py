@@ -14,7 +14,7 @@ import os
 from absl import app, flags
 
 from recipes import common
-from zoo import batching, classifier, datasets, export, pretrained, tokenizer
+from zoo import batching, classifier, datasets, export, pretrained, published, tokenizer
 from zoo.distribute import is_chief, make_strategy
 from zoo.evaluation import evaluate, write_summaries
 from zoo.training import Task, Trainer, TrainConfig, restore_model, set_precision
@@ -24,6 +24,10 @@ MODES = ("train", "eval", "train_and_eval", "export", "explain")
 DEFAULTS = TrainConfig(
     train_steps=2000, batch_size=32, learning_rate=5e-4, warmup_steps=400, checkpoint_every=500, log_every=50
 )
+# Fine-tuning a published checkpoint: BERT's (Devlin et al. 2019, appendix A.3) small rate, decayed to
+# zero, with decoupled weight decay; a rate made for training from scratch would undo the pretraining.
+PUBLISHED_DEFAULTS = dataclasses.replace(DEFAULTS, learning_rate=5e-5, warmup_steps=200, schedule="cosine",
+                                         weight_decay=0.01)
 
 flags.DEFINE_enum("mode", "train_and_eval", MODES, "What to do.")
 flags.DEFINE_enum("eval_split", "validation", datasets.SPLITS, "Split to evaluate (tune on validation).")
@@ -31,8 +35,12 @@ flags.DEFINE_integer("vocab_size", 8000, "Subword vocabulary size of the tokeniz
 flags.DEFINE_integer("max_length", None, "Tokens per text (head token included). Default: the preset's.")
 flags.DEFINE_float("dropout", None, "Dropout rate. Default: the preset's.")
 flags.DEFINE_string("text", None, "The sentence to explain (--mode=explain).")
-flags.DEFINE_string("init_from", None, "A finished recipes.pretrain run directory: fine-tune its encoder (its "
-                    "config and tokenizer; --preset, --vocab_size and --max_length must agree or be left out).")
+flags.DEFINE_string("init_from", None, "Fine-tune this encoder: a finished recipes.pretrain run directory (its "
+                    "config and tokenizer; --preset, --vocab_size and --max_length must agree or be left out), or a "
+                    "published BERT/ELECTRA checkpoint: a Hugging Face folder, hf:ORG/NAME[@REVISION] or "
+                    "keras_hub:PRESET (its config and WordPiece vocabulary; --max_length may shorten its positions; "
+                    "training defaults become --learning_rate=5e-5 --warmup_steps=200 --schedule=cosine "
+                    "--weight_decay=0.01).")
 flags.DEFINE_float("layer_decay", None, "Layer-wise learning-rate decay: each encoder layer learns at this "
                    "factor of the rate of the layer above it (the head at --learning_rate). Default: 1 (off).")
 FLAGS = flags.FLAGS
@@ -55,7 +63,7 @@ def model_config(preset, **overrides):
 
 def prepare_run(model_dir, dataset, wanted, texts, seed, chief, init_from=None):
     """The run's record and tokenizer: read back when resuming, else made now (trained on
-    `texts`, or the pretrained run's with `init_from`).
+    `texts`, or the pretrained run's or published checkpoint's with `init_from`).
 
     Only the chief writes the tokenizer; other workers wait for it.
     """
@@ -74,15 +82,21 @@ def prepare_run(model_dir, dataset, wanted, texts, seed, chief, init_from=None):
                 "or use another --model_dir."
             )
         return run, tokenizer.load_tokenizer(model_dir)
+    wordpiece = bool(init_from) and (published.is_published(init_from) or tokenizer.holds_wordpiece(init_from))
     if chief:
-        if init_from:
+        if wordpiece:  # a published checkpoint's vocabulary, or that of a run that continued one's pretraining
+            source = init_from if published.is_published(init_from) else None
+            vocab_of = published.read_checkpoint(source) if source else tokenizer.load_wordpiece(init_from)
+            tokenizer.save_wordpiece(vocab_of.vocabulary, vocab_of.lowercase, vocab_of.strip_accents, model_dir)
+        elif init_from:
             with open(os.path.join(init_from, tokenizer.TOKENIZER_FILE), "rb") as f:
                 proto = f.read()
+            tokenizer.save_tokenizer(proto, model_dir)
         else:
-            proto = tokenizer.train_tokenizer(texts, wanted.vocab_size, seed=seed)
-        tokenizer.save_tokenizer(proto, model_dir)
+            tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, wanted.vocab_size, seed=seed), model_dir)
     else:
-        common.wait_for(os.path.join(model_dir, tokenizer.TOKENIZER_FILE))
+        last = tokenizer.WORDPIECE_CONFIG_FILE if wordpiece else tokenizer.TOKENIZER_FILE
+        common.wait_for(os.path.join(model_dir, last))
     run = {"recipe": RECIPE, "dataset": dataset, "model": dataclasses.asdict(wanted), "init_from": init_from}
     return run, tokenizer.load_tokenizer(model_dir)
 
@@ -97,7 +111,7 @@ def train(model_dir, dataset, wanted, train_config, epochs, max_examples, strate
     wanted = dataclasses.replace(wanted, num_classes=len(data.class_names))
     run, tok = prepare_run(model_dir, dataset, wanted, data.texts, train_config.seed, chief, init_from)
     config = classifier.ClassifierConfig(**run["model"])
-    rows = classifier.with_head_token(tokenizer.tokenize(tok, data.texts), config.max_length)
+    rows = classifier.with_head_token(tokenizer.tokenize(tok, data.texts), config.max_length, *tokenizer.framing(tok))
     train_config = common.with_epochs(train_config, epochs, len(rows))
     replicas = strategy.num_replicas_in_sync
     setup = {"max_examples": max_examples, "replicas": replicas, "strategy": type(strategy).__name__}
@@ -146,15 +160,18 @@ def run_eval(model_dir, split, dataset=None, batch_size=64):
     data = datasets.load_classification(dataset, split)
     if list(data.class_names) != trained.run["class_names"]:
         raise ValueError(f"{dataset} has classes {data.class_names}; the model knows {trained.run['class_names']}.")
-    rows = classifier.with_head_token(tokenizer.tokenize(trained.tokenizer, data.texts), trained.config.max_length)
+    rows = classifier.with_head_token(tokenizer.tokenize(trained.tokenizer, data.texts), trained.config.max_length,
+                                      *tokenizer.framing(trained.tokenizer))
     plan = batching.evaluation_plan([len(r) for r in rows], batch_size)
     batches = batching.plan_dataset(plan, {"token_ids": rows, "label": data.labels})
     totals = evaluate(classifier.classification_metrics(trained.model), batches, len(plan), description=split)
     result = {"accuracy": totals["correct"] / totals["examples"], "loss": totals["loss"] / totals["examples"]}
-    write_summaries(model_dir, f"eval_{split}", trained.step, result)
+    # Another dataset's split (SST-2 dev for a run trained on sst2_tune) is kept beside the run's own.
+    name = f"eval_{split}" if dataset == trained.run["dataset"] else f"eval_{dataset}_{split}"
+    write_summaries(model_dir, name, trained.step, result)
     result.update(examples=int(totals["examples"]), step=trained.step, dataset=dataset,
                   average_checkpoints=common.averaged())
-    common.update_metrics(model_dir, **{f"eval_{split}": result})
+    common.update_metrics(model_dir, **{name: result})
     print(f"{split}: accuracy {result['accuracy']:.4f}, loss {result['loss']:.4f} on {result['examples']} texts")
     return result
 
@@ -162,7 +179,8 @@ def run_eval(model_dir, split, dataset=None, batch_size=64):
 def run_export(model_dir, export_dir):
     trained = load_trained(model_dir)
     server = classifier.ClassifierServer(
-        trained.model, trained.tokenizer, trained.config.max_length, trained.run["class_names"]
+        trained.model, trained.tokenizer, trained.config.max_length, trained.run["class_names"],
+        *tokenizer.framing(trained.tokenizer),
     )
     path = export.export(
         server,
@@ -182,8 +200,9 @@ def run_explain(model_dir, text):
     from zoo import explain
 
     trained = load_trained(model_dir)
-    token_ids = classifier.head_token_ids(trained.tokenizer, tf.constant([text]), trained.config.max_length)
-    tokens = ["<s>"] + [trained.tokenizer.id_to_token(int(i)) for i in token_ids[0, 1:].numpy()]
+    token_ids = classifier.head_token_ids(trained.tokenizer, tf.constant([text]), trained.config.max_length,
+                                          *tokenizer.framing(trained.tokenizer))
+    tokens = [trained.tokenizer.id_to_token(int(i)) for i in token_ids[0].numpy()]
     scores = classifier.attention_scores(trained.model, token_ids)
     directory = os.path.join(model_dir, "explain")
     paths = explain.save_attention_maps([s[0] for s in scores], tokens, directory)
@@ -195,15 +214,30 @@ def run_explain(model_dir, text):
     return paths
 
 
+def published_config(spec, existing):
+    """The classifier config of a published checkpoint: its encoder's, with --max_length and
+    --dropout; a resumed run's own (the checkpoint is not read again)."""
+    given = [f"--{name}" for name in ("preset", "vocab_size") if FLAGS[name].present]
+    if given:
+        raise ValueError(f"{' and '.join(given)} cannot be set with a published --init_from: the model's shape and "
+                         "vocabulary come from the checkpoint. Leave them out.")
+    if existing is not None and existing.get("init_from") == published.normalize(spec):
+        return classifier.ClassifierConfig(**existing["model"])
+    return published.encoder_config(published.read_checkpoint(spec), FLAGS.max_length, FLAGS.dropout)
+
+
 def wanted_config():
     """The classifier config the flags ask for: the preset's, or the pretrained run's with --init_from
-    (where an explicit --preset, --vocab_size or --max_length must agree with it)."""
+    (where an explicit --preset, --vocab_size or --max_length must agree with it), or the
+    published checkpoint's."""
     if not FLAGS.init_from:
         return model_config(FLAGS.preset, vocab_size=FLAGS.vocab_size, max_length=FLAGS.max_length,
                             dropout=FLAGS.dropout)
+    existing = common.read_run(FLAGS.model_dir, RECIPE) if os.path.isdir(FLAGS.model_dir) else None
+    if published.is_published(FLAGS.init_from):
+        return published_config(FLAGS.init_from, existing)
     asked = {name: getattr(FLAGS, name) if FLAGS[name].present else None
              for name in ("preset", "vocab_size", "max_length")}
-    existing = common.read_run(FLAGS.model_dir, RECIPE) if os.path.isdir(FLAGS.model_dir) else None
     if existing is not None and existing.get("init_from") == os.path.abspath(FLAGS.init_from):
         # Resuming: the run holds its model and tokenizer; the pretraining folder may have moved since.
         run = {"model": {"encoder": existing["model"]}}
@@ -223,14 +257,15 @@ def main(argv):
         raise app.UsageError("--mode=export needs --export_dir.")
     if mode == "explain" and not FLAGS.text:
         raise ValueError('--mode=explain needs --text="a sentence".')
-    init_from = os.path.abspath(FLAGS.init_from) if FLAGS.init_from else None
+    init_from = published.normalize(FLAGS.init_from) if FLAGS.init_from else None
     if init_from and not training:
         raise app.UsageError("--init_from is for training (--mode=train or train_and_eval).")
     if training:
         if not FLAGS.dataset:
             raise app.UsageError("--dataset is required to train (imdb, sst2 or tfds:<name>).")
         wanted = wanted_config()
-        train_config, epochs = common.train_config(DEFAULTS)
+        from_checkpoint = init_from is not None and published.is_published(init_from)
+        train_config, epochs = common.train_config(PUBLISHED_DEFAULTS if from_checkpoint else DEFAULTS)
         if FLAGS.layer_decay is not None:
             train_config = dataclasses.replace(train_config, layer_decay=FLAGS.layer_decay)
         if evaluating:

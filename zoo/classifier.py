@@ -1,5 +1,6 @@
-"""Transformer encoder classifier, BERT-style: a start token <s> heads every
-sentence and its final hidden state is classified (a `[CLS]` token)."""
+"""Transformer encoder classifier, BERT-style: a start token (<s>, or BERT's [CLS])
+heads every text and its final hidden state is classified; BERT's vocabularies also
+end each text with [SEP]."""
 
 import dataclasses
 
@@ -12,6 +13,19 @@ from layers.dropout import Dropout
 from zoo import checks
 from zoo.optimization import smoothed_cross_entropy
 from zoo.tokenizer import START_ID
+
+EMBEDDINGS = ("scaled", "normalized")
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+def gelu_approximate(x):
+    """GELU's tanh approximation: Google's original BERT, keras-hub's BERT and ELECTRA, Hugging Face's
+    "gelu_new". The activation "gelu" is the exact (erf) one."""
+    return keras.activations.gelu(x, approximate=True)
+
+
+# ClassifierConfig.activation names Keras does not know.
+ACTIVATIONS = {"gelu_approximate": gelu_approximate}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,12 +41,19 @@ class ClassifierConfig:
     position: str = "sinusoidal"
     norm_first: bool = False
     activation: str = "relu"
+    # "scaled": the paper's token embedding x sqrt(hidden_dim) plus positions; "normalized":
+    # BERT's unscaled sum normalized by LayerNorm (`layers.TokenAndPositionEmbedding`).
+    embedding: str = "scaled"
+    embedding_dim: int | None = None  # None: hidden_dim; narrower (ELECTRA's) goes through a projection
+    epsilon: float = 1e-5  # every LayerNorm's
 
     def __post_init__(self):
         checks.positive(self, "vocab_size", "num_classes", "hidden_dim", "num_heads", "intermediate_dim",
-                        "num_layers", "max_length")
+                        "num_layers", "max_length", "embedding_dim", "epsilon")
         checks.rates(self, "dropout")
         checks.divisible(self)
+        if self.embedding not in EMBEDDINGS:
+            raise ValueError(f"embedding={self.embedding!r} must be one of {EMBEDDINGS}.")
 
 
 PRESETS = {
@@ -55,8 +76,16 @@ def build_encoder(config, embedding=None, prefix="encoder", name="encoder"):
     """
     token_ids = keras.Input((None,), dtype="int32", name="token_ids")
     if embedding is None:
+        normalized = config.embedding == "normalized"
         embedding = TokenAndPositionEmbedding(
-            config.vocab_size, config.hidden_dim, config.max_length, config.position, config.dropout, name="embedding"
+            config.vocab_size,
+            config.embedding_dim or config.hidden_dim,
+            config.max_length,
+            config.position,
+            config.dropout,
+            scale_tokens=not normalized,
+            layer_norm_epsilon=config.epsilon if normalized else None,
+            name="embedding",
         )
     x = embedding(token_ids)
     if embedding.hidden_dim != config.hidden_dim:
@@ -67,12 +96,13 @@ def build_encoder(config, embedding=None, prefix="encoder", name="encoder"):
             config.num_heads,
             config.intermediate_dim,
             config.dropout,
-            config.activation,
+            ACTIVATIONS.get(config.activation, config.activation),
             config.norm_first,
+            config.epsilon,
             name=f"{prefix}_{i}",
         )(x, padding_mask=real)
     if config.norm_first:
-        x = keras.layers.LayerNormalization(epsilon=1e-5, name=f"{prefix}_final_norm")(x)
+        x = keras.layers.LayerNormalization(epsilon=config.epsilon, name=f"{prefix}_final_norm")(x)
     return keras.Model(token_ids, x, name=name)
 
 
@@ -90,13 +120,14 @@ def build_classifier(config):
 def layer_depths(model):
     """Each trainable variable's depth below the head, for layer-wise learning-rate decay:
     the head 0, the last encoder block (and pre-norm's final norm) 1, ..., the first block
-    num_layers, the embedding num_layers + 1 (Sun et al., 2019; ULMFiT's discriminative rates)."""
+    num_layers, the embedding (and its projection) num_layers + 1 (Sun et al., 2019; ULMFiT's
+    discriminative rates)."""
     blocks = {block.name: i for i, block in enumerate(encoder_blocks(model))}
     top = len(blocks)
     depths = []
     for variable in model.trainable_variables:
         layer = variable.path.split("/")[0]
-        if layer == "embedding":
+        if layer == "embedding" or layer.endswith("_projection"):
             depths.append(top + 1)
         elif layer in blocks:
             depths.append(top - blocks[layer])
@@ -109,38 +140,48 @@ def encoder_blocks(model):
     return [layer for layer in model.layers if isinstance(layer, EncoderBlock)]
 
 
-def head_and_tail(max_length):
-    """How many leading and trailing tokens a truncated text keeps (<s> aside).
+def head_and_tail(max_length, end_id=None):
+    """How many leading and trailing tokens a truncated text keeps (the framing tokens aside:
+    the start token, and the end token when `end_id` is given).
 
     A quarter from the head and the rest from the tail: reviews often end
     with their verdict (Sun et al., 2019, "How to Fine-Tune BERT for Text
     Classification", found head + tail best on IMDB)."""
-    head = (max_length - 1) // 4
-    return head, max_length - 1 - head
+    room = max_length - 1 - (end_id is not None)
+    if room < 1:
+        raise ValueError(f"max_length={max_length} leaves no room for text beside the "
+                         f"{2 if end_id is not None else 1} framing tokens: use at least {max_length - room + 1}.")
+    head = room // 4
+    return head, room - head
 
 
-def with_head_token(rows, max_length):
-    """<s> + each row, truncated to max_length - 1 tokens by head and tail (NumPy rows)."""
-    head, tail = head_and_tail(max_length)
+def with_head_token(rows, max_length, start_id=START_ID, end_id=None):
+    """start_id + each row (+ end_id, if given), the row truncated by head and tail to fit
+    max_length (NumPy rows). `zoo.tokenizer.framing` gives the ids of a tokenizer."""
+    head, tail = head_and_tail(max_length, end_id)
+    end = [] if end_id is None else [end_id]
     return [
-        np.concatenate([[START_ID], row if len(row) <= head + tail else np.concatenate([row[:head], row[-tail:]])])
+        np.concatenate([[start_id], row if len(row) <= head + tail else np.concatenate([row[:head], row[-tail:]]), end])
         .astype(np.int32)
         for row in rows
     ]
 
 
 @tf.function
-def head_token_ids(tokenizer, texts, max_length):
+def head_token_ids(tokenizer, texts, max_length, start_id=START_ID, end_id=None):
     """In-graph version of `with_head_token` on raw strings: (batch, seq) int32.
 
     A tf.function so that it also runs eagerly: keras-hub tokenizers return
     Python lists outside a graph."""
-    head, tail = head_and_tail(max_length)
+    head, tail = head_and_tail(max_length, end_id)
     ragged = tokenizer.tokenize(texts)
     ragged = tf.concat([ragged[:, :head], ragged[:, head:][:, -tail:]], axis=1)
-    start = tf.fill([tf.shape(texts)[0], 1], tf.constant(START_ID, ragged.dtype))
-    # An empty batch still gets its <s> column: (0, 1), not (0, 0), so the head's [:, 0] exists.
-    token_ids = tf.cast(tf.concat([start, ragged], axis=1).to_tensor(0), tf.int32)
+    rows = tf.shape(texts)[0]
+    parts = [tf.fill([rows, 1], tf.constant(start_id, ragged.dtype)), ragged]
+    if end_id is not None:
+        parts.append(tf.fill([rows, 1], tf.constant(end_id, ragged.dtype)))
+    # An empty batch still gets its start column: (0, 1), not (0, 0), so the head's [:, 0] exists.
+    token_ids = tf.cast(tf.concat(parts, axis=1).to_tensor(0), tf.int32)
     return tf.pad(token_ids, [[0, 0], [0, tf.maximum(1 - tf.shape(token_ids)[1], 0)]])
 
 
@@ -171,6 +212,9 @@ def attention_scores(model, token_ids):
     """Each encoder layer's attention probabilities (batch, heads, seq, seq)."""
     real = padding_mask(token_ids)
     x = model.get_layer("embedding")(token_ids)
+    for layer in model.layers:
+        if layer.name.endswith("_projection"):  # a narrower embedding's (ELECTRA's)
+            x = layer(x)
     scores = []
     for block in encoder_blocks(model):
         x, layer_scores = block(x, padding_mask=real, return_attention_scores=True)
@@ -181,16 +225,18 @@ def attention_scores(model, token_ids):
 class ClassifierServer(tf.Module):
     """Text in, label and class probabilities out: what the export serves."""
 
-    def __init__(self, model, tokenizer, max_length, class_names):
+    def __init__(self, model, tokenizer, max_length, class_names, start_id=START_ID, end_id=None):
         super().__init__()
         self.model = model
         self.tokenizer = tokenizer
         self.max_length = max_length
+        self.start_id = start_id
+        self.end_id = end_id
         self.class_names = tf.constant(class_names)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def serve(self, text):
-        token_ids = head_token_ids(self.tokenizer, text, self.max_length)
+        token_ids = head_token_ids(self.tokenizer, text, self.max_length, self.start_id, self.end_id)
         probabilities = tf.nn.softmax(tf.cast(self.model(token_ids, training=False), tf.float32))
         label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
         return {

@@ -1,8 +1,9 @@
-"""Using a pretraining run (`recipes.pretrain`): its encoder for your own Keras model,
-its weights for a classifier to fine-tune, and the export that serves it.
+"""Using a pretraining run (`recipes.pretrain`) or a published checkpoint (`zoo.published`:
+BERT, ELECTRA, MiniLM): its encoder for your own Keras model, its weights for a classifier
+to fine-tune, and the export that serves it.
 
     from zoo.pretrained import load_encoder
-    encoder, tokenizer = load_encoder("runs/pretrain_imdb")
+    encoder, tokenizer = load_encoder("runs/pretrain_imdb")  # or "hf:sentence-transformers/all-MiniLM-L6-v2"
     hidden = encoder(token_ids)  # (batch, seq) int32, 0 = padding -> (batch, seq, hidden_dim)
 """
 
@@ -14,7 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from zoo import checkpoints, classifier, pretraining, tokenizer
+from zoo import checkpoints, classifier, pretraining, published, tokenizer
 from zoo.training import restore_model, set_precision
 
 RECIPE = "pretrain"
@@ -78,13 +79,30 @@ def load_pretrained(model_dir, finished=True, average=1):
     return Pretrained(run, config, model, tokenizer.load_tokenizer(model_dir), step)
 
 
-def load_encoder(model_dir):
-    """(encoder, tokenizer) of a finished pretraining run: the encoder is a Keras model,
-    token ids (batch, seq) int32 with 0 = padding -> hidden states (batch, seq, hidden_dim);
-    the tokenizer a keras-hub SentencePieceTokenizer (ids 0-4: <pad>, <unk>, <s>, </s>, <mask>).
-    Start each text with <s> (zoo.tokenizer.START_ID), as pretraining did."""
-    trained = load_pretrained(model_dir)
+def load_encoder(source):
+    """(encoder, tokenizer) of a finished pretraining run or of a published checkpoint
+    (`zoo.published`: a Hugging Face folder, hf:ORG/NAME, keras_hub:PRESET). The encoder is a
+    Keras model (float32), token ids (batch, seq) int32 with 0 = padding -> hidden states
+    (batch, seq, hidden_dim). A run's tokenizer is a keras-hub SentencePieceTokenizer (ids 0-4:
+    <pad>, <unk>, <s>, </s>, <mask>): start each text with <s> (zoo.tokenizer.START_ID), as
+    pretraining did. A checkpoint's is keras-hub's BertTokenizer over its vocabulary: frame each
+    text as [CLS] ... [SEP] (zoo.tokenizer.framing)."""
+    if published.is_published(source):
+        checkpoint = published.read_checkpoint(source)
+        policy = keras.mixed_precision.dtype_policy()
+        try:
+            set_precision("float32")
+            encoder = classifier.build_encoder(checkpoint.config)
+        finally:
+            keras.mixed_precision.set_dtype_policy(policy)
+        copy_encoder_weights(published.encoder_weights(checkpoint, encoder), encoder)
+        return encoder, checkpoint_tokenizer(checkpoint)
+    trained = load_pretrained(source)
     return trained.model.encoder, trained.tokenizer
+
+
+def checkpoint_tokenizer(checkpoint):
+    return tokenizer.wordpiece_tokenizer(checkpoint.vocabulary, checkpoint.lowercase, checkpoint.strip_accents)
 
 
 def encoder_weights(model_dir):
@@ -93,13 +111,39 @@ def encoder_weights(model_dir):
     return {layer.name: layer.get_weights() for layer in encoder.layers if layer.weights}
 
 
-def encoder_initializer(model_dir):
-    """A Task.initialize for fine-tuning: copies the finished pretraining run's encoder weights
-    (read then, in float32) into the classifier the Trainer builds."""
+def encoder_initializer(source):
+    """A Task.initialize for fine-tuning: copies the encoder weights of a finished pretraining
+    run or a published checkpoint (read then, in float32) into the classifier the Trainer builds."""
 
-    def initialize(model):  # called on a fresh run only: a resumed one needs nothing from model_dir
-        count = copy_encoder_weights(encoder_weights(model_dir), model)
-        print(f"Initialized the encoder from {model_dir}: {count} pretrained weights.", flush=True)
+    def initialize(model):  # called on a fresh run only: a resumed one needs nothing from `source`
+        if published.is_published(source):
+            checkpoint = published.read_checkpoint(source)
+            count = copy_encoder_weights(published.encoder_weights(checkpoint, model), model)
+            unused = published.unused_parts(checkpoint)
+            print(f"Initialized the encoder from {source}: {count} published weights"
+                  + (f"; not used for fine-tuning: {', '.join(unused)}." if unused else "."), flush=True)
+        else:
+            count = copy_encoder_weights(encoder_weights(source), model)
+            print(f"Initialized the encoder from {source}: {count} pretrained weights.", flush=True)
+
+    return initialize
+
+
+def pretrainer_initializer(source):
+    """A Task.initialize for continued pretraining: copies a published checkpoint's encoder into the
+    Pretrainer's encoder, and its masked-LM head where it has one (else the head starts fresh, tied
+    to the embedding)."""
+
+    def initialize(model):  # a fresh run only
+        checkpoint = published.read_checkpoint(source)
+        count = copy_encoder_weights(published.encoder_weights(checkpoint, model.encoder), model.encoder)
+        head = published.mlm_head_weights(checkpoint)
+        if head is not None:
+            model.mlm_head.dense.set_weights(head["dense"])
+            model.mlm_head.norm.set_weights(head["norm"])
+            model.mlm_head.bias.assign(head["bias"][0])
+        said = "its masked-LM head" if head is not None else "a new masked-LM head (the checkpoint has none)"
+        print(f"Initialized the encoder from {source} ({count} published weights) and {said}.", flush=True)
 
     return initialize
 
@@ -156,6 +200,7 @@ class EncoderServer(tf.Module):
         self.mlm_head = model.mlm_head
         self.tokenizer = tokenizer_
         self.max_length = config.encoder.max_length
+        self.mask_id, self.first_regular_id, self.start_id = config.mask_id, config.first_regular_id, config.start_id
         pieces = [tokenizer_.id_to_token(i) for i in range(tokenizer_.vocabulary_size())]
         self.space_id = tokenizer_.token_to_id("▁") if "▁" in pieces else -1
         self.words = tf.constant([p.removeprefix("▁") for p in pieces])
@@ -165,9 +210,9 @@ class EncoderServer(tf.Module):
         (SentencePiece writes "a <mask>" as a, ▁, <mask>; pretraining masked whole pieces)."""
         ragged = self.tokenizer.tokenize(text)
         following = tf.concat([ragged[:, 1:], tf.zeros_like(ragged[:, :1])], axis=1)
-        ragged = tf.ragged.boolean_mask(ragged, ~((ragged == self.space_id) & (following == pretraining.MASK_ID)))
+        ragged = tf.ragged.boolean_mask(ragged, ~((ragged == self.space_id) & (following == self.mask_id)))
         ragged = ragged[:, : self.max_length - 1]
-        start = tf.fill([tf.shape(text)[0], 1], tf.constant(tokenizer.START_ID, ragged.dtype))
+        start = tf.fill([tf.shape(text)[0], 1], tf.constant(self.start_id, ragged.dtype))
         return tf.cast(tf.concat([start, ragged], axis=1).to_tensor(0), tf.int32)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
@@ -186,7 +231,7 @@ class EncoderServer(tf.Module):
         with tf.control_dependencies([tf.debugging.assert_greater(top_k, 0, message="top_k must be at least 1")]):
             top_k = tf.identity(top_k)
         token_ids = self._token_ids(text)
-        is_mask = token_ids == pretraining.MASK_ID
+        is_mask = token_ids == self.mask_id
         mask_count = tf.reduce_sum(tf.cast(is_mask, tf.int32), axis=1)
         width = tf.reduce_max(tf.concat([mask_count, [0]], axis=0))
         # Each text's mask positions, first to last, padded with position 0.
@@ -195,7 +240,7 @@ class EncoderServer(tf.Module):
         positions = tf.where(used, order, 0)
         logits = self.mlm_head(self.proposer(token_ids, training=False), mask_positions=positions)
         logits = tf.cast(logits, tf.float32)
-        special = tf.range(tf.shape(logits)[-1]) < pretraining.FIRST_REGULAR_ID
+        special = tf.range(tf.shape(logits)[-1]) < self.first_regular_id
         probabilities = tf.nn.softmax(tf.where(special, -1e9, logits))
         k = tf.minimum(top_k, tf.shape(logits)[-1])
         best, ids = tf.math.top_k(probabilities, k)

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from zoo import checks, classifier
 from zoo.optimization import smoothed_cross_entropy
-from zoo.tokenizer import PAD_ID
+from zoo.tokenizer import END_ID, PAD_ID, START_ID
 
 OBJECTIVES = ("mlm", "electra")
 MASK_TOKEN = "<mask>"
@@ -31,6 +31,12 @@ class PretrainConfig:
     mask_rate: float = 0.15  # BERT: of those, 80% <mask>, 10% a random token, 10% kept
     generator_scale: float = 0.5  # ELECTRA: the generator's width (hidden, heads, FFN) / the encoder's
     detection_weight: float = 50.0  # ELECTRA's lambda: discriminator loss weight against the generator's
+    # The vocabulary's special ids: the zoo's SentencePiece ones, or a published checkpoint's WordPiece ones
+    # (BERT's [MASK] 103, its [unused...] and other bracketed pieces below 999, [CLS] 101, [SEP] 102).
+    mask_id: int = MASK_ID
+    first_regular_id: int = FIRST_REGULAR_ID  # ids below are special: never masked, never sampled
+    start_id: int = START_ID  # heads every packed sequence
+    separator_id: int = END_ID  # ends every document of the stream
 
     def __post_init__(self):
         if isinstance(self.encoder, dict):  # read back from config.json
@@ -49,7 +55,7 @@ class PretrainConfig:
             )
         if not 0.0 < self.generator_scale <= 1.0:
             raise ValueError(f"generator_scale={self.generator_scale} must be in (0, 1].")
-        if self.encoder.vocab_size <= FIRST_REGULAR_ID:
+        if self.encoder.vocab_size <= self.first_regular_id:
             raise ValueError(f"vocab_size={self.encoder.vocab_size} leaves no regular token: raise it.")
 
     @property
@@ -68,8 +74,10 @@ class PretrainConfig:
 PRESETS = {name: PretrainConfig(encoder=config) for name, config in classifier.PRESETS.items()}
 
 
-def mask_tokens(token_ids, seed, mask_rate, max_predictions, vocab_size):
-    """BERT's masking of a batch, stateless in `seed` (shape [2] int).
+def mask_tokens(token_ids, seed, mask_rate, max_predictions, vocab_size, mask_id=MASK_ID,
+                first_regular_id=FIRST_REGULAR_ID):
+    """BERT's masking of a batch, stateless in `seed` (shape [2] int): ids below `first_regular_id`
+    are special (never chosen), `mask_id` is the <mask> / [MASK] token.
 
     Of each row's selectable tokens (real, not special), round(mask_rate * count) (at least
     one, at most max_predictions) are chosen uniformly; each becomes <mask> with probability
@@ -81,7 +89,7 @@ def mask_tokens(token_ids, seed, mask_rate, max_predictions, vocab_size):
     """
     token_ids = tf.convert_to_tensor(token_ids, tf.int32)
     seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 3)
-    selectable = token_ids >= FIRST_REGULAR_ID
+    selectable = token_ids >= first_regular_id
     count = tf.reduce_sum(tf.cast(selectable, tf.float32), axis=1)
     chosen = tf.minimum(tf.maximum(tf.round(count * mask_rate), tf.minimum(count, 1.0)), float(max_predictions))
     scores = tf.random.stateless_uniform(tf.shape(token_ids), seeds[0])
@@ -94,9 +102,9 @@ def mask_tokens(token_ids, seed, mask_rate, max_predictions, vocab_size):
     originals = tf.gather(token_ids, positions, batch_dims=1)
     draw = tf.random.stateless_uniform(tf.shape(positions), seeds[1])
     random_ids = tf.random.stateless_uniform(
-        tf.shape(positions), seeds[2], minval=FIRST_REGULAR_ID, maxval=vocab_size, dtype=tf.int32
+        tf.shape(positions), seeds[2], minval=first_regular_id, maxval=vocab_size, dtype=tf.int32
     )
-    replaced = tf.where(draw < 0.8, MASK_ID, tf.where(draw < 0.9, random_ids, originals))
+    replaced = tf.where(draw < 0.8, mask_id, tf.where(draw < 0.9, random_ids, originals))
     corrupted = scatter_at(token_ids, positions, replaced, used)
     return {
         "token_ids": corrupted,
@@ -130,12 +138,12 @@ class MaskedLMHead(keras.layers.Layer):
     not a layer to serialize on its own.
     """
 
-    def __init__(self, token_embedding, **kwargs):
+    def __init__(self, token_embedding, epsilon=1e-5, activation="gelu", **kwargs):
         super().__init__(**kwargs)
         self.token_embedding = token_embedding
         width = token_embedding.output_dim
-        self.dense = keras.layers.Dense(width, activation="gelu", dtype=self.dtype_policy, name="dense")
-        self.norm = keras.layers.LayerNormalization(epsilon=1e-5, dtype=self.dtype_policy, name="norm")
+        self.dense = keras.layers.Dense(width, activation=activation, dtype=self.dtype_policy, name="dense")
+        self.norm = keras.layers.LayerNormalization(epsilon=epsilon, dtype=self.dtype_policy, name="norm")
 
     def build(self, inputs_shape, mask_positions_shape=None):
         self.dense.build(inputs_shape)
@@ -179,7 +187,10 @@ class Pretrainer(keras.Model):
             )
             self.detection_dense = keras.layers.Dense(config.encoder.hidden_dim, activation="gelu", name="detection_dense")
             self.detection_logits = keras.layers.Dense(1, dtype="float32", name="detection_logits")
-        self.mlm_head = MaskedLMHead(embedding.token_embedding, name="mlm_head")
+        # BERT's head uses the encoder's activation and epsilon; the zoo's own encoders ReLU-based or not, GELU.
+        activation = config.encoder.activation if config.encoder.activation.startswith("gelu") else "gelu"
+        self.mlm_head = MaskedLMHead(embedding.token_embedding, config.encoder.epsilon,
+                                     classifier.ACTIVATIONS.get(activation, activation), name="mlm_head")
 
     def call(self, batch, training=None):
         token_ids, positions = batch["token_ids"], batch["mask_positions"]
@@ -188,7 +199,7 @@ class Pretrainer(keras.Model):
         outputs = {"mlm_logits": mlm_logits}
         if self.generator is None:
             return outputs
-        sampled = sample(tf.stop_gradient(tf.cast(mlm_logits, tf.float32)), batch["seed"])
+        sampled = sample(tf.stop_gradient(tf.cast(mlm_logits, tf.float32)), batch["seed"], self.config.first_regular_id)
         used = batch["mask_weights"] > 0
         original = batch["original_ids"]
         corrupted = scatter_at(original, positions, sampled, used)
@@ -201,10 +212,10 @@ class Pretrainer(keras.Model):
         return {**super().get_config(), "config": dataclasses.asdict(self.config)}
 
 
-def sample(logits, seed):
+def sample(logits, seed, first_regular_id=FIRST_REGULAR_ID):
     """One token per position from softmax(logits) (Gumbel-max, stateless), never a special token."""
     vocab = tf.shape(logits)[-1]
-    special = tf.range(vocab) < FIRST_REGULAR_ID
+    special = tf.range(vocab) < first_regular_id
     logits = tf.where(special, tf.constant(-1e9, logits.dtype), logits)
     uniform = tf.random.stateless_uniform(tf.shape(logits), tf.cast(seed, tf.int64), minval=1e-9, maxval=1.0)
     return tf.argmax(logits - tf.math.log(-tf.math.log(uniform)), axis=-1, output_type=tf.int32)
@@ -214,7 +225,7 @@ def build_pretrainer(config):
     """A Pretrainer with its weights made (called once on a dummy batch)."""
     model = Pretrainer(config, name="pretrainer")
     length = config.sequence_length
-    dummy = tf.fill([1, length], FIRST_REGULAR_ID)
+    dummy = tf.fill([1, length], config.first_regular_id)
     model(with_masks(dummy, tf.constant([0, 0], tf.int64), config))
     return model
 
@@ -222,7 +233,8 @@ def build_pretrainer(config):
 def with_masks(token_ids, seed, config):
     """The batch a Pretrainer reads: `mask_tokens` of token_ids plus "original_ids" and "seed"."""
     mask_seed, sample_seed = tf.unstack(tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 2))
-    batch = mask_tokens(token_ids, mask_seed, config.mask_rate, config.max_predictions, config.encoder.vocab_size)
+    batch = mask_tokens(token_ids, mask_seed, config.mask_rate, config.max_predictions, config.encoder.vocab_size,
+                        config.mask_id, config.first_regular_id)
     batch["original_ids"] = tf.cast(token_ids, tf.int32)
     batch["seed"] = sample_seed
     return batch

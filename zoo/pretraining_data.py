@@ -112,12 +112,13 @@ def held_out(num_documents, fraction, seed):
     return np.flatnonzero(~chosen), np.flatnonzero(chosen)
 
 
-def pack(documents, sequence_length):
+def pack(documents, sequence_length, start_id=START_ID, separator_id=END_ID):
     """Token rows of `sequence_length`: <s> and then the next sequence_length - 1 tokens of the
-    stream doc_0 </s> doc_1 </s> ... (documents: lists of ids, in order). Every row is full
-    but the last; no token is dropped and no padding is spent."""
+    stream doc_0 </s> doc_1 </s> ... (documents: lists of ids, in order; BERT's vocabularies
+    give [CLS] and [SEP] as start_id and separator_id). Every row is full but the last; no
+    token is dropped and no padding is spent."""
     if not documents:
         return []
-    stream = np.concatenate([np.append(np.asarray(d, np.int32), np.int32(END_ID)) for d in documents])
+    stream = np.concatenate([np.append(np.asarray(d, np.int32), np.int32(separator_id)) for d in documents])
     body = sequence_length - 1
-    return [np.concatenate([[START_ID], stream[i : i + body]]).astype(np.int32) for i in range(0, len(stream), body)]
+    return [np.concatenate([[start_id], stream[i : i + body]]).astype(np.int32) for i in range(0, len(stream), body)]

@@ -5,9 +5,14 @@ is trained once per run and saved as `tokenizer.model` beside the checkpoints;
 the same bytes go inside every export, so serving tokenizes exactly as training did.
 Ids 0-3 are fixed: <pad>, <unk>, <s> (start, also the classifier's head token)
 and </s> (end).
+
+A run fine-tuned from a published BERT-style checkpoint (`zoo.published`) keeps that
+checkpoint's WordPiece vocabulary instead, as `vocab.txt` and `tokenizer_config.json`
+(Hugging Face's names): its [PAD] is 0, its text is framed as [CLS] ... [SEP].
 """
 
 import io
+import json
 import os
 import random
 import re
@@ -19,6 +24,8 @@ import tensorflow as tf
 
 PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
 TOKENIZER_FILE = "tokenizer.model"
+VOCABULARY_FILE = "vocab.txt"  # a WordPiece vocabulary, one piece per line, id = line number
+WORDPIECE_CONFIG_FILE = "tokenizer_config.json"
 # SentencePiece learns as good a vocabulary from a sample: this caps the time.
 MAX_TRAINING_CHARACTERS = 10_000_000
 
@@ -94,8 +101,52 @@ def save_tokenizer(proto, directory, name=TOKENIZER_FILE):
     return path
 
 
+def wordpiece_tokenizer(vocabulary, lowercase, strip_accents=None):
+    """keras-hub's BertTokenizer (BERT's basic tokenization, then WordPiece, in TF Text ops) over
+    `vocabulary` (a list of pieces). strip_accents=None follows `lowercase`, as in BERT. Special
+    pieces written in a text ("[MASK]") are those pieces, as Hugging Face's tokenizers read them."""
+    return keras_hub.models.BertTokenizer(
+        vocabulary=list(vocabulary),
+        lowercase=lowercase,
+        strip_accents=lowercase if strip_accents is None else strip_accents,
+        special_tokens_in_strings=True,
+    )
+
+
+def save_wordpiece(vocabulary, lowercase, strip_accents, directory):
+    """Writes vocab.txt and tokenizer_config.json into `directory`, each atomically."""
+    text = "".join(f"{piece}\n" for piece in vocabulary)
+    save_tokenizer(text.encode("utf-8"), directory, VOCABULARY_FILE)
+    settings = {"do_lower_case": lowercase, "strip_accents": strip_accents}
+    save_tokenizer(json.dumps(settings).encode("utf-8"), directory, WORDPIECE_CONFIG_FILE)
+
+
+def holds_wordpiece(directory):
+    return os.path.exists(os.path.join(directory, VOCABULARY_FILE))
+
+
+def load_wordpiece(directory):
+    """The tokenizer `save_wordpiece` wrote into `directory`."""
+    with open(os.path.join(directory, VOCABULARY_FILE), encoding="utf-8") as f:
+        vocabulary = f.read().split("\n")[:-1]
+    with open(os.path.join(directory, WORDPIECE_CONFIG_FILE)) as f:
+        settings = json.load(f)
+    return wordpiece_tokenizer(vocabulary, settings["do_lower_case"], settings.get("strip_accents"))
+
+
+def framing(tokenizer):
+    """(start_id, end_id) a classifier puts around each text: [CLS] and [SEP] for a WordPiece
+    tokenizer, <s> and None (no end token) for the zoo's SentencePiece ones."""
+    if isinstance(tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
+        return tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    return START_ID, None
+
+
 def load_tokenizer(source, name=TOKENIZER_FILE):
-    """A keras-hub SentencePieceTokenizer from proto bytes or a run directory's `name` file."""
+    """A keras-hub SentencePieceTokenizer from proto bytes or a run directory's `name` file;
+    for a run directory that holds a WordPiece vocabulary (`save_wordpiece`), its BertTokenizer."""
+    if isinstance(source, (str, os.PathLike)) and name == TOKENIZER_FILE and holds_wordpiece(source):
+        return load_wordpiece(source)
     if isinstance(source, (str, os.PathLike)):
         path = os.path.join(source, name)
         if not os.path.exists(path):

@@ -142,3 +142,30 @@ def test_dropout_inactive_at_inference():
     # and active in training: some entries zeroed
     got_train = to_np(layer(ids, training=True))
     assert np.any(got_train == 0.0)
+
+
+def test_bert_embedding_unscaled_then_layer_normalized_matches_numpy():
+    """scale_tokens=False, layer_norm_epsilon=eps: LayerNorm(E[ids] + P) with the layer's gamma and beta."""
+    keras.utils.set_random_seed(4)
+    rng = np.random.default_rng(4)
+    layer = layers.TokenAndPositionEmbedding(
+        VOCAB, HIDDEN, MAX_LEN, position="learned", scale_tokens=False, layer_norm_epsilon=1e-3
+    )
+    ids = _ids(rng, seq=MAX_LEN)
+    layer(ids)
+    P, pvar = _position_matrix(layer)
+    P = rng.normal(size=P.shape)
+    pvar.assign(P.astype("float32"))
+    gamma, beta = rng.normal(1.0, 0.3, HIDDEN), rng.normal(0.0, 0.3, HIDDEN)
+    layer.layer_norm.gamma.assign(gamma.astype("float32"))
+    layer.layer_norm.beta.assign(beta.astype("float32"))
+    E = _embedding_matrix(layer)
+    assert abs(E.std() - 0.02) < 0.01  # BERT's initializer when the tokens are not scaled
+
+    x = E[ids[:, 1:6]] + P[None, 1:6]
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    expected = (x - mean) / np.sqrt(var + 1e-3) * gamma + beta
+    got = to_np(layer(ids[:, 1:6], start_index=1))
+    np.testing.assert_allclose(got, expected, atol=3e-5, rtol=1e-5)
+    config = layer.get_config()
+    assert config["scale_tokens"] is False and config["layer_norm_epsilon"] == 1e-3

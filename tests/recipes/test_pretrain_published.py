@@ -1,0 +1,119 @@
+"""Continued masked-LM pretraining of a published checkpoint (a tiny random BERT whose vocabulary
+puts its special pieces where BERT's do: [unused...] before [UNK], [CLS], [SEP], [MASK]), then
+fine-tuning the result: the recipe end to end, and the head against NumPy."""
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+from tests.conftest import fresh_process_json, run_recipe
+from tests.zoo import _published_fixtures as fixtures
+
+SPECIALS = ["[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused2]"]
+QUICK = ["--corpus=sst2", "--sequence_length=16", "--batch_size=4", "--train_steps=4", "--checkpoint_every=2",
+         "--eval_fraction=0.001"]
+
+
+def vocabulary(size=140):
+    pieces = SPECIALS + [p for p in dict.fromkeys(fixtures.PIECES)]
+    return pieces + [f"w{i}" for i in range(size - len(pieces))]
+
+
+@pytest.fixture(scope="module", name="checkpoint")
+def checkpoint_fixture(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("published") / "tiny-bert"
+    config = fixtures.bert_config(vocab_size=140, max_positions=32)
+    fixtures.write_checkpoint(folder, config, fixtures.random_weights(config, prefix="bert."), vocabulary(),
+                              vocab_files=("vocab.txt",), lowercase=True)
+    return str(folder)
+
+
+def test_the_run_masks_with_the_checkpoints_special_ids(checkpoint):
+    from zoo import published
+
+    ids = published.special_ids(published.read_checkpoint(checkpoint))
+    assert ids == {"mask_id": 6, "first_regular_id": 8, "start_id": 4, "separator_id": 5}
+
+
+def test_the_pretrainer_starts_from_the_checkpoints_encoder_and_masked_lm_head(checkpoint):
+    """The masked-LM logits of the initialized Pretrainer equal BERT's head computed in NumPy from the
+    checkpoint's own weights: LayerNorm(gelu(h W + b)) E^T + bias, h the encoder's hidden states."""
+    import tensorflow as tf
+    from safetensors.numpy import load_file
+
+    from zoo import pretrained, pretraining, published
+    from zoo.training import set_precision
+
+    set_precision("float32")
+    read = published.read_checkpoint(checkpoint)
+    config = pretraining.PretrainConfig(encoder=published.encoder_config(read, 32), sequence_length=16,
+                                        **published.special_ids(read))
+    model = pretraining.build_pretrainer(config)
+    pretrained.pretrainer_initializer(checkpoint)(model)
+    token_ids = tf.constant([[4, 20, 21, 6, 30, 5, 0, 0]], tf.int32)
+    positions = tf.constant([[3, 1]], tf.int32)
+    logits = model.mlm_head(model.encoder(token_ids), mask_positions=positions).numpy()[0]
+
+    w = load_file(os.path.join(checkpoint, "model.safetensors"))
+    hidden = model.encoder(token_ids).numpy()[0][[3, 1]]
+    x = hidden @ w["cls.predictions.transform.dense.weight"].T + w["cls.predictions.transform.dense.bias"]
+    x = 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    x = (x - mean) / np.sqrt(var + 1e-12) * w["cls.predictions.transform.LayerNorm.weight"] \
+        + w["cls.predictions.transform.LayerNorm.bias"]
+    expected = x @ w["bert.embeddings.word_embeddings.weight"].T + w["cls.predictions.bias"]
+    np.testing.assert_allclose(logits, expected, atol=1e-4)
+
+
+@pytest.fixture(scope="module", name="continued")
+def continued_fixture(tmp_path_factory, checkpoint):
+    base = tmp_path_factory.mktemp("dapt")
+    model_dir, export_dir = str(base / "run"), str(base / "export")
+    result = run_recipe("pretrain", *QUICK, f"--init_from={checkpoint}", f"--model_dir={model_dir}",
+                        f"--export_dir={export_dir}")
+    return model_dir, export_dir, result
+
+
+def test_continued_pretraining_trains_evaluates_and_keeps_the_vocabulary(continued):
+    model_dir, _, result = continued
+    assert "and its masked-LM head." in result.stdout and "step 4/4" in result.stdout
+    assert "held-out: masked_accuracy" in result.stdout
+    with open(os.path.join(model_dir, "vocab.txt"), encoding="utf-8") as f:
+        assert f.read().split("\n")[:-1] == vocabulary()
+    with open(os.path.join(model_dir, "config.json")) as f:
+        model = json.load(f)["model"]
+    assert (model["mask_id"], model["first_regular_id"], model["start_id"], model["separator_id"]) == (6, 8, 4, 5)
+    assert model["encoder"]["embedding"] == "normalized"
+
+
+def test_the_export_fills_a_written_mask_token(continued):
+    _, export_dir, _ = continued
+    program = (
+        "import json\nimport tensorflow as tf\nimport tensorflow_text\n"
+        f"fill = tf.saved_model.load({export_dir!r} + '/1').signatures['fill_mask']\n"
+        "out = fill(text=tf.constant(['the movie was [MASK] !', 'no mask here']), top_k=tf.constant(3))\n"
+        "print(json.dumps({'count': out['mask_count'].numpy().tolist(),"
+        " 'tokens': [[[t.decode() for t in k] for k in m] for m in out['tokens'].numpy()]}))\n"
+    )
+    served = fresh_process_json(program, timeout=120)
+    assert served["count"] == [1, 0]
+    assert all(not t.startswith("[") for t in served["tokens"][0][0])  # special pieces are never proposed
+
+
+def test_fine_tuning_the_continued_run_uses_its_wordpiece_vocabulary(continued, tmp_path):
+    model_dir, _, _ = continued
+    run_dir = str(tmp_path / "sst2")
+    result = run_recipe("sentiment", "--dataset=sst2", "--max_examples=64", "--batch_size=8", "--train_steps=2",
+                        "--mode=train", f"--init_from={model_dir}", f"--model_dir={run_dir}")
+    assert "Initialized the encoder from" in result.stdout
+    with open(os.path.join(run_dir, "vocab.txt"), encoding="utf-8") as f:
+        assert f.read().split("\n")[:-1] == vocabulary()
+
+
+def test_electra_cannot_continue_a_published_checkpoint(checkpoint, tmp_path):
+    result = run_recipe("pretrain", *QUICK, "--objective=electra", f"--init_from={checkpoint}",
+                        f"--model_dir={tmp_path / 'run'}", check=False)
+    assert result.returncode == 2 and "--init_from continues masked-LM training" in result.stderr

@@ -1,0 +1,121 @@
+"""End to end: the sentiment recipe fine-tuning a published checkpoint (a tiny random BERT in
+Hugging Face's layout), on real SST-2 slices, a few steps: training, resumption, eval, export."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tests.conftest import fresh_process_json, run_recipe
+from tests.zoo import _published_fixtures as fixtures
+
+QUICK = ["--dataset=sst2", "--max_examples=200", "--batch_size=8", "--max_length=24", "--checkpoint_every=4"]
+
+
+@pytest.fixture(scope="module", name="checkpoint")
+def checkpoint_fixture(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("published") / "tiny-bert"
+    config = fixtures.bert_config(vocab_size=120, max_positions=32)
+    fixtures.write_checkpoint(folder, config, fixtures.random_weights(config, prefix="bert."), fixtures.vocabulary(120),
+                              vocab_files=("tokenizer.json",), lowercase=True)
+    return str(folder)
+
+
+@pytest.fixture(scope="module", name="trained")
+def trained_fixture(tmp_path_factory, checkpoint):
+    base = tmp_path_factory.mktemp("sentiment_published")
+    model_dir, export_dir = str(base / "run"), str(base / "export")
+    first = run_recipe("sentiment", *QUICK, f"--init_from={checkpoint}", "--train_steps=4", "--mode=train",
+                       f"--model_dir={model_dir}")
+    resumed = run_recipe("sentiment", *QUICK, f"--init_from={checkpoint}", "--train_steps=8",
+                         f"--model_dir={model_dir}", f"--export_dir={export_dir}")
+    return model_dir, export_dir, first, resumed
+
+
+def test_the_encoder_starts_from_every_published_weight_and_the_unused_parts_are_named(trained):
+    _, _, first, resumed = trained
+    assert "Initialized the encoder from" in first.stdout
+    assert "not used for fine-tuning: cls.predictions, cls.seq_relationship, pooler.dense." in first.stdout
+    assert "Initialized the encoder" not in resumed.stdout  # resumed from its own checkpoint
+    assert "step 8/8" in resumed.stdout and "validation: accuracy" in resumed.stdout
+
+
+def test_the_run_keeps_the_checkpoints_vocabulary_and_bert_defaults(trained, checkpoint):
+    model_dir, _, _, _ = trained
+    with open(os.path.join(model_dir, "vocab.txt"), encoding="utf-8") as f:
+        assert f.read().split("\n")[:-1] == fixtures.vocabulary(120)
+    assert not os.path.exists(os.path.join(model_dir, "tokenizer.model"))
+    with open(os.path.join(model_dir, "config.json")) as f:
+        run = json.load(f)
+    assert run["init_from"] == os.path.abspath(checkpoint)
+    assert run["model"]["embedding"] == "normalized" and run["model"]["epsilon"] == 1e-12
+    assert run["model"]["max_length"] == 24 and run["model"]["activation"] == "gelu"
+    assert run["train"]["learning_rate"] == 5e-5 and run["train"]["schedule"] == "cosine"
+
+
+def test_training_and_serving_frame_texts_the_same_way(trained):
+    """[CLS] + head and tail + [SEP]: the NumPy rows of training and the graph of the export agree."""
+    import tensorflow as tf
+
+    from zoo import classifier, tokenizer
+
+    model_dir, _, _, _ = trained
+    tok = tokenizer.load_tokenizer(model_dir)
+    start, end = tokenizer.framing(tok)
+    assert (start, end) == (fixtures.vocabulary(120).index("[CLS]"), fixtures.vocabulary(120).index("[SEP]"))
+    texts = ["The movie was great!", "", "not bad at all " * 20, "Café déjà vu"]
+    rows = classifier.with_head_token(tokenizer.tokenize(tok, texts), 24, start, end)
+    graph = classifier.head_token_ids(tok, tf.constant(texts), 24, start, end).numpy()
+    for row, ids in zip(rows, graph):
+        assert row[0] == start and row[-1] == end and len(row) <= 24
+        np.testing.assert_array_equal(ids[: len(row)], row)
+        assert not ids[len(row):].any()
+
+
+def test_the_export_answers_in_a_fresh_process_as_the_model_does(trained):
+    model_dir, export_dir, _, _ = trained
+    with open(os.path.join(export_dir, "1", "ops_manifest.json")) as f:
+        manifest = json.load(f)
+    texts = ["The movie was great!", "", "x" * 10_000]
+    program = (
+        "import json\nimport tensorflow as tf\n"
+        + ("import tensorflow_text\n" if manifest["non_core_ops"] else "")
+        + f"serve = tf.saved_model.load({export_dir!r} + '/1').signatures['serving_default']\n"
+        f"out = serve(text=tf.constant({texts!r}))\n"
+        "print(json.dumps(out['probabilities'].numpy().tolist()))\n"
+    )
+    served = np.array(fresh_process_json(program, timeout=120))
+
+    import tensorflow as tf
+
+    from recipes import sentiment
+    from zoo import classifier, tokenizer
+
+    trained_run = sentiment.load_trained(model_dir)
+    ids = classifier.head_token_ids(trained_run.tokenizer, tf.constant(texts), trained_run.config.max_length,
+                                    *tokenizer.framing(trained_run.tokenizer))
+    expected = tf.nn.softmax(trained_run.model(ids)).numpy()
+    np.testing.assert_allclose(served, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--preset=small", "--preset cannot be set with a published --init_from"),
+    ("--vocab_size=500", "--vocab_size cannot be set with a published --init_from"),
+    ("--max_length=33", "--max_length=33 must be in [3, 32]"),
+    ("--max_length=2", "--max_length=2 must be in [3, 32]"),
+])
+def test_flags_that_contradict_the_checkpoint_are_refused_before_any_work(checkpoint, tmp_path, flag, message):
+    result = run_recipe("sentiment", "--dataset=sst2", f"--init_from={checkpoint}", flag,
+                        f"--model_dir={tmp_path / 'run'}", check=False)
+    assert result.returncode == 2 and message in result.stderr, result.stderr[-2000:]
+    assert not os.path.exists(tmp_path / "run" / "config.json")
+
+
+def test_another_architecture_is_refused_with_the_supported_types(tmp_path):
+    folder = tmp_path / "gpt2"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "gpt2", "vocab_size": 50257}))
+    result = run_recipe("sentiment", "--dataset=sst2", f"--init_from={folder}", f"--model_dir={tmp_path / 'run'}",
+                        check=False)
+    assert result.returncode == 2 and "'gpt2'" in result.stderr and "bert, electra" in result.stderr
