@@ -83,4 +83,7 @@ def flops_per_token(name, run, model_dir):
         length, encoder = model["sequence_length"], model["encoder"]
         predicted = math.ceil(model["mask_rate"] * length)
         return training_flops(encoder_multiply_adds(encoder, length, predicted, encoder["vocab_size"]) / length)
+    if name == "finetune":  # full rows of max_length tokens (IMDB's reviews mostly fill them)
+        length = model["max_length"]
+        return training_flops(encoder_multiply_adds(model, length, 0, model["vocab_size"]) / length)
     return None

@@ -28,7 +28,9 @@ from benchmarks.peak import matmul_flops
 from benchmarks.report import ROOT, write_section
 from benchmarks.traces import KINDS, OTHER_PART, PARTS, by_kind, by_part, by_type, self_times
 
-flags.DEFINE_list("recipes", ["translate", "lm", "pretrain"], "Benchmark models to profile.")
+DEFAULT_RECIPES = ["translate", "lm", "pretrain"]
+flags.DEFINE_list("recipes", DEFAULT_RECIPES, "Benchmark models to profile (also finetune: IMDB fine-tuning of the "
+                  "published MiniLM checkpoint); other lists than the default get a section of their own.")
 flags.DEFINE_integer("steps", 40, "Training steps per model (logged every 10).")
 flags.DEFINE_string("trace_dir", None, "Keep each model's run (its trace under train/plugins/profile) in "
                     "<trace_dir>/<model>, to read further or open in TensorBoard; default: a temporary folder.")
@@ -56,7 +58,7 @@ def profile(name, steps, profiled, keep_in=None):
             rate = json.load(f)["train"]["steady_tokens_per_second"]
         times = self_times(trace)
         per_token = flops_per_token(name, run, model_dir)
-    shown = " ".join(["python -m", f"recipes.{module}", *flags_, f"--train_steps={steps}", window])
+    shown = " ".join(["python -m", f"recipes.{module}", *flags_, f"--train_steps={steps}", window]).replace(ROOT + os.sep, "")
     return times, run, rate, per_token, shown
 
 
@@ -114,7 +116,8 @@ def main(argv):
         "Training commands (each run in a fresh process and a fresh --model_dir):",
         *commands,
     ])
-    write_section("Where the step time goes", body)
+    own = "" if FLAGS.recipes == DEFAULT_RECIPES else ": " + ", ".join(FLAGS.recipes)
+    write_section(f"Where the step time goes{own}", body)
     print(body)
 
 

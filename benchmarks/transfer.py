@@ -1,16 +1,22 @@
-r"""Transfer learning: pretrain the encoder once on unlabeled IMDB text, fine-tune it on IMDB
-and SST-2, against the strongest peers a user would pick instead, in the same run.
+r"""Transfer learning: fine-tune a published checkpoint (default: all-MiniLM-L6-v2, `benchmarks.minilm`),
+or an encoder the zoo pretrains itself on unlabeled IMDB text, on IMDB and SST-2, against the
+strongest peers a user would pick instead, in the same run.
 
-1. Pretraining: `recipes.pretrain` with PRETRAIN_FLAGS (or a finished run in --pretrain_dir made
-   with them), then its held-out masked-token / replaced-token figures.
-2. Fine-tuning that one encoder: `recipes.sentiment --init_from` with FINE_TUNE_FLAGS, on IMDB
-   (test accuracy; its validation split is the held-out 5% of train) and SST-2 (dev accuracy).
-3. Peers on the same splits: an NBSVM-style linear model (binarized uni+bigram counts weighted
-   by naive-Bayes log-count ratios, logistic regression; Wang & Manning 2012; needs the `bench`
-   extra: pip install -e ".[bench]") and the zoo's from-scratch recipe (benchmarks.sentiment's flags).
+With --checkpoint (the default):
+1. Fine-tuning the checkpoint: `recipes.sentiment --init_from` with `recipe_flags.PUBLISHED`, on IMDB
+   (test accuracy; its validation split is the held-out 5% of train) and SST-2 (trained on sst2_tune,
+   whose held-out 5% is its validation split; dev accuracy reported).
+2. Its fine-tuning speed against keras-hub's BertBackbone of the same sizes (`benchmarks.published`).
+With --checkpoint= (empty): the zoo's own pretraining, `recipes.pretrain` with PRETRAIN_FLAGS (or a
+finished run in --pretrain_dir made with them), its held-out figures, then fine-tuning it with
+FINE_TUNE_FLAGS.
+Peers on the same splits (--peers): an NBSVM-style linear model (binarized uni+bigram counts weighted
+by naive-Bayes log-count ratios, logistic regression; Wang & Manning 2012; needs the `bench` extra:
+pip install -e ".[bench]"), the zoo's from-scratch recipe (benchmarks.sentiment's flags) and, with a
+checkpoint, the zoo's own pretrained encoder fine-tuned (finished runs reused).
 
   python -m benchmarks.transfer
-  python -m benchmarks.transfer --objective=electra --peers=
+  python -m benchmarks.transfer --checkpoint= --objective=electra --peers=
 """
 
 import json
@@ -22,15 +28,19 @@ import time
 from absl import app, flags
 
 from benchmarks import recipe_flags
+from benchmarks.minilm import minilm_folder
 from benchmarks.report import ROOT, finished_run, write_section
 
+flags.DEFINE_string("checkpoint", "minilm", "The published checkpoint to fine-tune (a folder, hf:ORG/NAME, "
+                    "keras_hub:PRESET; minilm: all-MiniLM-L6-v2 from the bench extra); empty: pretrain the zoo's own.")
 flags.DEFINE_enum("objective", "mlm", ["mlm", "electra"], "Pretraining objective.")
 flags.DEFINE_string("pretrain_dir", None, "Pretraining run directory (default runs/bench_pretrain_<objective>); a "
                     "finished run made with PRETRAIN_FLAGS is reused.")
 flags.DEFINE_string("fine_tune_dir", None, "Where the fine-tuning runs go (default runs/bench_transfer_<objective>).")
 flags.DEFINE_list("tasks", ["imdb", "sst2"], "Datasets to fine-tune on.")
-flags.DEFINE_list("peers", ["nbsvm", "scratch"], "Peers to run in the same program: nbsvm (the NBSVM-style linear "
-                  "model) and scratch (the zoo's recipe trained from scratch); empty for none.")
+flags.DEFINE_list("peers", ["nbsvm", "scratch", "pretrained"], "Peers to run in the same program: nbsvm (the "
+                  "NBSVM-style linear model), scratch (the zoo's recipe trained from scratch) and, with --checkpoint, "
+                  "pretrained (the zoo's own pretrained encoder fine-tuned); empty for none.")
 FLAGS = flags.FLAGS
 
 # `small`: `medium` pretrained for 80 min (2,800 steps at 5e-4) fine-tuned no better on IMDB's validation split
@@ -68,16 +78,25 @@ def pretrain(run_dir, objective):
 
 
 def fine_tune(dataset, pretrain_dir, run_dir):
-    flags_ = [f"--dataset={dataset}", *FINE_TUNE_FLAGS[dataset], f"--init_from={pretrain_dir}"]
+    return fine_tune_with([f"--dataset={dataset}", *FINE_TUNE_FLAGS[dataset], f"--init_from={pretrain_dir}"],
+                          dataset, run_dir)
+
+
+def fine_tune_with(flags_, dataset, run_dir):
+    """Trains (or reuses) the sentiment run of `flags_` in run_dir, evaluates its own validation split
+    and `dataset`'s reported split (which may be another dataset's: SST-2 dev for sst2_tune)."""
     began = time.time()
     if not finished_run(run_dir, flags_):
         recipe("sentiment", flags_, run_dir, "--mode=train")
     metrics = recipe("sentiment", [], run_dir, "--mode=eval", "--eval_split=validation")
-    if REPORTED_SPLIT[dataset] != "validation":
-        metrics = recipe("sentiment", [], run_dir, "--mode=eval", f"--eval_split={REPORTED_SPLIT[dataset]}")
+    trained_on = next(f.split("=", 1)[1] for f in flags_ if f.startswith("--dataset="))
+    split = REPORTED_SPLIT[dataset]
+    if trained_on != dataset or split != "validation":
+        metrics = recipe("sentiment", [], run_dir, "--mode=eval", f"--dataset={dataset}", f"--eval_split={split}")
+    reported = f"eval_{split}" if trained_on == dataset else f"eval_{dataset}_{split}"
     return {
         "validation": metrics["eval_validation"]["accuracy"],
-        "accuracy": metrics[f"eval_{REPORTED_SPLIT[dataset]}"]["accuracy"],
+        "accuracy": metrics[reported]["accuracy"],
         "train_seconds": metrics["train"]["seconds"],
         "seconds": time.time() - began,
         "command": " ".join(["python -m recipes.sentiment", *flags_, f"--model_dir={run_dir}"]),
@@ -126,11 +145,73 @@ def scratch(dataset):
 PEERS = {"nbsvm": nbsvm, "scratch": scratch}
 
 
+def pretrained_peer(dataset):
+    """The zoo's own pretrained encoder (this program's --checkpoint= mode) fine-tuned, reusing finished runs."""
+    pretrain_dir = os.path.join(ROOT, "runs", f"bench_pretrain_{FLAGS.objective}")
+    pretrain(pretrain_dir, FLAGS.objective)
+    return fine_tune(dataset, pretrain_dir, os.path.join(ROOT, "runs", f"bench_transfer_{FLAGS.objective}", dataset))
+
+
+def published_main(checkpoint):
+    """Fine-tunes the published checkpoint on each task beside the peers; then its speed against keras-hub."""
+    from benchmarks.finetune_speed import speed_lines
+
+    folder = minilm_folder() if checkpoint == "minilm" else checkpoint
+    fine_tune_dir = FLAGS.fine_tune_dir or os.path.join(ROOT, "runs", "bench_transfer_published")
+    peers = {**PEERS, "pretrained": pretrained_peer}
+    shown = os.path.relpath(folder, ROOT) if os.path.isdir(folder) else folder
+    lines = [f"Checkpoint: `{shown}`" + (" (sentence-transformers' all-MiniLM-L6-v2, sha256 checked)."
+                                         if checkpoint == "minilm" else "."), "",
+             "| task | checkpoint fine-tuned | its validation split | fine-tuning | zoo from scratch | "
+             "zoo pretrained + fine-tuned | NBSVM-style |", "|---|---|---|---|---|---|---|"]
+    commands = []
+    for dataset in FLAGS.tasks:
+        flags_ = [*recipe_flags.PUBLISHED[dataset], f"--init_from={folder}"]
+        tuned = fine_tune_with(flags_, dataset, os.path.join(fine_tune_dir, dataset))
+        commands.append(f"- {SPLIT_NAME[dataset]}: `{tuned['command'].replace(ROOT + os.sep, '')}`")
+        results = {name: "not run" for name in peers}
+        for name in FLAGS.peers:
+            result = peers[name](dataset)
+            results[name] = f"{result['accuracy']:.2%} ({result.get('train_seconds', result['seconds']) / 60:.1f} min)"
+        lines.append(f"| {SPLIT_NAME[dataset]} | **{tuned['accuracy']:.2%}** | {tuned['validation']:.2%} | "
+                     f"{tuned['train_seconds'] / 60:.1f} min | {results['scratch']} | {results['pretrained']} | "
+                     f"{results['nbsvm']} |")
+    lines += ["", "Fine-tuning commands:", *commands]
+    if "imdb" in FLAGS.tasks:
+        lines += ["", latency_line(os.path.join(fine_tune_dir, "imdb"))]
+    lines += ["", *speed_lines(folder, batch_size=32, length=256, steps=5)]
+    body = "\n".join(lines)
+    write_section("Transfer learning: published checkpoint", body)
+    print(body)
+
+
+def latency_line(run_dir):
+    """A sentence: serving latency of the fine-tuned IMDB run's export against a `small` zoo classifier's
+    (trained one step: latency does not depend on the weights), each in a fresh TensorFlow process."""
+    import tempfile
+
+    from benchmarks.latency import export_latency
+    from zoo import datasets
+
+    reviews = datasets.load_classification("imdb", "test").texts[:64]
+    with tempfile.TemporaryDirectory() as scratch:
+        tuned_export, small_dir = os.path.join(scratch, "tuned"), os.path.join(scratch, "small")
+        recipe("sentiment", [], run_dir, "--mode=export", f"--export_dir={tuned_export}")
+        recipe("sentiment", ["--dataset=imdb", "--preset=small", "--train_steps=1", "--max_examples=2000",
+                             "--mode=train"], small_dir, f"--export_dir={os.path.join(scratch, 'small_export')}")
+        tuned, small = export_latency(tuned_export, reviews), export_latency(os.path.join(scratch, "small_export"), reviews)
+    return (f"Serving latency of the fine-tuned IMDB export (median of 10 calls, fresh TensorFlow process with TF Text): "
+            f"one review {tuned[1] * 1000:.0f} ms, a batch of 64 test reviews {tuned[64] * 1000:.0f} ms; the zoo's "
+            f"`small` classifier: {small[1] * 1000:.0f} ms and {small[64] * 1000:.0f} ms.")
+
+
 def main(argv):
     del argv
-    unknown = set(FLAGS.peers) - set(PEERS)
+    unknown = set(FLAGS.peers) - set(PEERS) - {"pretrained"}
     if unknown:
-        raise app.UsageError(f"--peers: unknown {sorted(unknown)}; use {sorted(PEERS)}.")
+        raise app.UsageError(f"--peers: unknown {sorted(unknown)}; use nbsvm, scratch, pretrained.")
+    if FLAGS.checkpoint:
+        return published_main(FLAGS.checkpoint)
     objective = FLAGS.objective
     pretrain_dir = os.path.abspath(FLAGS.pretrain_dir or os.path.join(ROOT, "runs", f"bench_pretrain_{objective}"))
     fine_tune_dir = FLAGS.fine_tune_dir or os.path.join(ROOT, "runs", f"bench_transfer_{objective}")
@@ -149,7 +230,7 @@ def main(argv):
         tuned = fine_tune(dataset, pretrain_dir, os.path.join(fine_tune_dir, dataset))
         commands.append(f"- {SPLIT_NAME[dataset]}: `{tuned['command']}`")
         peers = {"scratch": "not run", "nbsvm": "not run"}
-        for name in FLAGS.peers:
+        for name in set(FLAGS.peers) & set(PEERS):
             result = PEERS[name](dataset)
             peers[name] = f"{result['accuracy']:.2%} ({result['seconds']:.0f} s)"
         lines.append(
