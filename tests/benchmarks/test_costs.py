@@ -57,3 +57,12 @@ def test_flops_per_token_of_a_masked_lm_run_by_hand_and_none_for_electra():
     run = {"model": {"objective": "mlm", "sequence_length": 5, "mask_rate": 0.3, "encoder": encoder}}
     assert flops_per_token("pretrain", run, model_dir=None) == pytest.approx(6 * 1768 / 5)
     assert flops_per_token("pretrain", {"model": {**run["model"], "objective": "electra"}}, model_dir=None) is None
+
+
+def test_fine_tuning_flops_per_token_by_hand():
+    """One layer, width 4, FFN 8, rows of 2 tokens: per position 4*4*4 (Q, K, V, O) + 2*4*8 (FFN)
+    + 2*2*4 (scores and values over 2 keys) = 144 multiply-adds forward, 6 FLOPs each in training."""
+    from benchmarks.costs import flops_per_token
+
+    run = {"model": {"hidden_dim": 4, "intermediate_dim": 8, "num_layers": 1, "max_length": 2, "vocab_size": 99}}
+    assert flops_per_token("finetune", run, None) == 6 * 144
