@@ -33,20 +33,33 @@ class BlockBase(keras.layers.Layer):
         activation: the FFN's activation.
         norm_first: pre-norm instead of the paper's post-norm.
         epsilon: LayerNorm's epsilon.
+        attention_dropout: dropout on the attention probabilities alone;
+            None: `dropout`.
     """
 
     def __init__(
-        self, num_heads, intermediate_dim, dropout=0.1, activation="relu", norm_first=False, epsilon=1e-5, **kwargs
+        self,
+        num_heads,
+        intermediate_dim,
+        dropout=0.1,
+        activation="relu",
+        norm_first=False,
+        epsilon=1e-5,
+        attention_dropout=None,
+        **kwargs,
     ):
         super().__init__(**kwargs)
         if not isinstance(num_heads, int) or num_heads <= 0:
             raise ValueError(f"num_heads={num_heads!r} must be a positive integer.")
+        if attention_dropout is not None and not 0 <= attention_dropout < 1:
+            raise ValueError(f"attention_dropout={attention_dropout!r} must be in [0, 1) or None.")
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.dropout = dropout
         self.activation = activation
         self.norm_first = norm_first
         self.epsilon = epsilon
+        self.attention_dropout = attention_dropout
         self.feed_forward = FeedForward(
             intermediate_dim, activation, dropout, dtype=self.dtype_policy, name="feed_forward"
         )
@@ -54,6 +67,10 @@ class BlockBase(keras.layers.Layer):
 
     def add_norm(self, name):
         return AddNorm(self.dropout, self.epsilon, self.norm_first, dtype=self.dtype_policy, name=name)
+
+    def attention_rate(self):
+        """The attention probabilities' dropout rate: `attention_dropout`, or `dropout` when None."""
+        return self.dropout if self.attention_dropout is None else self.attention_dropout
 
     def build_feed_forward(self, inputs_shape):
         self.feed_forward.build(inputs_shape)
@@ -73,5 +90,6 @@ class BlockBase(keras.layers.Layer):
             activation=keras.activations.serialize(keras.activations.get(self.activation)),
             norm_first=self.norm_first,
             epsilon=self.epsilon,
+            attention_dropout=self.attention_dropout,
         )
         return config

@@ -33,6 +33,8 @@ class DecoderBlock(BlockBase):
         activation: the FFN's activation.
         norm_first: pre-norm instead of the paper's post-norm.
         epsilon: LayerNorm's epsilon.
+        attention_dropout: dropout on the attention probabilities alone (the
+            paper drops none there: 0); None: `dropout`.
 
     Call arguments:
         inputs: (batch, target_length, hidden_dim).
@@ -64,16 +66,28 @@ class DecoderBlock(BlockBase):
     """
 
     def __init__(
-        self, num_heads, intermediate_dim, dropout=0.1, activation="relu", norm_first=False, epsilon=1e-5, **kwargs
+        self,
+        num_heads,
+        intermediate_dim,
+        dropout=0.1,
+        activation="relu",
+        norm_first=False,
+        epsilon=1e-5,
+        attention_dropout=None,
+        **kwargs,
     ):
-        super().__init__(num_heads, intermediate_dim, dropout, activation, norm_first, epsilon, **kwargs)
+        super().__init__(
+            num_heads, intermediate_dim, dropout, activation, norm_first, epsilon, attention_dropout, **kwargs
+        )
         self.self_attention_add_norm = self.add_norm("self_attention_add_norm")
         self.cross_attention_add_norm = self.add_norm("cross_attention_add_norm")
         self.self_attention = None
         self.cross_attention = None
 
     def _attention(self, key_dim, name):
-        return MultiHeadAttention(self.num_heads, key_dim, dropout=self.dropout, dtype=self.dtype_policy, name=name)
+        return MultiHeadAttention(
+            self.num_heads, key_dim, dropout=self.attention_rate(), dtype=self.dtype_policy, name=name
+        )
 
     def build(self, inputs_shape, encoder_output_shape=None):
         key_dim = head_dim(inputs_shape[-1], self.num_heads)
@@ -90,24 +104,27 @@ class DecoderBlock(BlockBase):
         """Cross-attention keys/values of `encoder_output`, computed once per sentence."""
         return self.cross_attention.compute_cache(encoder_output)
 
-    def _attend_encoder(self, x, encoder_output, encoder_padding_mask, cross_attention_cache, tokens_of, training):
-        """Cross-attention of x over the encoder output (or its cache): (attended, scores).
-        With `tokens_of` (the decoder's padding mask), x holds those tokens' rows."""
+    def _attend_encoder(
+        self, x, encoder_output, encoder_padding_mask, cross_attention_cache, tokens_of, return_scores, training
+    ):
+        """Cross-attention of x over the encoder output (or its cache): (attended, scores if
+        `return_scores` else None). With `tokens_of` (the decoder's padding mask), x holds those tokens' rows."""
         if tokens_of is not None:
             if encoder_padding_mask is None:
                 encoder_padding_mask = ops.ones(ops.shape(encoder_output)[:2], "bool")
             encoder_tokens = gather_tokens(encoder_output, encoder_padding_mask)
-            return self.cross_attention.call_on_tokens(
-                x, encoder_tokens, tokens_of, encoder_padding_mask, return_attention_scores=True, training=training
+            results = self.cross_attention.call_on_tokens(
+                x, encoder_tokens, tokens_of, encoder_padding_mask, return_attention_scores=return_scores,
+                training=training,
             )
-        mask = merge_masks(None, encoder_padding_mask)
-        if cross_attention_cache is None:
-            return self.cross_attention(
-                x, encoder_output, attention_mask=mask, return_attention_scores=True, training=training
+        else:
+            mask = merge_masks(None, encoder_padding_mask)
+            cache = {} if cross_attention_cache is None else {"cache": cross_attention_cache}
+            value = encoder_output if cross_attention_cache is None else None
+            results = self.cross_attention(
+                x, value, attention_mask=mask, return_attention_scores=return_scores, training=training, **cache
             )
-        attended, scores, _ = self.cross_attention(
-            x, None, attention_mask=mask, cache=cross_attention_cache, return_attention_scores=True, training=training
-        )
+        attended, scores, _ = _unpack(results, return_scores, cross_attention_cache is not None)
         return attended, scores
 
     def call(
@@ -134,22 +151,23 @@ class DecoderBlock(BlockBase):
         # With skip_padding, x holds the real target tokens' rows (tokens, hidden) until the end.
         x = gather_tokens(inputs, padding_mask) if skip_padding else inputs
         normalized = self.self_attention_add_norm.normalize(x)
+        # Scores only when asked: without them, other backends than TensorFlow may fuse the attention.
         if skip_padding:
-            attended, self_scores = self.self_attention.call_on_tokens(
-                normalized, normalized, padding_mask, padding_mask, use_causal_mask=True, return_attention_scores=True,
-                training=training,
+            results = self.self_attention.call_on_tokens(
+                normalized, normalized, padding_mask, padding_mask, use_causal_mask=True,
+                return_attention_scores=return_attention_scores, training=training,
             )
-            new_cache = []
         else:
-            attended, self_scores, *new_cache = self.self_attention(
+            results = self.self_attention(
                 normalized,
                 normalized,
                 attention_mask=merge_masks(None, padding_mask),
                 use_causal_mask=True,
-                return_attention_scores=True,
+                return_attention_scores=return_attention_scores,
                 training=training,
                 **caching,
             )
+        attended, self_scores, new_cache = _unpack(results, return_attention_scores, cache is not None)
         x = self.self_attention_add_norm(x, attended, training=training)
 
         attended, cross_scores = self._attend_encoder(
@@ -158,6 +176,7 @@ class DecoderBlock(BlockBase):
             encoder_padding_mask,
             cross_attention_cache,
             padding_mask if skip_padding else None,
+            return_attention_scores,
             training,
         )
         x = self.cross_attention_add_norm(x, attended, training=training)
@@ -167,5 +186,15 @@ class DecoderBlock(BlockBase):
         results = (outputs,)
         if return_attention_scores:
             results += ((self_scores, cross_scores),)
-        results += tuple(new_cache)
+        if new_cache is not None:
+            results += (new_cache,)
         return results[0] if len(results) == 1 else results
+
+
+def _unpack(results, scores, cache):
+    """An attention call's results as (output, scores or None, cache or None), from what it returns:
+    the output, then the scores if `scores`, then the cache if `cache`."""
+    if not (scores or cache):
+        return results, None, None
+    output, *rest = results
+    return output, rest[0] if scores else None, rest[-1] if cache else None

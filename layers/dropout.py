@@ -1,15 +1,17 @@
-"""Dropout whose mask costs half the random numbers and one multiply each way."""
+"""Dropout as one multiply by a mask, each way; on TensorFlow the mask costs half the random numbers."""
 
 import keras
-import tensorflow as tf
+from keras import ops
 
-KEEP_LEVELS = 2**16  # the mask draws 16 random bits per element
+KEEP_LEVELS = 2**16  # the rate is used rounded to a multiple of 1 / KEEP_LEVELS
 
 
 def keep_mask(shape, rate, seed, dtype):
-    """A (shape) tensor of 0 and 1 / (1 - rate): each element kept with probability 1 - rate
-    (rate rounded to a multiple of 2**-16), from 16 random bits per element, two per uint32
-    that `tf.random.stateless_uniform` draws with `seed` (an int32 pair)."""
+    """TensorFlow: a (shape) tensor of 0 and 1 / (1 - rate): each element kept with probability
+    1 - rate (rate rounded to a multiple of 2**-16), from 16 random bits per element, two per
+    uint32 that `tf.random.stateless_uniform` draws with `seed` (an int32 pair)."""
+    import tensorflow as tf  # this path runs on the TensorFlow backend only, where it is loaded
+
     drop_levels = round(rate * KEEP_LEVELS)
     size = tf.reduce_prod(shape)
     words = tf.random.stateless_uniform([(size + 1) // 2], seed, minval=None, maxval=None, dtype=tf.uint32)
@@ -18,17 +20,29 @@ def keep_mask(shape, rate, seed, dtype):
     return tf.reshape(tf.where(bits >= drop_levels, tf.constant(scale, dtype), tf.constant(0, dtype)), shape)
 
 
+def uniform_keep_mask(shape, rate, seed, dtype):
+    """Any backend: `keep_mask`'s values and probabilities, from one `keras.random.uniform` draw
+    per element (`seed`: a `keras.random.SeedGenerator` or an int). Uniform floats are multiples
+    of 2**-23 or finer, so `uniform >= drop_levels / 2**16` keeps exactly 1 - the rounded rate."""
+    drop_levels = round(rate * KEEP_LEVELS)
+    scale = KEEP_LEVELS / (KEEP_LEVELS - drop_levels)
+    kept = ops.greater_equal(keras.random.uniform(shape, seed=seed), drop_levels / KEEP_LEVELS)
+    return ops.where(kept, ops.cast(scale, dtype), ops.cast(0, dtype))
+
+
 @keras.saving.register_keras_serializable(package="zoo")
 class Dropout(keras.layers.Dropout):
-    """`keras.layers.Dropout` that multiplies its input by a mask of 0 and 1 / (1 - rate) built
-    from 16 random bits per element (`keep_mask`), so its gradient is that one multiply.
+    """`keras.layers.Dropout` that multiplies its input by a mask of 0 and 1 / (1 - rate), so its
+    gradient is that one multiply.
 
-    Keras's dropout (`tf.nn.experimental.stateless_dropout`) draws 32 random bits per element,
-    then scales and selects; its gradient selects again against zeros. On a CPU the random
-    numbers dominate: this layer's forward and backward run 1.5x faster than Keras's in float32,
-    2x in bfloat16 (`benchmarks/dropout.py`). Same arguments, config and expected value as
-    Keras's layer (the rate is used rounded to a multiple of 2**-16); with `noise_shape`, or a
-    rate that rounds to 1, it calls Keras's.
+    Keras's dropout (`tf.nn.experimental.stateless_dropout` on TensorFlow) draws 32 random bits
+    per element, then scales and selects; its gradient selects again against zeros. On
+    TensorFlow this layer builds its mask from 16 random bits per element (`keep_mask`): on a CPU,
+    where the random numbers dominate, its forward and backward run faster than Keras's
+    (`benchmarks/dropout.py`, BENCHMARKS.md). Other backends draw one uniform float per element
+    (`uniform_keep_mask`), with the same mask values and keep probability. Same arguments,
+    config and expected value as Keras's layer (the rate is used rounded to a multiple of
+    2**-16); with `noise_shape`, or a rate that rounds to 1, it calls Keras's.
 
     Differences to know: the backward pass keeps the mask in the compute dtype (4 bytes per
     element in float32) where Keras keeps a boolean; and a dropped inf or NaN gives NaN (0 * inf),
@@ -41,5 +55,9 @@ class Dropout(keras.layers.Dropout):
     def call(self, inputs, training=False):
         if not training or self.rate <= 0 or round(self.rate * KEEP_LEVELS) >= KEEP_LEVELS or self.noise_shape:
             return super().call(inputs, training=training)
+        if keras.backend.backend() != "tensorflow":
+            return inputs * uniform_keep_mask(ops.shape(inputs), self.rate, self.seed_generator, inputs.dtype)
+        import tensorflow as tf  # the TensorFlow backend has loaded it
+
         seed = tf.cast(tf.math.floormod(self.seed_generator.next(), tf.int32.max - 1), tf.int32)
         return inputs * keep_mask(tf.shape(inputs), self.rate, seed, inputs.dtype)

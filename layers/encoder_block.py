@@ -22,6 +22,8 @@ class EncoderBlock(BlockBase):
         activation: the FFN's activation.
         norm_first: pre-norm instead of the paper's post-norm.
         epsilon: LayerNorm's epsilon.
+        attention_dropout: dropout on the attention probabilities alone (the
+            paper drops none there: 0); None: `dropout`.
 
     Call arguments:
         inputs: (batch, seq, hidden_dim).
@@ -47,16 +49,26 @@ class EncoderBlock(BlockBase):
     """
 
     def __init__(
-        self, num_heads, intermediate_dim, dropout=0.1, activation="relu", norm_first=False, epsilon=1e-5, **kwargs
+        self,
+        num_heads,
+        intermediate_dim,
+        dropout=0.1,
+        activation="relu",
+        norm_first=False,
+        epsilon=1e-5,
+        attention_dropout=None,
+        **kwargs,
     ):
-        super().__init__(num_heads, intermediate_dim, dropout, activation, norm_first, epsilon, **kwargs)
+        super().__init__(
+            num_heads, intermediate_dim, dropout, activation, norm_first, epsilon, attention_dropout, **kwargs
+        )
         self.attention_add_norm = self.add_norm("attention_add_norm")
         self.self_attention = None
 
     def build(self, inputs_shape):
         key_dim = head_dim(inputs_shape[-1], self.num_heads)
         self.self_attention = MultiHeadAttention(
-            self.num_heads, key_dim, dropout=self.dropout, dtype=self.dtype_policy, name="self_attention"
+            self.num_heads, key_dim, dropout=self.attention_rate(), dtype=self.dtype_policy, name="self_attention"
         )
         self.self_attention.build(inputs_shape, inputs_shape)
         self.attention_add_norm.build(inputs_shape)
@@ -77,15 +89,18 @@ class EncoderBlock(BlockBase):
         # With skip_padding, x holds the real tokens' rows (tokens, hidden) until the end.
         x = gather_tokens(inputs, padding_mask) if skip_padding else inputs
         normalized = self.attention_add_norm.normalize(x)
+        # Scores only when asked: without them, other backends than TensorFlow may fuse the attention.
         if skip_padding:
-            attended, scores = self.self_attention.call_on_tokens(
-                normalized, normalized, padding_mask, padding_mask, mask, return_attention_scores=True,
-                training=training,
+            attended = self.self_attention.call_on_tokens(
+                normalized, normalized, padding_mask, padding_mask, mask,
+                return_attention_scores=return_attention_scores, training=training,
             )
         else:
-            attended, scores = self.self_attention(
-                normalized, normalized, attention_mask=mask, return_attention_scores=True, training=training
+            attended = self.self_attention(
+                normalized, normalized, attention_mask=mask, return_attention_scores=return_attention_scores,
+                training=training,
             )
+        attended, scores = attended if return_attention_scores else (attended, None)
         x = self.attention_add_norm(x, attended, training=training)
         outputs = self.feed_forward_sublayer(x, training=training)
         outputs = scatter_tokens(outputs, padding_mask) if skip_padding else outputs

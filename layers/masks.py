@@ -4,7 +4,7 @@ One convention everywhere: a mask is boolean and True means "may attend"
 (for `padding_mask`: "is a real token"), as in Keras.
 """
 
-import tensorflow as tf
+import keras
 from keras import ops
 
 
@@ -118,7 +118,11 @@ def gather_tokens(inputs, padding_mask):
 
     Position-wise layers (feed-forward networks, projections) computed on this matrix skip
     the padding; `scatter_tokens` puts the results back. The number of rows depends on the
-    data, so this needs dynamic shapes (not under XLA: jit_compile, TPUs).
+    data, so this needs dynamic shapes: not under XLA (TensorFlow's jit_compile, TPUs, and
+    jax.jit, which Keras's JAX backend compiles with unless the model runs eagerly).
+
+    On TensorFlow this is `tf.boolean_mask` (its gradient a scatter of the rows); other
+    backends gather the rows at the mask's nonzero positions.
 
     Args:
         inputs: (batch, seq, ...).
@@ -132,7 +136,13 @@ def gather_tokens(inputs, padding_mask):
     """
     mask = ops.cast(padding_mask, "bool")
     _check_rank("padding_mask", mask, 2)
-    return tf.boolean_mask(inputs, mask)
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf  # the TensorFlow backend has loaded it
+
+        return tf.boolean_mask(inputs, mask)
+    inputs = ops.convert_to_tensor(inputs)
+    rows = ops.reshape(inputs, (-1, *inputs.shape[2:]))  # (batch * seq, ...)
+    return ops.take(rows, _real_rows(mask), axis=0)
 
 
 def scatter_tokens(tokens, padding_mask):
@@ -144,5 +154,30 @@ def scatter_tokens(tokens, padding_mask):
     """
     mask = ops.cast(padding_mask, "bool")
     _check_rank("padding_mask", mask, 2)
-    shape = tf.concat([tf.shape(mask, out_type=tf.int64), tf.shape(tokens, out_type=tf.int64)[1:]], axis=0)
-    return tf.scatter_nd(tf.where(mask), tokens, shape)
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf  # the TensorFlow backend has loaded it
+
+        shape = tf.concat([tf.shape(mask, out_type=tf.int64), tf.shape(tokens, out_type=tf.int64)[1:]], axis=0)
+        return tf.scatter_nd(tf.where(mask), tokens, shape)
+    tokens = ops.convert_to_tensor(tokens)
+    batch, length = ops.shape(mask)
+    feature_shape = tuple(tokens.shape[1:])
+    rows = ops.scatter(ops.expand_dims(_real_rows(mask), 1), tokens, (batch * length, *feature_shape))
+    return ops.reshape(rows, (batch, length, *feature_shape))
+
+
+def _real_rows(mask):
+    """Indices of the True entries of a (batch, seq) mask in its flattened order: (tokens,)."""
+    flat = ops.reshape(mask, (-1,))
+    if keras.backend.backend() != "jax":
+        return ops.nonzero(flat)[0]
+    import jax  # the JAX backend has loaded it
+
+    try:
+        return ops.nonzero(flat)[0]
+    except jax.errors.ConcretizationTypeError as error:
+        raise ValueError(
+            "gather_tokens and scatter_tokens (skip_padding=True) need the padding mask's values, since "
+            "the number of real tokens is a shape, but jax.jit traces it: run the model eagerly "
+            "(`jit_compile=False`) or use skip_padding=False."
+        ) from error

@@ -22,7 +22,11 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
     - `compute_cache(value)`, the projected keys/values of a fixed sequence
       (the encoder output, for cross-attention), computed once per sentence;
     - `call_on_tokens`, the same attention over the real tokens' rows of padded
-      batches (`layers.masks.gather_tokens`): the projections skip the padding.
+      batches (`layers.masks.gather_tokens`): the projections skip the padding;
+    - on backends other than TensorFlow, a call whose probabilities are neither
+      returned nor dropped (no scores asked, dropout 0 or inference) computes
+      them inside `keras.ops.dot_product_attention`: cuDNN flash attention on
+      JAX with a recent NVIDIA GPU, the same float32 softmax elsewhere.
 
     Args:
         num_heads: number of attention heads.
@@ -191,6 +195,7 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
                 project(self._value_dense, value, value_padding_mask),
                 mask,
                 training,
+                return_attention_scores,
             )
             output = self._output_dense(gather_tokens(output, query_padding_mask)[None])[0]
         return (output, scores) if return_attention_scores else output
@@ -211,15 +216,35 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         use_causal_mask=False,
     ):
         # Keras passes use_causal_mask=True only with no mask at all, relying
-        # on a fused kernel; this explicit path needs the mask itself.
+        # on a fused kernel; the paths below need the mask itself.
         if use_causal_mask and attention_mask is None:
             attention_mask = self._compute_causal_mask(query, value)
+        # TensorFlow keeps the explicit product below, whose speed BENCHMARKS.md's figures measure.
+        explicit = return_attention_scores or (bool(training) and self._dropout > 0) or len(query.shape) != 4
+        if keras.backend.backend() != "tensorflow" and not explicit:
+            return self._fused_attention(query, key, value, attention_mask), None
         query = ops.multiply(query, ops.cast(self._inverse_sqrt_key_dim, query.dtype))
         scores = ops.einsum(self._dot_product_equation, key, query)  # (batch, heads, q, k)
         probabilities = self._masked_softmax(scores, attention_mask)
         dropped = self._dropout_layer(probabilities, training=training)
         output = ops.einsum(self._combine_equation, ops.cast(dropped, value.dtype), value)
         return output, probabilities
+
+    def _fused_attention(self, query, key, value, attention_mask):
+        """The attention output (batch, q, heads, value_dim) from `ops.dot_product_attention`,
+        for backends other than TensorFlow when the probabilities are neither returned nor
+        dropped: cuDNN's flash attention where JAX has it (bfloat16 or float16 on recent NVIDIA
+        GPUs; `keras.config.disable_flash_attention()` turns it off), otherwise the same
+        float32-softmax product as `_compute_attention`'s. Masked keys get a large negative
+        bias there too, so a fully masked row averages every value, as it does here."""
+        mask = None
+        if attention_mask is not None:
+            # (batch, 1, q, k) in full: cuDNN takes the mask as a bias of the scores' own length.
+            batch, q_len, k_len = ops.shape(query)[0], ops.shape(query)[1], ops.shape(key)[1]
+            mask = ops.broadcast_to(ops.cast(attention_mask, "bool")[:, None], (batch, 1, q_len, k_len))
+        return ops.dot_product_attention(
+            query, key, value, mask=mask, scale=self._inverse_sqrt_key_dim, flash_attention=self._flash_attention
+        )
 
     def _masked_softmax(self, attention_scores, attention_mask=None):
         scores = ops.cast(attention_scores, "float32")

@@ -70,10 +70,9 @@ class TransformerXLBlock(BlockBase):
         attention_dropout=None,
         **kwargs,
     ):
-        super().__init__(num_heads, intermediate_dim, dropout, activation, norm_first, epsilon, **kwargs)
-        if attention_dropout is not None and not 0 <= attention_dropout < 1:
-            raise ValueError(f"attention_dropout={attention_dropout!r} must be in [0, 1) or None.")
-        self.attention_dropout = attention_dropout
+        super().__init__(
+            num_heads, intermediate_dim, dropout, activation, norm_first, epsilon, attention_dropout, **kwargs
+        )
         if not isinstance(memory_length, int) or memory_length < 0:
             raise ValueError(f"memory_length={memory_length!r} must be a non-negative integer.")
         self.memory_length = memory_length
@@ -86,7 +85,7 @@ class TransformerXLBlock(BlockBase):
         self.attention = RelativeMultiHeadAttention(
             self.num_heads,
             key_dim,
-            self.dropout if self.attention_dropout is None else self.attention_dropout,
+            self.attention_rate(),
             self.clamp_length,
             dtype=self.dtype_policy,
             name="attention",
@@ -148,7 +147,5 @@ class TransformerXLBlock(BlockBase):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            memory_length=self.memory_length, clamp_length=self.clamp_length, attention_dropout=self.attention_dropout
-        )
+        config.update(memory_length=self.memory_length, clamp_length=self.clamp_length)
         return config

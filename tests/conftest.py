@@ -9,6 +9,9 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("ZOO_DATA_DIR", os.path.join(os.path.dirname(ROOT), "shared", "data"))
+# The suite runs on TensorFlow, Keras's default, whatever a keras.json says; tests/layers/test_backends.py runs
+# the layer tests again in a process of their own with KERAS_BACKEND=jax, which this leaves as it is.
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 # As the recipes run (recipes.common): TensorFlow's BFC allocator for CPU tensors, set before any test allocates.
 os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "1")
 

@@ -1,13 +1,19 @@
 """FlatEinsumDense and FlatDense: EinsumDense's and Dense's numbers and gradients, one 2-D matmul."""
 
+import os
+import sys
+
+import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
-import keras  # noqa: F401  (layers sets the backend first)
-import layers  # noqa: F401
-from layers.flat_dense import FlatDense
-from layers.flat_einsum_dense import FlatEinsumDense, flat_plan
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import layers  # noqa: E402
+from _backend import gradients  # noqa: E402
+from _np_ref import to_np  # noqa: E402
+from layers.flat_dense import FlatDense  # noqa: E402
+from layers.flat_einsum_dense import FlatEinsumDense, flat_plan  # noqa: E402
 
 CASES = [  # equation, output_shape, bias_axes, input shape
     ("abc,cde->abde", (None, 3, 4), "de", (2, 5, 6)),  # Keras MultiHeadAttention's Q, K, V
@@ -28,59 +34,55 @@ def test_flat_plan_reads_the_contracted_axes_and_the_output_order():
 @pytest.mark.parametrize("equation,output_shape,bias_axes,shape", CASES)
 def test_flat_einsum_dense_gives_the_einsum_and_its_gradients(equation, output_shape, bias_axes, shape):
     rng = np.random.default_rng(0)
-    x = tf.constant(rng.normal(size=shape).astype("float32"))
+    x = rng.normal(size=shape).astype("float32")
     flat = FlatEinsumDense(equation, output_shape=output_shape, bias_axes=bias_axes)
     flat.build(shape)
     for weight in flat.weights:
         weight.assign(rng.normal(size=weight.shape).astype("float32"))
-    kernel = flat.kernel.numpy().astype(np.float64)
-    expected = np.einsum(equation, x.numpy().astype(np.float64), kernel)
+    kernel = to_np(flat.kernel).astype(np.float64)
+    expected = np.einsum(equation, x.astype(np.float64), kernel)
     if bias_axes:
-        expected = expected + flat.bias.numpy()
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = flat(x)
-        loss = tf.reduce_sum(y * tf.cos(y))
-    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-5, atol=1e-5)
+        expected = expected + to_np(flat.bias)
+    np.testing.assert_allclose(to_np(flat(x)), expected, rtol=1e-5, atol=1e-5)
 
     reference = keras.layers.EinsumDense(equation, output_shape=output_shape, bias_axes=bias_axes)
     reference.build(shape)
     reference.set_weights(flat.get_weights())
-    with tf.GradientTape() as reference_tape:
-        reference_tape.watch(x)
-        z = reference(x)
-        reference_loss = tf.reduce_sum(z * tf.cos(z))
-    got = tape.gradient(loss, [x, *flat.trainable_weights])
-    want = reference_tape.gradient(reference_loss, [x, *reference.trainable_weights])
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-4, atol=1e-4)
+    results = []
+    for layer in (flat, reference):
+
+        def loss(x):
+            y = layer(x)
+            return keras.ops.sum(y * keras.ops.cos(y))
+
+        input_gradients, weight_gradients = gradients(loss, [x], layer.trainable_weights)
+        results.append(input_gradients + weight_gradients)
+    for g, w in zip(*results):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
 
 
 def test_other_equations_fall_back_to_einsum_dense():
-    x = tf.random.normal((2, 5, 6))
+    x = np.random.default_rng(2).normal(size=(2, 5, 6)).astype("float32")
     flat = FlatEinsumDense("abc,dce->abde", output_shape=(None, 3, 4))
     y = flat(x)
-    np.testing.assert_allclose(y.numpy(), np.einsum("abc,dce->abde", x.numpy(), flat.kernel.numpy()), rtol=1e-5,
-                               atol=1e-5)
+    np.testing.assert_allclose(to_np(y), np.einsum("abc,dce->abde", x, to_np(flat.kernel)), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("shape", [(2, 5, 6), (3, 6), (2, 3, 4, 6)])
 def test_flat_dense_gives_dense_and_its_gradients(shape):
     rng = np.random.default_rng(1)
-    x = tf.constant(rng.normal(size=shape).astype("float32"))
+    x = rng.normal(size=shape).astype("float32")
     flat, reference = FlatDense(7, activation="relu"), keras.layers.Dense(7, activation="relu")
     flat.build(shape), reference.build(shape)
     flat.bias.assign(rng.normal(size=7).astype("float32"))
     reference.set_weights(flat.get_weights())
     results = []
     for layer in (flat, reference):
-        with tf.GradientTape() as tape:
-            tape.watch(x)
-            y = layer(x)
-            loss = tf.reduce_sum(y * y)
-        results.append([y, *tape.gradient(loss, [x, *layer.trainable_weights])])
+        square = lambda x: keras.ops.sum(layer(x) ** 2)  # noqa: E731
+        input_gradients, weight_gradients = gradients(square, [x], layer.trainable_weights)
+        results.append([to_np(layer(x)), *input_gradients, *weight_gradients])
     for got, want in zip(*results):
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_configs_round_trip():
@@ -91,6 +93,6 @@ def test_configs_round_trip():
 
 def test_multi_head_attention_projects_with_flat_einsum_dense():
     attention = layers.MultiHeadAttention(num_heads=2, key_dim=4)
-    attention(tf.zeros((1, 3, 8)), tf.zeros((1, 3, 8)))
+    attention(np.zeros((1, 3, 8), "float32"), np.zeros((1, 3, 8), "float32"))
     projections = (attention._query_dense, attention._key_dense, attention._value_dense, attention._output_dense)
     assert all(type(p) is FlatEinsumDense for p in projections)

@@ -7,9 +7,9 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 import layers  # noqa: E402
+from _backend import BACKEND, compiled, tensorflow_only  # noqa: E402
 from _np_ref import causal_np, mha_reference, randomize, to_np  # noqa: E402
 
 B, HID, HEADS, KD = 2, 8, 2, 4
@@ -134,7 +134,7 @@ def test_cached_incremental_equals_full_causal():
     T = 6
     mha, x, _, _ = _make(seed=6, q_len=T)
     full = to_np(mha(query=x, value=x, use_causal_mask=True))
-    cache = tf.zeros((B, 2, T, HEADS, KD))
+    cache = np.zeros((B, 2, T, HEADS, KD), "float32")
     for i in range(T):
         xi = x[:, i:i + 1]
         out, cache = mha(query=xi, value=xi, cache=cache,
@@ -151,7 +151,7 @@ def test_cached_chunked_prefill_then_steps():
     T = 7
     mha, x, _, _ = _make(seed=7, q_len=T)
     full = to_np(mha(query=x, value=x, use_causal_mask=True))
-    cache = tf.zeros((B, 2, T, HEADS, KD))
+    cache = np.zeros((B, 2, T, HEADS, KD), "float32")
     out, cache = mha(query=x[:, :3], value=x[:, :3], cache=cache,
                      cache_update_index=0, use_causal_mask=True)
     np.testing.assert_allclose(to_np(out), full[:, :3], atol=1e-5, rtol=1e-4)
@@ -226,19 +226,19 @@ def test_mixed_precision_softmax_is_stable():
                                atol=5e-2, rtol=5e-2)
 
 
-def test_cached_step_with_tensor_index_in_tf_function():
+def test_compiled_cached_step_with_tensor_index():
     T = 5
     mha, x, _, _ = _make(seed=11, q_len=T)
     full = to_np(mha(query=x, value=x, use_causal_mask=True))
 
-    @tf.function
+    @compiled
     def step(xi, cache, i):
         return mha(query=xi, value=xi, cache=cache, cache_update_index=i,
                    use_causal_mask=True)
 
-    cache = tf.zeros((B, 2, T, HEADS, KD))
+    cache = np.zeros((B, 2, T, HEADS, KD), "float32")
     for i in range(T):
-        out, cache = step(x[:, i:i + 1], cache, tf.constant(i))
+        out, cache = step(x[:, i:i + 1], cache, keras.ops.convert_to_tensor(i))
         np.testing.assert_allclose(to_np(out)[:, 0], full[:, i],
                                    atol=1e-5, rtol=1e-4)
 
@@ -281,7 +281,10 @@ def test_causal_attention_mask_needs_as_many_queries_as_keys():
         zoo_layers.attention_mask(np.ones((1, 3), bool), np.ones((1, 4), bool), causal=True)
 
 
+@tensorflow_only
 def test_call_on_tokens_runs_under_the_layers_name_scope_as_call_does():
+    import tensorflow as tf
+
     # Profiles (benchmarks/traces.py) tell attention's ops by this scope; without it, translation's attention
     # (trained with skip_padding) was counted with "the rest".
     from layers.masks import gather_tokens
@@ -320,3 +323,39 @@ def test_call_on_tokens_matches_numpy_at_the_real_tokens(causal):
     np.testing.assert_allclose(to_np(got), expected[q_mask], atol=1e-5, rtol=1e-4)
     np.testing.assert_allclose(to_np(scores)[q_mask.nonzero()[0], :, q_mask.nonzero()[1]],
                                expected_scores[q_mask.nonzero()[0], :, q_mask.nonzero()[1]], atol=1e-6)
+
+
+@pytest.mark.parametrize("dropout, training, scores", [(0.0, True, False), (0.5, False, False), (0.5, True, False),
+                                                       (0.0, False, True)])
+def test_other_backends_fuse_the_attention_when_its_probabilities_are_neither_returned_nor_dropped(
+    monkeypatch, dropout, training, scores
+):
+    mha, q, v, _ = _make(seed=12, dropout=dropout)
+    calls = []
+    fused = keras.ops.dot_product_attention
+    monkeypatch.setattr(keras.ops, "dot_product_attention", lambda *a, **k: calls.append(1) or fused(*a, **k))
+    mask = np.ones((B, 5, 6), bool)
+    mask[1, :, 4:] = False
+    result = mha(query=q, value=v, attention_mask=mask, training=training, return_attention_scores=scores)
+    may_fuse = BACKEND != "tensorflow" and not scores and not (training and dropout)
+    assert len(calls) == may_fuse
+    if not (training and dropout):
+        got = to_np(keras.tree.flatten(result)[0])
+        np.testing.assert_allclose(got, mha_reference(mha, q, v, mask=mask)[0], atol=1e-5, rtol=1e-4)
+
+
+def test_fused_and_explicit_attention_agree_in_mixed_bfloat16():
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        mha, q, v, _ = _make(seed=13)
+        mask = np.ones((B, 5, 6), bool)
+        mask[0, :, 3:] = False
+        fused = mha(query=q, value=v, attention_mask=mask)
+        explicit, _ = mha(query=q, value=v, attention_mask=mask, return_attention_scores=True)
+    finally:
+        keras.config.set_dtype_policy(previous)
+    as_float32 = lambda t: to_np(keras.ops.cast(t, "float32"))  # noqa: E731
+    reference = mha_reference(mha, q, v, mask=mask)[0]
+    np.testing.assert_allclose(as_float32(fused), reference, atol=3e-2, rtol=3e-2)
+    np.testing.assert_allclose(as_float32(explicit), reference, atol=3e-2, rtol=3e-2)
