@@ -13,7 +13,6 @@ share of the dtype's matmul peak measured in the same program (`benchmarks/peak.
   python -m benchmarks.allocator --recipes=translate --steps=100
 """
 
-import json
 import os
 import resource
 import subprocess
@@ -26,6 +25,7 @@ from benchmarks import recipe_flags
 from benchmarks.costs import flops_per_token
 from benchmarks.peak import matmul_flops
 from benchmarks.report import ROOT, write_section
+from zoo.run_dir import RunDir
 
 flags.DEFINE_list("recipes", ["translate", "lm", "pretrain"], "Recipes to measure.")
 flags.DEFINE_integer("steps", 60, "Training steps per measurement (logged every 10).")
@@ -44,10 +44,8 @@ def measure(name, env, steps):
                    "--log_every=10", f"--checkpoint_every={steps}", f"--model_dir={model_dir}"]
         subprocess.run(command, cwd=ROOT, env={**os.environ, **env}, check=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        with open(os.path.join(model_dir, "metrics.json")) as f:
-            train = json.load(f)["train"]
-        with open(os.path.join(model_dir, "config.json")) as f:
-            run = json.load(f)
+        folder = RunDir(model_dir)
+        train, run = folder.read_metrics()["train"], folder.read_config()
         per_token = flops_per_token(name, run, model_dir)
     user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
     command = " ".join(["python -m", f"recipes.{module}", *flags_])

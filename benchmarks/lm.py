@@ -22,7 +22,6 @@ section as it is.
   python -m benchmarks.lm --dataset=tinyshakespeare --run_dir=runs/shakespeare
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from benchmarks.costs import multiply_adds
 from benchmarks.peak import training_share
 from benchmarks.report import ROOT, finished_run, median_seconds, paired, write_section
 from recipes.lm import load_trained  # also defines the recipes' flags, --dataset among them
+from zoo.run_dir import RunDir
 
 flags.DEFINE_string("run_dir", None, "Run directory of the benchmarked model (default runs/bench_lm_<dataset>).")
 flags.DEFINE_integer("context", 512, "Context length of the evaluation-speed comparison.")
@@ -59,7 +59,7 @@ def train_and_evaluate(dataset, run_dir, seed=0, averages=(1,)):
     """Trains (unless done); with several `averages`, picks on validation how many of the last checkpoints to
     average (`--average_checkpoints`); evaluates test with it. Returns metrics.json, the training command and
     {checkpoints averaged: validation figure with the training memory} ({} with one choice)."""
-    metrics_path = os.path.join(run_dir, "metrics.json")
+    folder = RunDir(run_dir)
     flags_ = [f"--dataset={dataset}", *RECIPE_FLAGS[dataset], f"--seed={seed}"]
     command = [sys.executable, "-m", "recipes.lm", *flags_, f"--model_dir={run_dir}"]
     if not finished_run(run_dir, flags_):  # a finished run must have these flags, --seed among them
@@ -70,8 +70,7 @@ def train_and_evaluate(dataset, run_dir, seed=0, averages=(1,)):
     def validate(n):
         subprocess.run([*command, "--mode=eval", "--eval_split=validation", f"--average_checkpoints={n}"], cwd=ROOT,
                        check=True)
-        with open(metrics_path) as f:
-            return json.load(f)["eval_validation"]["train_memory"][key]
+        return folder.read_metrics()["eval_validation"]["train_memory"][key]
 
     tried = {n: validate(n) for n in averages} if len(averages) > 1 else {}
     best = min(tried, key=tried.get) if tried else averages[0]
@@ -79,8 +78,7 @@ def train_and_evaluate(dataset, run_dir, seed=0, averages=(1,)):
         validate(best)
     subprocess.run([*command, "--mode=eval", "--eval_split=test", "--eval_memory_length=256",
                     f"--average_checkpoints={best}"], cwd=ROOT, check=True)
-    with open(metrics_path) as f:
-        return json.load(f), " ".join(["python -m recipes.lm", *flags_, f"--model_dir={run_dir}"]), tried
+    return folder.read_metrics(), " ".join(["python -m recipes.lm", *flags_, f"--model_dir={run_dir}"]), tried
 
 
 def evaluation_speed(run_dir, dataset, context, segment_lengths, tokens, windows, num_streams, repeats):
@@ -165,8 +163,7 @@ def main(argv):
     metrics, command, tried = train_and_evaluate(dataset, run_dir, seeds[0], averages)
     other_seeds = [(seed, train_and_evaluate(dataset, f"{run_dir}_seed{seed}", seed, averages)[0])
                    for seed in seeds[1:]]
-    with open(os.path.join(run_dir, "config.json")) as f:
-        run = json.load(f)
+    run = RunDir(run_dir).read_config()
     dtype = run["train"]["mixed_precision"]
     share = training_share("lm", run, run_dir, metrics["train"])
     segment = run["model"]["segment_length"]

@@ -14,7 +14,6 @@ peak of the same dtype measured in the same program (`benchmarks/peak.py`).
 """
 
 import glob
-import json
 import os
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from benchmarks.costs import flops_per_token
 from benchmarks.peak import matmul_flops
 from benchmarks.report import ROOT, write_section
 from benchmarks.traces import KINDS, OTHER_PART, PARTS, by_kind, by_part, by_type, self_times
+from zoo.run_dir import RunDir
 
 DEFAULT_RECIPES = ["translate", "lm", "pretrain"]
 flags.DEFINE_list("recipes", DEFAULT_RECIPES, "Benchmark models to profile (also finetune: IMDB fine-tuning of the "
@@ -52,10 +52,8 @@ def profile(name, steps, profiled, keep_in=None):
                    "--log_every=10", f"--checkpoint_every={steps}", window, f"--model_dir={model_dir}"]
         subprocess.run(command, cwd=ROOT, check=True)
         (trace,) = glob.glob(os.path.join(model_dir, "train", "plugins", "profile", "*", "*.xplane.pb"))
-        with open(os.path.join(model_dir, "config.json")) as f:
-            run = json.load(f)
-        with open(os.path.join(model_dir, "metrics.json")) as f:
-            rate = json.load(f)["train"]["steady_tokens_per_second"]
+        folder = RunDir(model_dir)
+        run, rate = folder.read_config(), folder.read_metrics()["train"]["steady_tokens_per_second"]
         times = self_times(trace)
         per_token = flops_per_token(name, run, model_dir)
     shown = " ".join(["python -m", f"recipes.{module}", *flags_, f"--train_steps={steps}", window]).replace(ROOT + os.sep, "")

@@ -1,6 +1,5 @@
 """Writes a benchmark's figures into BENCHMARKS.md, in a section of its own."""
 
-import json
 import math
 import os
 import platform
@@ -41,14 +40,12 @@ def finished_run(run_dir, recipe_flags):
     finished run is reused, so it must be the one the benchmark's command names: each
     `--name=value` of `recipe_flags` found in its config.json (top level, or any part within it,
     e.g. model, model.encoder, train, data) must hold that value, else ValueError names the flags that differ."""
-    metrics_path = os.path.join(run_dir, "metrics.json")
-    if not os.path.exists(metrics_path):
+    from zoo.run_dir import RunDir
+
+    folder = RunDir(run_dir)
+    config = folder.read_config()
+    if config is None or "train" not in folder.read_metrics():
         return False
-    with open(metrics_path) as f:
-        if "train" not in json.load(f):
-            return False
-    with open(os.path.join(run_dir, "config.json")) as f:
-        config = json.load(f)
     parts = _dicts(config)
     differ = []
     for flag in recipe_flags:

@@ -9,8 +9,6 @@ TextVectorization 20k words / 200 tokens, 2 epochs) on the same splits.
   python -m benchmarks.sentiment --dataset=sst2
 """
 
-import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -19,6 +17,7 @@ import time
 from absl import app, flags
 
 from benchmarks.report import ROOT, write_section
+from zoo.run_dir import RunDir
 
 flags.DEFINE_enum("dataset", "imdb", ["imdb", "sst2"], "Dataset to benchmark.")
 flags.DEFINE_list("recipe_flags", [], "Extra flags for the recipe (comma separated).")
@@ -41,8 +40,7 @@ def run_zoo(dataset, extra):
     began = time.time()
     subprocess.run(command, cwd=ROOT, check=True)
     seconds = time.time() - began
-    with open(os.path.join(model_dir, "metrics.json")) as f:
-        metrics = json.load(f)
+    metrics = RunDir(model_dir).read_metrics()
     return {
         "accuracy": metrics[f"eval_{REPORTED_SPLIT[dataset]}"]["accuracy"],
         "seconds": seconds,

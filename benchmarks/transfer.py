@@ -19,7 +19,6 @@ checkpoint, the zoo's own pretrained encoder fine-tuned (finished runs reused).
   python -m benchmarks.transfer --checkpoint= --objective=electra --peers=
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from absl import app, flags
 from benchmarks import recipe_flags
 from benchmarks.minilm import minilm_folder
 from benchmarks.report import ROOT, finished_run, write_section
+from zoo.run_dir import RunDir
 
 flags.DEFINE_string("checkpoint", "minilm", "The published checkpoint to fine-tune (a folder, hf:ORG/NAME, "
                     "keras_hub:PRESET; minilm: all-MiniLM-L6-v2 from the bench extra); empty: pretrain the zoo's own.")
@@ -65,8 +65,7 @@ def recipe(module, flags_, model_dir, *extra):
     """Runs `python -m recipes.<module>` and returns its metrics.json."""
     subprocess.run([sys.executable, "-m", f"recipes.{module}", *flags_, f"--model_dir={model_dir}", *extra],
                    cwd=ROOT, check=True)
-    with open(os.path.join(model_dir, "metrics.json")) as f:
-        return json.load(f)
+    return RunDir(model_dir).read_metrics()
 
 
 def pretrain(run_dir, objective):

@@ -25,6 +25,7 @@ from absl import app, flags
 from benchmarks import recipe_flags
 from benchmarks.peak import training_share
 from benchmarks.report import ROOT, finished_run, paired, write_section
+from zoo.run_dir import RunDir
 
 flags.DEFINE_string("run_dir", "runs/bench_m30k_de_en", "Run directory of the benchmarked model.")
 flags.DEFINE_integer("throughput_steps", 40, "Timed training steps per side for the throughput comparison.")
@@ -52,7 +53,7 @@ def train_and_evaluate(model_dir, reuse_eval=False, length_penalties=(0.6,), ave
     """Trains (unless done), picks on validation the length penalty and how many of the last checkpoints to
     average (`--average_checkpoints`), evaluates test with that pair. Returns metrics.json, the training
     command, and {(checkpoints averaged, length penalty): validation BLEU}."""
-    metrics_path = os.path.join(model_dir, "metrics.json")
+    folder = RunDir(model_dir)
     command = [sys.executable, "-m", "recipes.translate", *RECIPE_FLAGS, f"--model_dir={model_dir}"]
     shown = " ".join(["python -m recipes.translate", *RECIPE_FLAGS, f"--model_dir={model_dir}"])
     if not finished_run(model_dir, RECIPE_FLAGS):
@@ -61,11 +62,9 @@ def train_and_evaluate(model_dir, reuse_eval=False, length_penalties=(0.6,), ave
     def evaluate(split, average, length_penalty):
         subprocess.run([*command, "--mode=eval", f"--eval_split={split}", "--beam_size=5",
                         f"--length_penalty={length_penalty}", f"--average_checkpoints={average}"], cwd=ROOT, check=True)
-        with open(metrics_path) as f:
-            return json.load(f)[f"eval_{split}"]["bleu"]
+        return folder.read_metrics()[f"eval_{split}"]["bleu"]
 
-    with open(metrics_path) as f:
-        metrics = json.load(f)
+    metrics = folder.read_metrics()
     tried_path = os.path.join(model_dir, "bench_choices.json")
     if reuse_eval and "eval_validation" in metrics and "eval_test" in metrics:
         tried = {}
@@ -81,8 +80,7 @@ def train_and_evaluate(model_dir, reuse_eval=False, length_penalties=(0.6,), ave
     if best != pairs[-1]:  # metrics.json and the hypotheses file hold the chosen one's
         evaluate("validation", *best)
     evaluate("test", *best)
-    with open(metrics_path) as f:
-        return json.load(f), shown, tried
+    return folder.read_metrics(), shown, tried
 
 
 def choice_line(tried, test):
@@ -152,16 +150,14 @@ def throughput(model_dir, steps, rounds):
     import keras
     import tensorflow as tf
 
-    from recipes.translate import load_tokenizers
     from zoo import batching, datasets, tokenizer, translation
     from zoo.distribute import make_strategy
     from zoo.optimization import make_optimizer
     from zoo.training import Task, Trainer, TrainConfig
 
-    with open(os.path.join(model_dir, "config.json")) as f:
-        run = json.load(f)
-    config = translation.TranslatorConfig(**run["model"])
-    source_tok, target_tok = load_tokenizers(model_dir, config.shared_vocabulary)
+    run_dir = RunDir(model_dir)
+    config = translation.TranslatorConfig(**run_dir.read_config()["model"])
+    source_tok, target_tok = run_dir.tokenizers(config.shared_vocabulary)
     data = datasets.load_translation("multi30k", "train", "de", "en")
     rows = {
         "source": translation.source_rows(tokenizer.tokenize(source_tok, data.sources), config.max_length),
@@ -265,7 +261,7 @@ def measured_throughput_line(model_dir):
 
 
 def throughput_only(model_dir):
-    if not os.path.exists(os.path.join(model_dir, "config.json")):
+    if RunDir(model_dir).read_config() is None:
         flags_ = [f for f in RECIPE_FLAGS if not f.startswith("--train_steps=")]
         subprocess.run([sys.executable, "-m", "recipes.translate", *flags_, "--train_steps=1", "--mode=train",
                         f"--model_dir={model_dir}"], cwd=ROOT, check=True)
@@ -285,8 +281,7 @@ def main(argv):
     penalties = tuple(float(p) for p in FLAGS.length_penalties)
     averages = tuple(int(n) for n in FLAGS.averages)
     metrics, command, tried = train_and_evaluate(model_dir, FLAGS.reuse_eval, penalties, averages)
-    with open(os.path.join(model_dir, "config.json")) as f:
-        run = json.load(f)
+    run = RunDir(model_dir).read_config()
     dtype = run["train"]["mixed_precision"]
     share = training_share("translate", run, model_dir, metrics["train"])
     saved = os.path.join(model_dir, "bench_decoding.json")

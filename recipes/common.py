@@ -1,9 +1,10 @@
-"""Flags every recipe shares, and the run-directory bookkeeping around them.
+"""Flags every recipe shares, and the checks and error handling around a recipe's run.
 
 Importing this module defines the flags; a recipe's `main()` reads them once
 into frozen configs (`train_config()`) and passes those down.
 """
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -19,12 +20,10 @@ if os.environ.get("ZOO_TF_ALLOCATOR") != "1":
 from absl import flags  # noqa: E402
 
 from zoo import precision  # noqa: E402
-from zoo.distribute import STRATEGIES  # noqa: E402
+from zoo.distribute import STRATEGIES, is_chief  # noqa: E402
 from zoo.optimization import SCHEDULES  # noqa: E402
+from zoo.run_dir import RunDir, RunDirError  # noqa: E402
 from zoo.training import TrainConfig  # noqa: E402
-
-CONFIG_FILE = "config.json"
-METRICS_FILE = "metrics.json"
 
 flags.DEFINE_string("dataset", None, "Dataset name, or tfds:<catalog name> for a TensorFlow Datasets set.")
 flags.DEFINE_string("preset", "small", "Model preset (see the recipe's model file for the list).")
@@ -66,10 +65,6 @@ flags.register_validator("epochs", lambda value: value is None or value > 0, "--
 FLAGS = flags.FLAGS
 
 
-class RunDirError(ValueError):
-    """A model_dir that cannot be used as asked; the message says why and what to do."""
-
-
 def train_config(defaults):
     """TrainConfig from the recipe's defaults overridden by any flag the user set,
     and --epochs (None unless given; turn it into steps with `with_epochs`)."""
@@ -87,7 +82,8 @@ def train_config(defaults):
                          f"kept: train with --keep_checkpoints={FLAGS.average_checkpoints} (now {keep}).")
     if FLAGS.profile_steps is not None:
         overrides["profile_steps"] = profile_range(FLAGS.profile_steps)
-    dtype, reason = precision.choose(FLAGS.mixed_precision, trained_dtype(FLAGS.model_dir), tpu=FLAGS.strategy == "tpu")
+    resumed = RunDir(FLAGS.model_dir).trained_dtype()
+    dtype, reason = precision.choose(FLAGS.mixed_precision, resumed, tpu=FLAGS.strategy == "tpu")
     config = dataclasses.replace(defaults, **overrides, jit_compile=FLAGS.jit_compile, mixed_precision=dtype,
                                  precision_reason=reason, seed=FLAGS.seed)
     print(f"Compute dtype: {dtype} ({reason}).", flush=True)
@@ -102,15 +98,6 @@ def profile_range(values):
         given = ",".join(values)
         raise ValueError(f"--profile_steps={given} must be two step numbers, first,last (e.g. 11,20).") from None
     return first, last
-
-
-def trained_dtype(model_dir):
-    """The compute dtype a run in model_dir trained in (its config.json), or None."""
-    try:
-        with open(os.path.join(model_dir or "", CONFIG_FILE)) as f:
-            return json.load(f)["train"]["mixed_precision"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # no run there yet (or not one to resume: read_run says why later)
 
 
 def averaged():
@@ -133,79 +120,28 @@ def with_epochs(config, epochs, num_examples):
     return dataclasses.replace(config, train_steps=max(1, round(epochs * num_examples / config.batch_size)))
 
 
-# What a resumed run must share with the run it resumes: the batch plan (and so
-# the data position) and the checkpoint's structure depend on these.
-RESUME_KEYS = ("batch_size", "max_tokens", "seed", "mixed_precision", "max_examples", "replicas", "random_offset",
-               "sequences")
+TRAINING_MODES = ("train", "train_and_eval")
+# Besides training (and the evaluation and export that follow it): eval writes metrics.json and its
+# summaries, explain its pictures.
+WRITING_MODES = (*TRAINING_MODES, "eval", "explain")
 
 
-def check_resumable(run, setup):
-    """Raises RunDirError naming every RESUME_KEYS field where `setup` differs from `run`'s."""
-    before = {**run.get("train", {}), **run.get("data", {})}
-    changed = [f"{k}={setup[k]!r} (was {before[k]!r})" for k in RESUME_KEYS if k in before and before[k] != setup[k]]
-    if changed:
-        raise RunDirError(
-            f"This run cannot resume as asked: {', '.join(changed)}. Keep those settings to resume "
-            "at the same data position, or use another --model_dir."
-        )
+def hold_model_dir(mode, strategy=None):
+    """A context that holds --model_dir (`RunDir.hold`) while `mode` writes there: the WRITING_MODES,
+    and an export into a folder inside the model folder. The other modes only read it (generate,
+    translate, an export elsewhere), and of a multi-worker job only the chief writes there."""
+    model_dir, export_dir = FLAGS.model_dir, FLAGS.export_dir
+    exports_inside = mode == "export" and bool(export_dir) and inside(export_dir, model_dir)
+    if not (mode in WRITING_MODES or exports_inside) or (strategy is not None and not is_chief(strategy)):
+        return contextlib.nullcontext()
+    run_dir = RunDir(model_dir)
+    run_dir.read_metrics()  # a damaged metrics.json is named now, not after the work that would update it
+    return run_dir.hold(create=mode in TRAINING_MODES)
 
 
-def read_run(model_dir, recipe):
-    """The config.json of a run directory, checked to belong to `recipe`; None if absent."""
-    from zoo import checkpoints
-
-    path = os.path.join(model_dir, CONFIG_FILE)
-    if not os.path.exists(path):
-        if checkpoints.checkpoint_steps(model_dir):
-            raise RunDirError(f"{model_dir} holds checkpoints but no {CONFIG_FILE}: it is not a zoo run of "
-                              f"{recipe!r}. Choose another --model_dir.")
-        return None
-    with open(path) as f:
-        run = json.load(f)
-    if run.get("recipe") != recipe:
-        raise RunDirError(
-            f"{model_dir} holds a {run.get('recipe')!r} run, not a {recipe!r} one: choose another --model_dir."
-        )
-    return run
-
-
-def wait_for(path, timeout=600):
-    """Waits (a non-chief worker) until the chief has written `path`."""
-    import time
-
-    deadline = time.time() + timeout
-    while not os.path.exists(path):
-        if time.time() > deadline:
-            raise RunDirError(f"The chief worker has not written {path} within {timeout} s.")
-        time.sleep(1)
-
-
-def require_run(model_dir, recipe):
-    if not model_dir:
-        raise RunDirError("--model_dir is required.")
-    run = read_run(model_dir, recipe)
-    if run is None:
-        raise RunDirError(f"{model_dir} holds no trained {recipe!r} run ({CONFIG_FILE} missing): train there first.")
-    return run
-
-
-def write_json(model_dir, name, data):
-    """Writes model_dir/name atomically."""
-    path = os.path.join(model_dir, name)
-    with open(path + ".tmp", "w") as f:
-        json.dump(data, f, indent=2, default=str)
-    os.replace(path + ".tmp", path)
-
-
-def update_metrics(model_dir, **sections):
-    path = os.path.join(model_dir, METRICS_FILE)
-    metrics = {}
-    if os.path.exists(path):
-        with open(path) as f:
-            metrics = json.load(f)
-    metrics.update(sections)
-    write_json(model_dir, METRICS_FILE, metrics)
-    return metrics
+def inside(path, folder):
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return os.path.commonpath([path, folder]) == folder
 
 
 def check_directories():

@@ -18,8 +18,9 @@ from zoo import language_model as lm
 from zoo.distribute import is_chief, make_strategy
 from zoo.evaluation import write_summaries
 from zoo.progress import Progress
-from zoo.training import Task, Trainer, TrainConfig, restore_model, set_precision
-from zoo.vocabulary import Vocabulary
+from zoo.run_dir import RunDir, RunDirError
+from zoo.training import Task, Trainer, TrainConfig
+from zoo.vocabulary import VOCABULARY_FILE, Vocabulary
 
 RECIPE = "lm"
 MODES = ("train", "eval", "train_and_eval", "export", "generate")
@@ -65,12 +66,13 @@ def model_config(preset, **overrides):
 def prepare_run(model_dir, dataset, wanted, corpus, chief):
     """The run's record and vocabulary: read back when resuming, else built from the training text."""
     os.makedirs(model_dir, exist_ok=True)
-    run = common.read_run(model_dir, RECIPE)
+    run_dir = RunDir(model_dir)
+    run = run_dir.read_run(RECIPE)
     if run is not None:
         # The vocabulary's size comes from the text, not from a flag.
         wanted = dataclasses.replace(wanted, vocab_size=run["model"].get("vocab_size", wanted.vocab_size))
         if run["dataset"] != dataset or run["model"] != dataclasses.asdict(wanted):
-            raise common.RunDirError(
+            raise RunDirError(
                 f"{model_dir} holds a run of {run['dataset']!r} with model {run['model']}; resume it with the same "
                 "--dataset/--preset/--segment_length/--memory_length/--clamp_length/--same_length/--dropout/"
                 "--attention_dropout/--activation, "
@@ -80,7 +82,7 @@ def prepare_run(model_dir, dataset, wanted, corpus, chief):
     if chief:
         Vocabulary.build(corpus.text, corpus.level).save(model_dir)
     else:
-        common.wait_for(os.path.join(model_dir, "vocabulary.json"))
+        run_dir.wait_for(VOCABULARY_FILE)
     vocabulary = Vocabulary.load(model_dir)
     wanted = dataclasses.replace(wanted, vocab_size=len(vocabulary))
     return {"recipe": RECIPE, "dataset": dataset, "model": dataclasses.asdict(wanted)}, vocabulary
@@ -102,9 +104,7 @@ def train(model_dir, dataset, wanted, train_config, epochs, strategy, random_off
         train_config = dataclasses.replace(train_config, train_steps=max(1, round(epochs * per_pass)))
     setup = {"replicas": replicas, "strategy": type(strategy).__name__, "segments_per_pass": per_pass,
              "random_offset": random_offset}
-    common.check_resumable(run, {**dataclasses.asdict(train_config), **setup})
-    if chief:
-        common.write_json(model_dir, common.CONFIG_FILE, {**run, "train": dataclasses.asdict(train_config), "data": setup})
+    RunDir(model_dir).record_training(run, train_config, setup, chief)
     per_replica = train_config.batch_size // replicas
 
     def dataset_fn(context, start_step):
@@ -121,19 +121,18 @@ def train(model_dir, dataset, wanted, train_config, epochs, strategy, random_off
     )
     metrics = Trainer(task, train_config, model_dir, strategy).train()
     if chief and metrics is not None:
-        common.update_metrics(model_dir, train=metrics)
+        RunDir(model_dir).update_metrics(train=metrics)
     return metrics
 
 
 def load_trained(model_dir, memory_length=None):
     """The newest checkpoint (float32), optionally keeping a different memory length."""
-    run = common.require_run(model_dir, RECIPE)
-    set_precision("float32")
+    run_dir = RunDir(model_dir)
+    run = run_dir.require_run(RECIPE)
     config = lm.LMConfig(**run["model"])
     if memory_length is not None:
         config = lm.with_memory_length(config, memory_length)
-    model = lm.build_language_model(config)
-    step = restore_model(model, model_dir, common.averaged())
+    model, step = run_dir.load_model(lambda: lm.build_language_model(config), common.averaged())
     return run, model, Vocabulary.load(model_dir), step
 
 
@@ -144,7 +143,7 @@ def report(nll, count, level):
 
 
 def run_eval(model_dir, split, eval_memory_length, batch_size):
-    run = common.require_run(model_dir, RECIPE)
+    run = RunDir(model_dir).require_run(RECIPE)
     corpus = datasets.load_corpus(run["dataset"], split)
     trained_memory = run["model"]["memory_length"]
     settings = {"train_memory": trained_memory, "no_memory": 0}
@@ -166,8 +165,8 @@ def run_eval(model_dir, split, eval_memory_length, batch_size):
     write_summaries(
         model_dir, f"eval_{split}", step, {f"{k}_{n}": v for n, r in results.items() for k, v in r.items() if k != "tokens"}
     )
-    common.update_metrics(model_dir, **{f"eval_{split}": {**results, "step": step,
-                                                           "average_checkpoints": common.averaged()}})
+    RunDir(model_dir).update_metrics(**{f"eval_{split}": {**results, "step": step,
+                                                          "average_checkpoints": common.averaged()}})
     return results
 
 
@@ -220,6 +219,7 @@ def main(argv):
     exporting = mode == "export" or (training and FLAGS.export_dir)
     if exporting and not FLAGS.export_dir:
         raise app.UsageError("--mode=export needs --export_dir.")
+    strategy = None
     if training:
         if not FLAGS.dataset:
             raise app.UsageError(f"--dataset is required to train (one of {sorted(datasets.CORPORA)}).")
@@ -243,16 +243,18 @@ def main(argv):
             datasets.load_corpus(FLAGS.dataset, FLAGS.eval_split)
         train_config, epochs = common.train_config(DEFAULTS)
         strategy = make_strategy(FLAGS.strategy, FLAGS.cpu_replicas, FLAGS.tpu)
-        train(model_dir, FLAGS.dataset, wanted, train_config, epochs, strategy, FLAGS.random_offset)
-        if not is_chief(strategy):
-            return
-    if evaluating:
-        run_eval(model_dir, FLAGS.eval_split, FLAGS.eval_memory_length, FLAGS.eval_batch_size)
-    if exporting:
-        run_export(model_dir, FLAGS.export_dir)
-    if mode == "generate":
-        run_generate(model_dir, FLAGS.prompt, FLAGS.max_new_tokens, FLAGS.top_k, FLAGS.temperature, FLAGS.greedy,
-                     FLAGS.seed)
+    with common.hold_model_dir(mode, strategy):
+        if training:
+            train(model_dir, FLAGS.dataset, wanted, train_config, epochs, strategy, FLAGS.random_offset)
+            if not is_chief(strategy):
+                return
+        if evaluating:
+            run_eval(model_dir, FLAGS.eval_split, FLAGS.eval_memory_length, FLAGS.eval_batch_size)
+        if exporting:
+            run_export(model_dir, FLAGS.export_dir)
+        if mode == "generate":
+            run_generate(model_dir, FLAGS.prompt, FLAGS.max_new_tokens, FLAGS.top_k, FLAGS.temperature, FLAGS.greedy,
+                         FLAGS.seed)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from recipes import common
 from zoo import batching, export, pretrained, pretraining, pretraining_data, published, tokenizer
 from zoo.distribute import is_chief, make_strategy
 from zoo.evaluation import evaluate, write_summaries
+from zoo.run_dir import RunDir, RunDirError
 from zoo.training import Task, Trainer, TrainConfig
 
 RECIPE = "pretrain"
@@ -92,7 +93,8 @@ def prepare_run(model_dir, wanted, corpus, document_per_file, eval_fraction, see
     """The run's record, training documents and tokenizer: read back when resuming, else made now
     (trained on the corpus, or the published checkpoint's with `init_from`)."""
     os.makedirs(model_dir, exist_ok=True)
-    run = common.read_run(model_dir, RECIPE)
+    run_dir = RunDir(model_dir)
+    run = run_dir.read_run(RECIPE)
     fresh = {"recipe": RECIPE, "corpus": corpus, "document_per_file": document_per_file,
              "eval_fraction": eval_fraction, "seed": seed, "model": dataclasses.asdict(wanted)}
     if init_from:
@@ -100,14 +102,14 @@ def prepare_run(model_dir, wanted, corpus, document_per_file, eval_fraction, see
     if run is not None:
         differ = [k for k in fresh if run.get(k) != fresh[k]]
         if differ:
-            raise common.RunDirError(
+            raise RunDirError(
                 f"{model_dir} holds a pretraining run with other {', '.join(differ)} "
                 f"({', '.join(f'{k}={run.get(k)!r}' for k in differ)}): resume it with the same flags, "
                 "or use another --model_dir."
             )
     train_documents, _ = documents_of(fresh)
-    path = os.path.join(model_dir, tokenizer.WORDPIECE_CONFIG_FILE if init_from else tokenizer.TOKENIZER_FILE)
-    if run is None or not os.path.exists(path):
+    last = tokenizer.WORDPIECE_CONFIG_FILE if init_from else tokenizer.TOKENIZER_FILE
+    if run is None or not run_dir.holds(last):
         if chief and init_from:
             checkpoint = published.read_checkpoint(init_from)
             tokenizer.save_wordpiece(checkpoint.vocabulary, checkpoint.lowercase, checkpoint.strip_accents, model_dir)
@@ -116,8 +118,8 @@ def prepare_run(model_dir, wanted, corpus, document_per_file, eval_fraction, see
                                               user_symbols=(pretraining.MASK_TOKEN,))
             tokenizer.save_tokenizer(proto, model_dir)
         else:
-            common.wait_for(path)
-    return run or fresh, train_documents, tokenizer.load_tokenizer(model_dir)
+            run_dir.wait_for(last)
+    return run or fresh, train_documents, run_dir.tokenizer()
 
 
 def packed_rows(tok, documents, config):
@@ -150,10 +152,7 @@ def train(model_dir, wanted, corpus, document_per_file, eval_fraction, train_con
     train_config = common.with_epochs(train_config, epochs, len(rows))
     replicas = strategy.num_replicas_in_sync
     setup = {"replicas": replicas, "strategy": type(strategy).__name__, "sequences": len(rows)}
-    common.check_resumable(run, {**dataclasses.asdict(train_config), **setup})
-    if chief:
-        common.write_json(model_dir, common.CONFIG_FILE, {**run, "train": dataclasses.asdict(train_config),
-                                                          "data": setup})
+    RunDir(model_dir).record_training(run, train_config, setup, chief)
     if train_config.batch_size % replicas:
         raise ValueError(f"batch_size={train_config.batch_size} is not divisible by the {replicas} replicas.")
     plan = batching.training_plan(
@@ -174,7 +173,7 @@ def train(model_dir, wanted, corpus, document_per_file, eval_fraction, train_con
     )
     metrics = Trainer(task, train_config, model_dir, strategy).train()
     if chief and metrics is not None:
-        common.update_metrics(model_dir, train=metrics)
+        RunDir(model_dir).update_metrics(train=metrics)
     return metrics
 
 
@@ -190,7 +189,7 @@ def run_eval(model_dir, batch_size=64):
     write_summaries(model_dir, "eval_held_out", trained.step, result)
     result.update(sequences=len(rows), documents=len(documents), step=trained.step,
                   average_checkpoints=common.averaged())
-    common.update_metrics(model_dir, eval_held_out=result)
+    RunDir(model_dir).update_metrics(eval_held_out=result)
     print("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items() if isinstance(v, float)))
     return result
 
@@ -219,6 +218,7 @@ def main(argv):
     exporting = mode == "export" or (training and FLAGS.export_dir)
     if exporting and not FLAGS.export_dir:
         raise app.UsageError("--mode=export needs --export_dir.")
+    strategy = None
     if training:
         if not FLAGS.corpus:
             raise app.UsageError("--corpus is required to train (e.g. --corpus=imdb_unsup,imdb).")
@@ -235,14 +235,16 @@ def main(argv):
             )
         train_config, epochs = common.train_config(DEFAULTS)
         strategy = make_strategy(FLAGS.strategy, FLAGS.cpu_replicas, FLAGS.tpu)
-        train(model_dir, wanted, FLAGS.corpus, FLAGS.document_per_file, FLAGS.eval_fraction, train_config, epochs,
-              strategy, init_from)
-        if not is_chief(strategy):
-            return
-    if mode in ("eval", "train_and_eval"):
-        run_eval(model_dir, FLAGS.batch_size or 64)
-    if exporting:
-        run_export(model_dir, FLAGS.export_dir)
+    with common.hold_model_dir(mode, strategy):
+        if training:
+            train(model_dir, wanted, FLAGS.corpus, FLAGS.document_per_file, FLAGS.eval_fraction, train_config,
+                  epochs, strategy, init_from)
+            if not is_chief(strategy):
+                return
+        if mode in ("eval", "train_and_eval"):
+            run_eval(model_dir, FLAGS.batch_size or 64)
+        if exporting:
+            run_export(model_dir, FLAGS.export_dir)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ from recipes import common
 from zoo import batching, classifier, datasets, export, pretrained, published, tokenizer
 from zoo.distribute import is_chief, make_strategy
 from zoo.evaluation import evaluate, write_summaries
-from zoo.training import Task, Trainer, TrainConfig, restore_model, set_precision
+from zoo.run_dir import RunDir, RunDirError
+from zoo.training import Task, Trainer, TrainConfig
 
 RECIPE = "sentiment"
 MODES = ("train", "eval", "train_and_eval", "export", "explain")
@@ -68,20 +69,21 @@ def prepare_run(model_dir, dataset, wanted, texts, seed, chief, init_from=None):
     Only the chief writes the tokenizer; other workers wait for it.
     """
     os.makedirs(model_dir, exist_ok=True)
-    run = common.read_run(model_dir, RECIPE)
+    run_dir = RunDir(model_dir)
+    run = run_dir.read_run(RECIPE)
     if run is not None:
         if run.get("init_from") != init_from:
-            raise common.RunDirError(
+            raise RunDirError(
                 f"{model_dir} holds a run with --init_from={run.get('init_from')}, not {init_from}: resume it with "
                 "the same --init_from, or use another --model_dir."
             )
         if run["dataset"] != dataset or run["model"] != dataclasses.asdict(wanted):
-            raise common.RunDirError(
+            raise RunDirError(
                 f"{model_dir} holds a run of dataset {run['dataset']!r} with model {run['model']}; "
                 "resume it with the same --dataset/--preset/--vocab_size/--max_length/--dropout, "
                 "or use another --model_dir."
             )
-        return run, tokenizer.load_tokenizer(model_dir)
+        return run, run_dir.tokenizer()
     wordpiece = bool(init_from) and (published.is_published(init_from) or tokenizer.holds_wordpiece(init_from))
     if chief:
         if wordpiece:  # a published checkpoint's vocabulary, or that of a run that continued one's pretraining
@@ -89,16 +91,16 @@ def prepare_run(model_dir, dataset, wanted, texts, seed, chief, init_from=None):
             vocab_of = published.read_checkpoint(source) if source else tokenizer.load_wordpiece(init_from)
             tokenizer.save_wordpiece(vocab_of.vocabulary, vocab_of.lowercase, vocab_of.strip_accents, model_dir)
         elif init_from:
-            with open(os.path.join(init_from, tokenizer.TOKENIZER_FILE), "rb") as f:
+            with open(RunDir(init_from).file(tokenizer.TOKENIZER_FILE), "rb") as f:
                 proto = f.read()
             tokenizer.save_tokenizer(proto, model_dir)
         else:
             tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, wanted.vocab_size, seed=seed), model_dir)
     else:
         last = tokenizer.WORDPIECE_CONFIG_FILE if wordpiece else tokenizer.TOKENIZER_FILE
-        common.wait_for(os.path.join(model_dir, last))
+        run_dir.wait_for(last)
     run = {"recipe": RECIPE, "dataset": dataset, "model": dataclasses.asdict(wanted), "init_from": init_from}
-    return run, tokenizer.load_tokenizer(model_dir)
+    return run, run_dir.tokenizer()
 
 
 def train(model_dir, dataset, wanted, train_config, epochs, max_examples, strategy, init_from=None):
@@ -115,10 +117,7 @@ def train(model_dir, dataset, wanted, train_config, epochs, max_examples, strate
     train_config = common.with_epochs(train_config, epochs, len(rows))
     replicas = strategy.num_replicas_in_sync
     setup = {"max_examples": max_examples, "replicas": replicas, "strategy": type(strategy).__name__}
-    common.check_resumable(run, {**dataclasses.asdict(train_config), **setup})
-    if chief:
-        record = {**run, "class_names": list(data.class_names), "train": dataclasses.asdict(train_config)}
-        common.write_json(model_dir, common.CONFIG_FILE, {**record, "data": setup})
+    RunDir(model_dir).record_training({**run, "class_names": list(data.class_names)}, train_config, setup, chief)
     if train_config.batch_size % replicas:
         raise ValueError(f"batch_size={train_config.batch_size} is not divisible by the {replicas} replicas.")
     plan = batching.training_plan(
@@ -140,18 +139,17 @@ def train(model_dir, dataset, wanted, train_config, epochs, max_examples, strate
     )
     metrics = Trainer(task, train_config, model_dir, strategy).train()
     if chief and metrics is not None:
-        common.update_metrics(model_dir, train=metrics)
+        RunDir(model_dir).update_metrics(train=metrics)
     return metrics
 
 
 def load_trained(model_dir):
     """The newest checkpoint of a run, rebuilt in float32 whatever it trained in."""
-    run = common.require_run(model_dir, RECIPE)
-    set_precision("float32")
+    run_dir = RunDir(model_dir)
+    run = run_dir.require_run(RECIPE)
     config = classifier.ClassifierConfig(**run["model"])
-    model = classifier.build_classifier(config)
-    step = restore_model(model, model_dir, common.averaged())
-    return Trained(run, config, model, tokenizer.load_tokenizer(model_dir), step)
+    model, step = run_dir.load_model(lambda: classifier.build_classifier(config), common.averaged())
+    return Trained(run, config, model, run_dir.tokenizer(), step)
 
 
 def run_eval(model_dir, split, dataset=None, batch_size=64):
@@ -171,7 +169,7 @@ def run_eval(model_dir, split, dataset=None, batch_size=64):
     write_summaries(model_dir, name, trained.step, result)
     result.update(examples=int(totals["examples"]), step=trained.step, dataset=dataset,
                   average_checkpoints=common.averaged())
-    common.update_metrics(model_dir, **{name: result})
+    RunDir(model_dir).update_metrics(**{name: result})
     print(f"{split}: accuracy {result['accuracy']:.4f}, loss {result['loss']:.4f} on {result['examples']} texts")
     return result
 
@@ -233,7 +231,7 @@ def wanted_config():
     if not FLAGS.init_from:
         return model_config(FLAGS.preset, vocab_size=FLAGS.vocab_size, max_length=FLAGS.max_length,
                             dropout=FLAGS.dropout)
-    existing = common.read_run(FLAGS.model_dir, RECIPE) if os.path.isdir(FLAGS.model_dir) else None
+    existing = RunDir(FLAGS.model_dir).read_run(RECIPE) if os.path.isdir(FLAGS.model_dir) else None
     if published.is_published(FLAGS.init_from):
         return published_config(FLAGS.init_from, existing)
     asked = {name: getattr(FLAGS, name) if FLAGS[name].present else None
@@ -242,7 +240,7 @@ def wanted_config():
         # Resuming: the run holds its model and tokenizer; the pretraining folder may have moved since.
         run = {"model": {"encoder": existing["model"]}}
     else:
-        run = pretrained.read_finished_run(FLAGS.init_from)
+        run = RunDir(FLAGS.init_from).read_finished(pretrained.RECIPE)
     return pretrained.classifier_config(run, dropout=FLAGS.dropout, **asked)
 
 
@@ -260,6 +258,7 @@ def main(argv):
     init_from = published.normalize(FLAGS.init_from) if FLAGS.init_from else None
     if init_from and not training:
         raise app.UsageError("--init_from is for training (--mode=train or train_and_eval).")
+    strategy = None
     if training:
         if not FLAGS.dataset:
             raise app.UsageError("--dataset is required to train (imdb, sst2 or tfds:<name>).")
@@ -271,15 +270,17 @@ def main(argv):
         if evaluating:
             datasets.check_split(FLAGS.dataset, FLAGS.eval_split)
         strategy = make_strategy(FLAGS.strategy, FLAGS.cpu_replicas, FLAGS.tpu)
-        train(model_dir, FLAGS.dataset, wanted, train_config, epochs, FLAGS.max_examples, strategy, init_from)
-        if not is_chief(strategy):
-            return
-    if evaluating:
-        run_eval(model_dir, FLAGS.eval_split, FLAGS.dataset, FLAGS.batch_size or 64)
-    if exporting:
-        run_export(model_dir, FLAGS.export_dir)
-    if mode == "explain":
-        run_explain(model_dir, FLAGS.text)
+    with common.hold_model_dir(mode, strategy):
+        if training:
+            train(model_dir, FLAGS.dataset, wanted, train_config, epochs, FLAGS.max_examples, strategy, init_from)
+            if not is_chief(strategy):
+                return
+        if evaluating:
+            run_eval(model_dir, FLAGS.eval_split, FLAGS.dataset, FLAGS.batch_size or 64)
+        if exporting:
+            run_export(model_dir, FLAGS.export_dir)
+        if mode == "explain":
+            run_explain(model_dir, FLAGS.text)
 
 
 if __name__ == "__main__":

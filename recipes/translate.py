@@ -19,7 +19,8 @@ from zoo import batching, datasets, export, tokenizer, translation
 from zoo.distribute import is_chief, make_strategy, uses_xla
 from zoo.evaluation import evaluate, write_summaries
 from zoo.progress import Progress
-from zoo.training import Task, Trainer, TrainConfig, restore_model, set_precision
+from zoo.run_dir import RunDir, RunDirError
+from zoo.training import Task, Trainer, TrainConfig
 
 RECIPE = "translate"
 MODES = ("train", "eval", "train_and_eval", "export", "translate")
@@ -71,29 +72,20 @@ def model_config(preset, **overrides):
     return common.preset_config(translation.PRESETS, preset, **overrides)
 
 
-def tokenizer_files(shared):
-    return (tokenizer.TOKENIZER_FILE,) * 2 if shared else ("source.model", "target.model")
-
-
-def load_tokenizers(model_dir, shared):
-    source_file, target_file = tokenizer_files(shared)
-    source = tokenizer.load_tokenizer(model_dir, source_file)
-    return source, (source if shared else tokenizer.load_tokenizer(model_dir, target_file))
-
-
 def prepare_run(model_dir, identity, wanted, data, seed, chief):
     """The run's record and tokenizers: read back when resuming, else trained now (cased)."""
     os.makedirs(model_dir, exist_ok=True)
-    run = common.read_run(model_dir, RECIPE)
+    run_dir = RunDir(model_dir)
+    run = run_dir.read_run(RECIPE)
     if run is not None:
         if {k: run[k] for k in identity} != identity or run["model"] != dataclasses.asdict(wanted):
-            raise common.RunDirError(
+            raise RunDirError(
                 f"{model_dir} holds a run of {run['dataset']} {run['source']}->{run['target']} with model "
                 f"{run['model']}; resume it with the same --dataset/--source/--target/--preset/--vocab_size/"
                 "--shared_vocabulary/--tie_embeddings/--max_length/--dropout, or use another --model_dir."
             )
-        return run, load_tokenizers(model_dir, wanted.shared_vocabulary)
-    source_file, target_file = tokenizer_files(wanted.shared_vocabulary)
+        return run, run_dir.tokenizers(wanted.shared_vocabulary)
+    source_file, target_file = run_dir.tokenizer_files(wanted.shared_vocabulary)
     if chief:
         if wanted.shared_vocabulary:
             texts = data.sources + data.targets
@@ -105,9 +97,9 @@ def prepare_run(model_dir, identity, wanted, data, seed, chief):
             ):
                 tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, size, False, seed), model_dir, name)
     else:
-        common.wait_for(os.path.join(model_dir, target_file))
+        run_dir.wait_for(target_file)
     run = {"recipe": RECIPE, **identity, "model": dataclasses.asdict(wanted), "example": data.sources[0]}
-    return run, load_tokenizers(model_dir, wanted.shared_vocabulary)
+    return run, run_dir.tokenizers(wanted.shared_vocabulary)
 
 
 def train(model_dir, identity, wanted, train_config, epochs, max_examples, strategy):
@@ -125,9 +117,7 @@ def train(model_dir, identity, wanted, train_config, epochs, max_examples, strat
         train_config = dataclasses.replace(train_config, train_steps=max(1, round(epochs * len(lengths) / per_batch)))
     replicas = strategy.num_replicas_in_sync
     setup = {"max_examples": max_examples, "replicas": replicas, "strategy": type(strategy).__name__}
-    common.check_resumable(run, {**dataclasses.asdict(train_config), **setup})
-    if chief:
-        common.write_json(model_dir, common.CONFIG_FILE, {**run, "train": dataclasses.asdict(train_config), "data": setup})
+    RunDir(model_dir).record_training(run, train_config, setup, chief)
     if train_config.batch_size % replicas:
         raise ValueError(f"batch_size={train_config.batch_size} is not divisible by the {replicas} replicas.")
     plan = batching.training_plan(
@@ -149,18 +139,17 @@ def train(model_dir, identity, wanted, train_config, epochs, max_examples, strat
     )
     metrics = Trainer(task, train_config, model_dir, strategy).train()
     if chief and metrics is not None:
-        common.update_metrics(model_dir, train=metrics)
+        RunDir(model_dir).update_metrics(train=metrics)
     return metrics
 
 
 def load_trained(model_dir):
     """The newest checkpoint of a run, rebuilt in float32 whatever it trained in."""
-    run = common.require_run(model_dir, RECIPE)
-    set_precision("float32")
+    run_dir = RunDir(model_dir)
+    run = run_dir.require_run(RECIPE)
     config = translation.TranslatorConfig(**run["model"])
-    model = translation.build_translator(config)
-    step = restore_model(model, model_dir, common.averaged())
-    return Trained(run, config, model, *load_tokenizers(model_dir, config.shared_vocabulary), step)
+    model, step = run_dir.load_model(lambda: translation.build_translator(config), common.averaged())
+    return Trained(run, config, model, *run_dir.tokenizers(config.shared_vocabulary), step)
 
 
 def decode_config():
@@ -233,7 +222,7 @@ def run_eval(model_dir, split, decode, batch_size, jit_compile=False):
         average_checkpoints=common.averaged(),
         hypotheses=name,
     )
-    common.update_metrics(model_dir, **{f"eval_{split}": result})
+    RunDir(model_dir).update_metrics(**{f"eval_{split}": result})
     print(f"{split}: sacreBLEU {bleu.score:.2f}, chrF {chrf.score:.2f}, loss {loss:.4f} on {len(hypotheses)} "
           f"sentences (decoding {seconds:.1f} s); hypotheses in {os.path.join(model_dir, name)}")
     return result
@@ -300,6 +289,7 @@ def main(argv):
     if exporting and not FLAGS.export_dir:
         raise app.UsageError("--mode=export needs --export_dir.")
     decode = decode_config()  # bad search flags fail before any training
+    strategy = None
     if training:
         if not FLAGS.dataset:
             raise app.UsageError("--dataset is required to train (multi30k or tfds:<name>).")
@@ -320,15 +310,17 @@ def main(argv):
         if FLAGS.max_tokens is not None:
             train_config = dataclasses.replace(train_config, max_tokens=FLAGS.max_tokens)
         strategy = make_strategy(FLAGS.strategy, FLAGS.cpu_replicas, FLAGS.tpu)
-        train(model_dir, identity, wanted, train_config, epochs, FLAGS.max_examples, strategy)
-        if not is_chief(strategy):
-            return
-    if evaluating:
-        run_eval(model_dir, FLAGS.eval_split, decode, FLAGS.eval_batch_size, FLAGS.jit_compile)
-    if exporting:
-        run_export(model_dir, FLAGS.export_dir, decode, FLAGS.jit_compile)
-    if mode == "translate":
-        run_translate(model_dir, decode, FLAGS.eval_batch_size)
+    with common.hold_model_dir(mode, strategy):
+        if training:
+            train(model_dir, identity, wanted, train_config, epochs, FLAGS.max_examples, strategy)
+            if not is_chief(strategy):
+                return
+        if evaluating:
+            run_eval(model_dir, FLAGS.eval_split, decode, FLAGS.eval_batch_size, FLAGS.jit_compile)
+        if exporting:
+            run_export(model_dir, FLAGS.export_dir, decode, FLAGS.jit_compile)
+        if mode == "translate":
+            run_translate(model_dir, decode, FLAGS.eval_batch_size)
 
 
 if __name__ == "__main__":

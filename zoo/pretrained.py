@@ -8,21 +8,20 @@ to fine-tune, and the export that serves it.
 """
 
 import dataclasses
-import json
-import os
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from zoo import checkpoints, classifier, pretraining, published, tokenizer
-from zoo.training import restore_model, set_precision
+from zoo import classifier, pretraining, published, tokenizer
+from zoo.run_dir import RunDir
+from zoo.training import set_precision
 
 RECIPE = "pretrain"
 
 
 class PretrainedRunError(ValueError):
-    """A directory that holds no finished pretraining run, or a fine-tuning setting that contradicts it."""
+    """A fine-tuning setting that contradicts the pretrained run."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,47 +35,17 @@ class Pretrained:
     step: int
 
 
-def read_finished_run(model_dir, finished=True):
-    """config.json of a pretraining run that reached its last step (with finished=False: that
-    has a checkpoint), else PretrainedRunError."""
-    path = os.path.join(model_dir, "config.json")
-    if not os.path.exists(path):
-        raise PretrainedRunError(f"{model_dir} holds no pretraining run (no config.json): run recipes.pretrain there.")
-    with open(path) as f:
-        run = json.load(f)
-    if run.get("recipe") != RECIPE:
-        raise PretrainedRunError(f"{model_dir} holds a {run.get('recipe')!r} run, not a pretraining one.")
-    step = max(checkpoints.checkpoint_steps(model_dir), default=0)
-    last = run.get("train", {}).get("train_steps")
-    if not finished and step == 0:
-        raise PretrainedRunError(f"{model_dir} holds no checkpoint yet: train there first (--mode=train).")
-    if finished and (last is None or step < last):
-        raise PretrainedRunError(
-            f"{model_dir} holds an unfinished pretraining run (step {step} of {last}): finish it "
-            "(run recipes.pretrain --mode=train there again) before using it."
-        )
-    return run
-
-
 def load_pretrained(model_dir, finished=True, average=1):
     """The newest checkpoint of a pretraining run (that reached its last step, unless
     finished=False: eval and export take any checkpoint), rebuilt in float32; with average=N,
-    the mean of the newest N checkpoints' weights (`zoo.training.restore_model`)."""
-    run = read_finished_run(model_dir, finished)
+    the mean of the newest N checkpoints' weights (`RunDir.load_model`)."""
+    run_dir = RunDir(model_dir)
+    run = run_dir.read_finished(RECIPE, finished)
     config = pretraining.PretrainConfig(**run["model"])
-    policy = keras.mixed_precision.dtype_policy()
-    try:  # built in float32, whatever the caller's policy, which is left as it was
-        set_precision("float32")
-        model = pretraining.build_pretrainer(config)
-    finally:
-        keras.mixed_precision.set_dtype_policy(policy)
-    step = restore_model(model, model_dir, average)
-    if finished and step < run["train"]["train_steps"]:
-        raise PretrainedRunError(
-            f"The last checkpoint of {model_dir} cannot be read; the newest readable one is step {step} of "
-            f"{run['train']['train_steps']}: finish the run (recipes.pretrain --mode=train there) before using it."
-        )
-    return Pretrained(run, config, model, tokenizer.load_tokenizer(model_dir), step)
+    model, step = run_dir.load_model(lambda: pretraining.build_pretrainer(config), average)
+    if finished:
+        run_dir.check_finished(run, step)
+    return Pretrained(run, config, model, run_dir.tokenizer(), step)
 
 
 def load_encoder(source):

@@ -15,6 +15,7 @@ from zoo.classifier import ClassifierConfig
 from zoo.optimization import make_optimizer
 from zoo.pretrained import PretrainedRunError
 from zoo.pretraining import PretrainConfig, build_pretrainer
+from zoo.run_dir import RunDirError
 
 ENCODER = ClassifierConfig(vocab_size=50, hidden_dim=16, num_heads=2, intermediate_dim=32, num_layers=2,
                            dropout=0.0, max_length=32, position="learned")
@@ -103,44 +104,6 @@ def test_classifier_config_rejects_disagreeing_flags(asked, flag):
         pretrained.classifier_config(run_of(encoder), **asked)
 
 
-# ---------------------------------------------------------------- read_finished_run
-
-
-def make_run_dir(path, recipe="pretrain", train_steps=10, checkpoint_steps=(10,), config=True):
-    path.mkdir(parents=True, exist_ok=True)
-    if config:
-        run = {"recipe": recipe, "model": dataclasses.asdict(PretrainConfig(encoder=ENCODER, sequence_length=16)),
-               "train": {"train_steps": train_steps}}
-        (path / "config.json").write_text(json.dumps(run))
-    if checkpoint_steps:
-        manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=tf.Variable(0, dtype=tf.int64)), str(path),
-                                             max_to_keep=5)
-        for step in checkpoint_steps:
-            manager.save(checkpoint_number=step)
-    return str(path)
-
-
-def test_read_finished_run_accepts_a_finished_pretraining_run(tmp_path):
-    pretrained.read_finished_run(make_run_dir(tmp_path / "done", checkpoint_steps=(5, 10)))
-
-
-@pytest.mark.parametrize("kind", ["no_config", "other_recipe", "unfinished", "no_checkpoint"])
-def test_read_finished_run_rejects(kind, tmp_path):
-    model_dir = {
-        "no_config": lambda: make_run_dir(tmp_path / kind, config=False),
-        "other_recipe": lambda: make_run_dir(tmp_path / kind, recipe="sentiment"),
-        "unfinished": lambda: make_run_dir(tmp_path / kind, train_steps=10, checkpoint_steps=(4, 8)),
-        "no_checkpoint": lambda: make_run_dir(tmp_path / kind, checkpoint_steps=()),
-    }[kind]()
-    with pytest.raises(PretrainedRunError):
-        pretrained.read_finished_run(model_dir)
-
-
-def test_read_finished_run_rejects_a_missing_directory(tmp_path):
-    with pytest.raises(PretrainedRunError):
-        pretrained.read_finished_run(str(tmp_path / "absent"))
-
-
 # ---------------------------------------------------------------- layer-wise learning rates
 
 
@@ -225,7 +188,7 @@ def test_a_damaged_last_checkpoint_makes_the_run_unfinished_and_the_callers_poli
         assert keras.mixed_precision.dtype_policy().name == "mixed_bfloat16"
         data = model_dir / "ckpt-10.data-00000-of-00001"
         data.write_bytes(data.read_bytes()[:100])
-        with pytest.raises(PretrainedRunError, match="newest readable one is step 5 of 10"):
+        with pytest.raises(RunDirError, match="newest readable one is step 5 of 10"):
             pretrained.load_pretrained(str(model_dir))
         assert pretrained.load_pretrained(str(model_dir), finished=False).step == 5
     finally:
