@@ -68,12 +68,17 @@ def recipe(module, flags_, model_dir, *extra):
     return RunDir(model_dir).read_metrics()
 
 
+def shown(command):
+    """A command as BENCHMARKS.md prints it: paths relative to the repository root, as a reader's checkout has them."""
+    return " ".join(command).replace(ROOT + os.sep, "")
+
+
 def pretrain(run_dir, objective):
     flags_ = [*PRETRAIN_FLAGS, f"--train_steps={PRETRAIN_STEPS[objective]}", f"--objective={objective}"]
     if not finished_run(run_dir, flags_):
         recipe("pretrain", flags_, run_dir, "--mode=train")
     metrics = recipe("pretrain", [], run_dir, "--mode=eval")
-    return metrics, " ".join(["python -m recipes.pretrain", *flags_, f"--model_dir={run_dir}"])
+    return metrics, shown(["python -m recipes.pretrain", *flags_, f"--model_dir={run_dir}"])
 
 
 def fine_tune(dataset, pretrain_dir, run_dir):
@@ -98,7 +103,7 @@ def fine_tune_with(flags_, dataset, run_dir):
         "accuracy": metrics[reported]["accuracy"],
         "train_seconds": metrics["train"]["seconds"],
         "seconds": time.time() - began,
-        "command": " ".join(["python -m recipes.sentiment", *flags_, f"--model_dir={run_dir}"]),
+        "command": shown(["python -m recipes.sentiment", *flags_, f"--model_dir={run_dir}"]),
     }
 
 
@@ -167,7 +172,7 @@ def published_main(checkpoint):
     for dataset in FLAGS.tasks:
         flags_ = [*recipe_flags.PUBLISHED[dataset], f"--init_from={folder}"]
         tuned = fine_tune_with(flags_, dataset, os.path.join(fine_tune_dir, dataset))
-        commands.append(f"- {SPLIT_NAME[dataset]}: `{tuned['command'].replace(ROOT + os.sep, '')}`")
+        commands.append(f"- {SPLIT_NAME[dataset]}: `{tuned['command']}`")
         results = {name: "not run" for name in peers}
         for name in FLAGS.peers:
             result = peers[name](dataset)
