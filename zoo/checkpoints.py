@@ -5,12 +5,20 @@ would start again from step 0 and overwrite the old `ckpt-N` files, and with the
 checkpoint damaged every mode ends in a traceback. Here the `ckpt-N.index` files themselves
 are listed and each is read through before it is trusted; a damaged one is reported by name
 and passed over for the next older one.
+
+Checkpoints are written through `CheckpointManager`: a write the file system refuses (a full disk
+...) leaves the complete checkpoints as they were, and the oldest are rotated away by what the
+folder holds, whatever its index file says.
 """
 
+import contextlib
 import os
 import re
+import shutil
 
 import tensorflow as tf
+
+from zoo import disk
 
 CHECKPOINT_PREFIX = "ckpt"
 UNREADABLE_DIR = "unreadable_checkpoints"
@@ -95,6 +103,13 @@ def newest_readable_paths(model_dir, count, log=print):
     )
 
 
+def files_of(path):
+    """The names of the files of the checkpoint at `path` (a prefix): its .index and .data-* files."""
+    folder, prefix = os.path.split(path)
+    names = os.listdir(folder) if os.path.isdir(folder) else []
+    return [name for name in names if name == f"{prefix}.index" or name.startswith(f"{prefix}.data-")]
+
+
 def set_aside(paths, model_dir, log=print):
     """Moves the files of unreadable checkpoints into model_dir/unreadable_checkpoints/ (never
     deleted), so that a run continuing from an older step does not write over them."""
@@ -103,8 +118,48 @@ def set_aside(paths, model_dir, log=print):
     target = os.path.join(model_dir, UNREADABLE_DIR)
     os.makedirs(target, exist_ok=True)
     for path in paths:
-        prefix = os.path.basename(path)
-        for name in os.listdir(model_dir):
-            if name == f"{prefix}.index" or name.startswith(f"{prefix}.data-"):
-                os.replace(os.path.join(model_dir, name), os.path.join(target, name))
-        log(f"Moved the files of {prefix} to {target}.")
+        for name in files_of(path):
+            os.replace(os.path.join(model_dir, name), os.path.join(target, name))
+        log(f"Moved the files of {os.path.basename(path)} to {target}.")
+
+
+def remove(path):
+    """Removes the checkpoint at `path` (a prefix): its files, and the folder TensorFlow writes it into."""
+    shutil.rmtree(f"{path}_temp", ignore_errors=True)
+    for name in files_of(path):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(os.path.dirname(path), name))
+
+
+class CheckpointManager(tf.train.CheckpointManager):
+    """tf.train.CheckpointManager, numbering checkpoints by step, and
+
+    - keeping the newest `max_to_keep` of the checkpoints it finds in `directory`, not only of
+      those its `checkpoint` index file lists: with that file lost, the older ones would stay forever;
+    - turning a write the file system refuses (a full disk ...) into one zoo.disk.WriteError, with
+      the half-written checkpoint removed and the complete ones as they were.
+    """
+
+    def __init__(self, checkpoint, directory, max_to_keep):
+        super().__init__(checkpoint, directory, max_to_keep)
+        self.keep = max_to_keep
+
+    def save(self, checkpoint_number):
+        """Writes the checkpoint of step `checkpoint_number`; returns its path."""
+        path = path_of(self.directory, checkpoint_number)
+        try:
+            super().save(checkpoint_number=checkpoint_number)
+        except Exception as error:
+            if unreadable_reason(path) is not None:  # not written through (the index file can fail after)
+                remove(path)
+            steps = checkpoint_steps(self.directory)
+            kept = (f"the newest complete checkpoint, {CHECKPOINT_PREFIX}-{steps[0]}, is as it was, and training "
+                    "resumes from it" if steps else "no half-written checkpoint was left behind")
+            refused = disk.write_error(error, f"the checkpoint of step {checkpoint_number}", path, kept)
+            if refused is None:
+                raise
+            raise refused from None
+        if self.keep:  # None keeps them all
+            for step in checkpoint_steps(self.directory)[self.keep :]:
+                remove(path_of(self.directory, step))
+        return path

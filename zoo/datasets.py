@@ -150,10 +150,29 @@ def _sst2_tune(split):
     return Classification([t for t, k in zip(texts, keep) if k], labels[keep], ("negative", "positive"))
 
 
+TFDS_CATALOG = "https://www.tensorflow.org/datasets/catalog/overview"
+
+
+def tfds_builder(name):
+    """TFDS's builder of the catalog name `name` ("dataset" or "dataset/config"). An unknown name is one
+    DatasetError with the closest names, where TFDS's own message lists its whole catalog."""
+    import difflib
+
+    import tensorflow_datasets as tfds
+
+    try:
+        return tfds.builder(name)
+    except tfds.core.DatasetNotFoundError:
+        dataset, slash, config = name.partition("/")
+        close = difflib.get_close_matches(dataset, tfds.list_builders(with_community_datasets=False), n=3)
+        hint = f" Did you mean {' or '.join(f'tfds:{c}{slash}{config}' for c in close)}?" if close else ""
+        raise DatasetError(f"TFDS has no dataset {dataset!r}.{hint} Its catalog: {TFDS_CATALOG}.") from None
+
+
 def _tfds_classification(name, split):
     import tensorflow_datasets as tfds
 
-    builder = tfds.builder(name)
+    builder = tfds_builder(name)
     splits = builder.info.splits
     if split == "validation" and "validation" not in splits:
         raise DatasetError(f"TFDS dataset {name!r} has no 'validation' split; it has {sorted(splits)}.")
@@ -186,9 +205,7 @@ def check_split(name, split):
     """Raises DatasetError early (before any training) for a split that `name` does not have,
     or whose file does not parse: local datasets are read here."""
     if name.startswith("tfds:"):
-        import tensorflow_datasets as tfds
-
-        splits = tfds.builder(name[len("tfds:") :]).info.splits
+        splits = tfds_builder(name[len("tfds:") :]).info.splits
         if splits and split not in splits:
             raise DatasetError(f"TFDS dataset {name[5:]!r} has no {split!r} split; it has {sorted(splits)}.")
     elif name in CLASSIFICATION:
@@ -259,7 +276,7 @@ def _multi30k(split, source, target):
 def _tfds_translation(name, split, source, target):
     import tensorflow_datasets as tfds
 
-    builder = tfds.builder(name)
+    builder = tfds_builder(name)
     if split not in builder.info.splits:
         raise DatasetError(f"TFDS dataset {name!r} has no {split!r} split; it has {sorted(builder.info.splits)}.")
     languages = sorted(builder.info.features.keys())

@@ -5,18 +5,26 @@
 replays at load) and `ops_manifest.json` (the ops the graph uses that core
 TensorFlow does not register, e.g. TF Text's, and the import that provides
 them). The version is written under a dot-folder TF Serving ignores, then
-renamed into place in one step.
+renamed into place in one step; the dot-folder of an export that was killed is
+removed by the next export.
 """
 
+import contextlib
 import json
 import os
+import re
 import shutil
+import socket
 
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
+from zoo import disk, run_lock
+
 MANIFEST = "ops_manifest.json"
 WARMUP = os.path.join("assets.extra", "tf_serving_warmup_requests")
+STAGING = ".staging-"  # + "<host>-<pid>": the writing process's version, until it is complete
+_STAGING_NAME = re.compile(rf"{re.escape(STAGING)}(?:(?P<host>.+)-)?(?P<pid>\d+)$")  # older zoos: .staging-<pid>
 
 
 def next_version(export_dir):
@@ -83,6 +91,9 @@ def write_warmup_requests(version_dir, model_name, signature_name, inputs):
 def export(module, signatures, export_dir, warmup_inputs, metadata=None):
     """Saves `module` as a new integer version of `export_dir` and returns its path.
 
+    A write the file system refuses (a full disk, a path through a file ...) is one
+    zoo.disk.WriteError; the versions already there stay as they were.
+
     Args:
         module: a tf.Module holding the model, the tokenizer and the serving functions.
         signatures: dict signature name -> concrete function.
@@ -90,32 +101,57 @@ def export(module, signatures, export_dir, warmup_inputs, metadata=None):
         warmup_inputs: dict input name -> example values for `serving_default`.
         metadata: JSON-able dict stored in the manifest (config, class names ...).
     """
-    os.makedirs(export_dir, exist_ok=True)
-    staging = os.path.join(export_dir, f".staging-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
+    created = not os.path.isdir(export_dir)
+    staging = os.path.join(export_dir, f"{STAGING}{socket.gethostname()}-{os.getpid()}")
     try:
-        tf.saved_model.save(module, staging, signatures=signatures)
-        model_name = os.path.basename(os.path.normpath(export_dir))
-        write_warmup_requests(staging, model_name, "serving_default", warmup_inputs)
-        extra = non_core_ops(graph_ops(staging))
-        manifest = {
-            "non_core_ops": extra,
-            "load_with": ["import tensorflow as tf"] + (["import tensorflow_text"] if extra else []),
-            "note": (
-                "Core TensorFlow ops only."
-                if not extra
-                else "TF Serving's stock build links TensorFlow Text's ops; in Python, import tensorflow_text "
-                "before loading."
-            ),
-            "metadata": metadata or {},
-        }
-        with open(os.path.join(staging, MANIFEST), "w") as f:
-            json.dump(manifest, f, indent=2)
-        final = _rename_to_next_version(staging, export_dir)
-    except BaseException:
+        os.makedirs(export_dir, exist_ok=True)
+        remove_abandoned(export_dir)
         shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return final
+        _write_version(module, signatures, staging, os.path.basename(os.path.normpath(export_dir)), warmup_inputs,
+                       metadata)
+        return _rename_to_next_version(staging, export_dir)
+    except BaseException as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        if created:
+            with contextlib.suppress(OSError):
+                os.rmdir(export_dir)  # only if empty: a failed first export leaves no folder behind
+        refused = disk.write_error(error, "the export", export_dir,
+                                   "no version was half-written, and those already there are as they were")
+        if refused is None:
+            raise
+        raise refused from None
+
+
+def _write_version(module, signatures, staging, model_name, warmup_inputs, metadata):
+    """Writes a whole version into the folder `staging`: the SavedModel, warm-up requests and manifest."""
+    tf.saved_model.save(module, staging, signatures=signatures)
+    write_warmup_requests(staging, model_name, "serving_default", warmup_inputs)
+    extra = non_core_ops(graph_ops(staging))
+    manifest = {
+        "non_core_ops": extra,
+        "load_with": ["import tensorflow as tf"] + (["import tensorflow_text"] if extra else []),
+        "note": (
+            "Core TensorFlow ops only."
+            if not extra
+            else "TF Serving's stock build links TensorFlow Text's ops; in Python, import tensorflow_text "
+            "before loading."
+        ),
+        "metadata": metadata or {},
+    }
+    with open(os.path.join(staging, MANIFEST), "w") as f:
+        json.dump(manifest, f, indent=2)
+
+
+def remove_abandoned(export_dir):
+    """Removes the staging folders of exports whose process no longer runs (a killed export leaves a
+    whole model there). Another host's are left alone: its processes cannot be asked from here."""
+    for name in sorted(os.listdir(export_dir)):
+        match = _STAGING_NAME.match(name)
+        path = os.path.join(export_dir, name)
+        if (match and match["host"] in (None, socket.gethostname()) and not run_lock.pid_runs(int(match["pid"]))
+                and os.path.isdir(path)):
+            shutil.rmtree(path, ignore_errors=True)
+            print(f"Note: removed {path}, the unfinished export of a process that no longer runs.", flush=True)
 
 
 def _rename_to_next_version(staging, export_dir):

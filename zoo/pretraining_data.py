@@ -61,7 +61,7 @@ def _tfds_texts(name):
     import tensorflow as tf
     import tensorflow_datasets as tfds
 
-    builder = tfds.builder(name)
+    builder = datasets.tfds_builder(name)
     if builder.info.splits and "train" not in builder.info.splits:
         raise DatasetError(f"TFDS dataset {name!r} has no 'train' split (pretraining never reads test): "
                            f"it has {sorted(builder.info.splits)}.")

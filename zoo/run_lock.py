@@ -12,12 +12,15 @@ whose holder no longer runs is stale and is taken over with a note:
   few minutes.
 
 A lock file without a readable record (its writer died between creating and filling it) is stale
-once HEARTBEAT_SECONDS old. A run removes its lock when it ends, normally or by an error.
+once HEARTBEAT_SECONDS old. A run removes its lock when it ends, normally or by an error. The run that
+takes the folder removes the checkpoints a dead run left half-written there.
 """
 
 import json
 import os
+import re
 import shlex
+import shutil
 import socket
 import sys
 import threading
@@ -26,6 +29,7 @@ import time
 LOCK_FILE = "run.lock"
 HEARTBEAT_SECONDS = 30
 STALE_SECONDS = 10 * HEARTBEAT_SECONDS
+UNFINISHED_CHECKPOINT = re.compile(r"ckpt-\d+_temp$")  # zoo.checkpoints' names, as TensorFlow writes them
 
 
 class RunLockError(ValueError):
@@ -51,21 +55,28 @@ def _boot_id():
         return None
 
 
-def _runs(record):
-    """Whether the process `record` names (one of this host's) still runs."""
-    if record.get("boot") != _boot_id():
-        return False  # the machine rebooted since
+def pid_runs(pid):
+    """Whether this host has a process `pid` that is not a zombie (it may be a later one with a reused pid)."""
+    if pid <= 0:
+        return False
     try:
-        os.kill(record["pid"], 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         pass  # it exists, under another user
+    stat = _proc_stat(pid)
+    return stat is None or stat[0] != "Z"
+
+
+def _runs(record):
+    """Whether the process `record` names (one of this host's) still runs."""
+    if record.get("boot") != _boot_id():
+        return False  # the machine rebooted since
+    if not pid_runs(record["pid"]):
+        return False
     stat = _proc_stat(record["pid"])
-    if stat is None:
-        return True
-    state, started = stat
-    return state != "Z" and record.get("process_start") in (None, started)
+    return stat is None or record.get("process_start") in (None, stat[1])
 
 
 def _record(content):
@@ -120,6 +131,7 @@ class RunLock:
                 os.fsync(f.fileno())
             self.thread = threading.Thread(target=self._beat, name="run-lock-heartbeat", daemon=True)
             self.thread.start()
+            self._remove_unfinished_checkpoints()
             return
         raise RunLockError(f"{self.folder} is being taken by other runs just now: use another --model_dir, "
                            "or run again once they have started.")
@@ -136,6 +148,15 @@ class RunLock:
                 os.remove(self.path)
         except FileNotFoundError:
             pass
+
+    def _remove_unfinished_checkpoints(self):
+        """Removes the `ckpt-N_temp/` folders TensorFlow writes a checkpoint into (and removes once it is
+        complete): with the lock taken no other run writes here, so those are of a run that died writing."""
+        for name in sorted(os.listdir(self.folder)):
+            path = os.path.join(self.folder, name)
+            if UNFINISHED_CHECKPOINT.match(name) and os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+                self.log(f"Note: removed {path}, a checkpoint that a run which ended did not finish writing.")
 
     def _beat(self):
         while not self.stop.wait(self.heartbeat_seconds):

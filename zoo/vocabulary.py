@@ -15,6 +15,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from zoo import disk
+
 PAD, UNK, EOS = "<pad>", "<unk>", "<eos>"
 LEVELS = ("word", "char", "byte")  # byte: Latin-1 characters, one per byte (enwik8)
 VOCABULARY_FILE = "vocabulary.json"
@@ -75,20 +77,20 @@ class Vocabulary:
         return np.asarray([self.ids.get(t, self.unk_id) for t in split(text, self.level)], np.int32)
 
     def save(self, directory):
-        path = os.path.join(directory, VOCABULARY_FILE)
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump({"level": self.level, "tokens": self.tokens}, f, ensure_ascii=False)
-        os.replace(path + ".tmp", path)
-        return path
+        """Writes vocabulary.json atomically; a write the file system refuses is one zoo.disk.WriteError."""
+        data = json.dumps({"level": self.level, "tokens": self.tokens}, ensure_ascii=False).encode("utf-8")
+        return disk.write_atomically(os.path.join(directory, VOCABULARY_FILE), data, "the vocabulary")
 
     @classmethod
     def load(cls, directory):
+        """The vocabulary `save` wrote into `directory`; a damaged file is one zoo.disk.DamagedFileError."""
         path = os.path.join(directory, VOCABULARY_FILE)
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path} does not exist: train a language model in this directory first.")
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        return cls(data["tokens"], data["level"])
+        with disk.reading(path, "the run's vocabulary, whose ids the model was trained on"):
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            return cls(data["tokens"], data["level"])
 
     # --- in graph ------------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """Fault injection, checkpoints: a damaged newest checkpoint is named and passed over for the newest
-one that reads; a lost `checkpoint` index file never sends a run back to step 0."""
+one that reads; a lost `checkpoint` index file never sends a run back to step 0, nor keeps the checkpoints
+it listed from being rotated away."""
 
 import os
 
@@ -48,6 +49,18 @@ def test_a_lost_index_file_is_replaced_by_the_file_names(tmp_path):
     said = []
     assert checkpoints.newest_readable(str(tmp_path), log=said.append)[1] == 15
     assert "no readable 'checkpoint' index file" in said[0]
+
+
+def test_checkpoints_orphaned_by_a_lost_index_file_are_rotated_with_the_rest(tmp_path):
+    model_dir, value = str(tmp_path), tf.Variable(0.0)
+    for steps in ((10, 20, 30), (40, 50, 60)):  # a run, then one resuming after the index file was lost
+        manager = checkpoints.CheckpointManager(tf.train.Checkpoint(value=value), model_dir, max_to_keep=3)
+        for step in steps:
+            manager.save(step)
+        os.remove(tmp_path / "checkpoint")
+    assert checkpoints.checkpoint_steps(model_dir) == [60, 50, 40]
+    assert sorted(os.listdir(model_dir)) == [f"ckpt-{step}.{kind}" for step in (40, 50, 60)
+                                             for kind in ("data-00000-of-00001", "index")]
 
 
 def test_no_readable_checkpoint_is_an_error_and_none_at_all_is_not(tmp_path):

@@ -1,5 +1,6 @@
 """Fault injection, data: a corrupt, truncated or undecodable data file gets one DatasetError that
-names the file (no EOFError or IndexError from deep inside a reader)."""
+names the file (no EOFError or IndexError from deep inside a reader); an unknown TFDS name is one
+line with the closest names, not TFDS's whole catalog."""
 
 import os
 import shutil
@@ -98,3 +99,18 @@ def test_a_damaged_evaluation_file_fails_before_training(data_dir, tmp_path, run
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert f"{path} cannot be read" in result.stderr.strip().splitlines()[-1]
     assert "step " not in result.stdout and not list(model_dir.glob("ckpt-*"))
+
+
+@pytest.mark.parametrize("name, load, meant", [
+    ("tfds:imdb_reviewz", lambda name: datasets.load_classification(name, "train"), "tfds:imdb_reviews"),
+    ("tfds:imdb_reviewz", lambda name: datasets.check_split(name, "train"), "tfds:imdb_reviews"),
+    ("tfds:ted_hrlr_translat/pt_to_en", lambda name: datasets.load_translation(name, "train", "pt", "en"),
+     "tfds:ted_hrlr_translate/pt_to_en"),
+])
+def test_an_unknown_tfds_name_is_one_line_with_the_closest_names_not_the_catalog(name, load, meant):
+    with pytest.raises(datasets.DatasetError) as unknown:
+        load(name)
+    message = str(unknown.value)
+    dataset = name[len("tfds:") :].split("/")[0]
+    assert message.startswith(f"TFDS has no dataset {dataset!r}. Did you mean {meant}") and "\n" not in message
+    assert message.endswith(f"Its catalog: {datasets.TFDS_CATALOG}.")

@@ -1,6 +1,7 @@
 """One run per folder: a second run is refused at once naming the holder; a lock whose holder is gone
 (killed, a zombie, a reused pid, another host's without a heartbeat) is taken over with a note; the lock
-goes when its run ends, normally or by an error. Then the data loss it prevents, end to end."""
+goes when its run ends, normally or by an error; the run that takes the folder removes the checkpoint a dead
+run left half-written. Then the data loss it prevents, end to end."""
 
 import json
 import os
@@ -70,6 +71,22 @@ def test_a_killed_holders_lock_is_taken_over_with_a_note(tmp_path, holder):
     assert said[0].startswith(f"Note: took over {tmp_path} from process {holder.pid} on {socket.gethostname()} "
                               "(since ") and said[0].endswith("), which no longer runs.")
     assert not os.path.exists(tmp_path / LOCK_FILE)
+
+
+def test_a_checkpoint_a_dead_run_left_half_written_is_removed_once_the_folder_is_taken(tmp_path, holder):
+    unfinished = tmp_path / "ckpt-40_temp"  # where TensorFlow writes a checkpoint before it is complete
+    unfinished.mkdir()
+    (unfinished / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"half a checkpoint")
+    (tmp_path / "ckpt-30.index").write_bytes(b"a complete checkpoint")
+    with pytest.raises(RunLockError):
+        RunLock(str(tmp_path)).acquire()
+    assert unfinished.is_dir()  # its run may still be writing it
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    said = []
+    with RunLock(str(tmp_path), log=said.append):
+        assert not unfinished.exists() and (tmp_path / "ckpt-30.index").read_bytes() == b"a complete checkpoint"
+    assert said[1] == f"Note: removed {unfinished}, a checkpoint that a run which ended did not finish writing."
 
 
 def test_a_zombie_or_another_process_under_the_recorded_pid_does_not_hold(tmp_path):
