@@ -51,15 +51,15 @@ def translation_lengths(run, model_dir):
     """(source, decoder input) lengths of the run's training pairs as `recipes.translate.train` makes them: its
     training data (subsampled as it was) tokenized by the tokenizers it trained in `model_dir`, each source
     ending with </s>, each decoder input <s> + target (one position per label)."""
-    from zoo import datasets, tokenizer, translation
+    from zoo import datasets, translation_preprocessing
     from zoo.run_dir import RunDir
 
     model = run["model"]
     data = datasets.load_translation(run["dataset"], "train", run["source"], run["target"])
     data = datasets.subsample_pairs(data, run["data"]["max_examples"], run["train"]["seed"])
     source_tokenizer, target_tokenizer = RunDir(model_dir).tokenizers(model["shared_vocabulary"])
-    sources = translation.source_rows(tokenizer.tokenize(source_tokenizer, data.sources), model["max_length"])
-    targets = translation.target_rows(tokenizer.tokenize(target_tokenizer, data.targets), model["max_length"])
+    sources = translation_preprocessing.source_rows(source_tokenizer, data.sources, model["max_length"])
+    targets = translation_preprocessing.target_rows(target_tokenizer, data.targets, model["max_length"])
     return [(len(s), len(t) - 1) for s, t in zip(sources, targets)]
 
 

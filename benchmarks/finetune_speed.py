@@ -23,7 +23,7 @@ def fine_tuning_rates(checkpoint, batch_size, length, steps, dtype):
     import tensorflow as tf
 
     from zoo import classifier, published
-    from zoo.training import keep_freed_memory, set_precision
+    from zoo.training import dtype_policy, keep_freed_memory
 
     keep_freed_memory()
     read = published.read_checkpoint(checkpoint)
@@ -49,21 +49,20 @@ def fine_tuning_rates(checkpoint, batch_size, length, steps, dtype):
             step().numpy()
         return steps * batch_size * length / (time.time() - began)
 
-    set_precision(dtype)
-    zoo = classifier.build_classifier(config)
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=config.vocab_size, num_layers=config.num_layers, num_heads=config.num_heads,
-        hidden_dim=config.hidden_dim, intermediate_dim=config.intermediate_dim, dropout=config.dropout,
-        max_sequence_length=length)
-    inputs = {"token_ids": keras.Input((None,), dtype="int32"), "segment_ids": keras.Input((None,), dtype="int32"),
-              "padding_mask": keras.Input((None,), dtype="int32")}
-    head = keras.layers.Dense(2, dtype="float32")(keras.layers.Dropout(config.dropout)(
-        backbone(inputs)["sequence_output"][:, 0]))
-    peer = keras.Model(inputs, head)
-    peer_inputs = {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
-                   "padding_mask": np.ones_like(token_ids)}
-    rates = {"zoo": timed(zoo, token_ids), "keras-hub": timed(peer, peer_inputs)}
-    set_precision("float32")
+    with dtype_policy(dtype):
+        zoo = classifier.build_classifier(config)
+        backbone = keras_hub.models.BertBackbone(
+            vocabulary_size=config.vocab_size, num_layers=config.num_layers, num_heads=config.num_heads,
+            hidden_dim=config.hidden_dim, intermediate_dim=config.intermediate_dim, dropout=config.dropout,
+            max_sequence_length=length)
+        inputs = {"token_ids": keras.Input((None,), dtype="int32"), "segment_ids": keras.Input((None,), dtype="int32"),
+                  "padding_mask": keras.Input((None,), dtype="int32")}
+        head = keras.layers.Dense(2, dtype="float32")(keras.layers.Dropout(config.dropout)(
+            backbone(inputs)["sequence_output"][:, 0]))
+        peer = keras.Model(inputs, head)
+        peer_inputs = {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
+                       "padding_mask": np.ones_like(token_ids)}
+        rates = {"zoo": timed(zoo, token_ids), "keras-hub": timed(peer, peer_inputs)}
     return rates, config
 
 

@@ -86,22 +86,25 @@ def evaluation_speed(run_dir, dataset, context, segment_lengths, tokens, windows
     memory evaluation (memory context - T) against sliding windows of `context` tokens
     recomputed from scratch by the same weights without memory, scoring T tokens per window;
     and, once, windows scoring 1 token each (Al-Rfou et al.)."""
+    from benchmarks.baselines import evaluate_sliding_window
     from zoo import datasets
-    from zoo import language_model as lm
+    from zoo.lm_inference import evaluate_streams
+    from zoo.lm_preprocessing import stream_layout
 
-    run, no_memory, vocabulary, _ = load_trained(run_dir, memory_length=0)
+    memoryless = load_trained(run_dir, memory_length=0)
+    run, no_memory, vocabulary = memoryless.run, memoryless.model, memoryless.tokenizer
     vocab_size = run["model"]["vocab_size"]
-    streams = lm.stream_layout(vocabulary.encode(datasets.load_corpus(dataset, "test").text), num_streams)
+    streams = stream_layout(vocabulary.encode(datasets.load_corpus(dataset, "test").text), num_streams)
     rows = []
     for segment in segment_lengths:
-        _, model, _, _ = load_trained(run_dir, memory_length=context - segment)
+        model = load_trained(run_dir, memory_length=context - segment).model
         text = streams[:, : tokens // segment * segment + 1]
         warm = streams[:, : segment + 1]
-        lm.evaluate_streams(model, warm, segment)  # traces
-        lm.evaluate_sliding_window(no_memory, warm, segment, context)
+        evaluate_streams(model, warm, segment)  # traces
+        evaluate_sliding_window(no_memory, warm, segment, context)
         memory_runs, window_runs, speedup = paired(
-            lambda: lm.evaluate_streams(model, text, segment),
-            lambda: lm.evaluate_sliding_window(no_memory, text, segment, context),
+            lambda: evaluate_streams(model, text, segment),
+            lambda: evaluate_sliding_window(no_memory, text, segment, context),
             repeats,
             f"evaluation, T = {segment} (memory, window)",
         )
@@ -115,9 +118,9 @@ def evaluation_speed(run_dir, dataset, context, segment_lengths, tokens, windows
         print(rows[-1], flush=True)
     # One prediction per window, on the windows that end where the memory evaluation's first segments do.
     text = streams[:, : windows + 1]
-    lm.evaluate_sliding_window(no_memory, text[:, :2], 1, context)
+    evaluate_sliding_window(no_memory, text[:, :2], 1, context)
     began = time.time()
-    _, count = lm.evaluate_sliding_window(no_memory, text, 1, context)
+    _, count = evaluate_sliding_window(no_memory, text, 1, context)
     first = segment_lengths[0]  # the vanilla window's multiply-adds per scored token over the memory's at T = first
     compute = multiply_adds(run["model"], context, context, 1, vocab_size) * first / multiply_adds(
         run["model"], first, context, first, vocab_size
@@ -130,18 +133,20 @@ def generation_speed(run_dir, repeats, new_tokens=300):
     import numpy as np
     import tensorflow as tf
 
-    from zoo import language_model as lm
+    from benchmarks.baselines import generate_recomputing
+    from zoo.lm_inference import generate
 
     # A memory long enough for the whole text, so both see the same context and must agree.
-    _, model, vocabulary, _ = load_trained(run_dir, memory_length=new_tokens + 16)
-    _, no_memory, _, _ = load_trained(run_dir, memory_length=0)
+    loaded = load_trained(run_dir, memory_length=new_tokens + 16)
+    model, vocabulary = loaded.model, loaded.tokenizer
+    no_memory = load_trained(run_dir, memory_length=0).model
     prompt = vocabulary.tokenize(tf.constant(["the company said" if vocabulary.level == "word" else "ROMEO:"]))
-    generate = tf.function(lambda p: lm.generate(model, p, new_tokens, greedy=True))
-    generate(prompt)  # traces
-    lm.generate_recomputing(no_memory, prompt.to_tensor(), 2)  # traces
+    cached_generate = tf.function(lambda p: generate(model, p, new_tokens, greedy=True))
+    cached_generate(prompt)  # traces
+    generate_recomputing(no_memory, prompt.to_tensor(), 2)  # traces
     cached, recomputed, speedup = paired(
-        lambda: generate(prompt).numpy(),
-        lambda: lm.generate_recomputing(no_memory, prompt.to_tensor(), new_tokens).numpy(),
+        lambda: cached_generate(prompt).numpy(),
+        lambda: generate_recomputing(no_memory, prompt.to_tensor(), new_tokens).numpy(),
         repeats,
         "generation (cached, recomputed)",
     )

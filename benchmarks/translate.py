@@ -14,6 +14,7 @@ r"""Translation quality and speed on Multi30k de->en (small preset, this machine
   python -m benchmarks.translate --throughput_only --run_dir=runs/bench_throughput   # step 3 alone
 """
 
+import functools
 import json
 import os
 import subprocess
@@ -96,15 +97,17 @@ def choice_line(tried, test):
 
 
 def decoding_speed(model_dir, uncached_beam_sentences):
+    from benchmarks import baselines
     from recipes.translate import load_trained, translate_corpus
-    from zoo import datasets, translation
+    from zoo import datasets
+    from zoo.translation_search import DecodeConfig
 
     trained = load_trained(model_dir)
     sources = datasets.load_translation("multi30k", "test", "de", "en").sources
     results = {}
     searches = [("greedy", 1), ("beam 5", 5)]
     for name, beam in searches:
-        decode = translation.DecodeConfig(beam_size=beam)
+        decode = DecodeConfig(beam_size=beam)
         subset = sources if beam == 1 else sources[:uncached_beam_sentences]
         if beam > 1:  # the whole test set with the cache, as in eval
             translate_corpus(trained, sources[:100], decode, 100, description="warm-up")
@@ -112,9 +115,10 @@ def decoding_speed(model_dir, uncached_beam_sentences):
             hypotheses = translate_corpus(trained, sources, decode, 100, description=name)
             results[(name, "all")] = (time.time() - began, hypotheses)
         for cached in (True, False):
-            translate_corpus(trained, sources[:100], decode, 100, cached=cached, description="warm-up")
+            search = functools.partial(baselines.translate_ids, cached=cached)
+            translate_corpus(trained, sources[:100], decode, 100, search=search, description="warm-up")
             began = time.time()
-            hypotheses = translate_corpus(trained, subset, decode, 100, cached=cached, description=name)
+            hypotheses = translate_corpus(trained, subset, decode, 100, search=search, description=name)
             results[(name, cached)] = (time.time() - began, hypotheses, len(subset))
     return results
 
@@ -150,24 +154,25 @@ def throughput(model_dir, steps, rounds):
     import keras
     import tensorflow as tf
 
-    from zoo import batching, datasets, tokenizer, translation
+    from zoo import batching, datasets, translation, translation_preprocessing
     from zoo.distribute import make_strategy
     from zoo.optimization import make_optimizer
-    from zoo.training import Task, Trainer, TrainConfig
+    from zoo.training import Task, Trainer, TrainConfig, dtype_policy
 
     run_dir = RunDir(model_dir)
-    config = translation.TranslatorConfig(**run_dir.read_config()["model"])
+    run = run_dir.read_config()
+    config = translation.TranslatorConfig(**run["model"])
     source_tok, target_tok = run_dir.tokenizers(config.shared_vocabulary)
     data = datasets.load_translation("multi30k", "train", "de", "en")
     rows = {
-        "source": translation.source_rows(tokenizer.tokenize(source_tok, data.sources), config.max_length),
-        "target": translation.target_rows(tokenizer.tokenize(target_tok, data.targets), config.max_length),
+        "source": translation_preprocessing.source_rows(source_tok, data.sources, config.max_length),
+        "target": translation_preprocessing.target_rows(target_tok, data.targets, config.max_length),
     }
     lengths = [max(len(s), len(t) - 1) for s, t in zip(rows["source"], rows["target"])]
     if rounds <= 0 or steps % rounds:
         raise ValueError(f"--throughput_steps={steps} must be a positive multiple of --throughput_rounds={rounds}.")
     warmup, per_round = 10, steps // rounds
-    dtype = run["train"]["mixed_precision"]  # both sides compute in the run's dtype (the Trainer sets Keras's policy)
+    dtype = run["train"]["mixed_precision"]  # both sides compute in the run's dtype
     train_config = TrainConfig(train_steps=warmup + steps, batch_size=512, max_tokens=4096, learning_rate=1e-3,
                                warmup_steps=400, checkpoint_every=10_000, mixed_precision=dtype)
     plan = batching.training_plan(lengths, warmup + per_round * rounds, 512, 0, 1, 4096)
@@ -194,7 +199,8 @@ def throughput(model_dir, steps, rounds):
 
     # The peer: keras-hub layers, the same optimizer and batches, one tf.function per step, and the same loss
     # (label-smoothed cross-entropy over the real target tokens) as a Keras user writes it: Keras's own.
-    model = keras_hub_translator(config)
+    with dtype_policy(dtype):
+        model = keras_hub_translator(config)
     optimizer = make_optimizer(1e-3, 400)
 
     @tf.function(reduce_retracing=True)  # batches vary in shape: trace once for any shape

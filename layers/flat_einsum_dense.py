@@ -12,8 +12,8 @@ def flat_matmul(inputs, kernel, contracted=1):
 
     TensorFlow's matmul of a (batch, seq, in) tensor and a 2-D kernel broadcasts the kernel
     over the batch: its kernel gradient is then one product per batch row followed by a sum
-    over the batch (12% of a training step of the small translator, in those sums alone).
-    Folding the leading axes into rows gives the same numbers with one matmul each way.
+    over the batch. Folding the leading axes into rows gives the same numbers with one matmul
+    each way.
     """
     rank = len(inputs.shape)
     leading = [ops.shape(inputs)[i] for i in range(rank - contracted)]

@@ -32,8 +32,8 @@ def rel_shift(x):
     batch, heads, q_len, k_len = (ops.shape(x)[i] for i in range(4))
     x = ops.pad(x, [[0, 0], [0, 0], [0, 0], [1, 0]])  # (batch, heads, q_len, k_len + 1)
     # Read as (k_len + 1, q_len) rows, dropping the first: on the flattened last axis that is
-    # the elements from q_len on. A plain slice, whose gradient is one Pad; TensorFlow's
-    # gradient of a strided slice (x[:, :, 1:]) took 5-12x as long on a CPU.
+    # the elements from q_len on. A plain slice, whose gradient is one Pad, where TensorFlow's
+    # gradient of a strided slice (x[:, :, 1:]) is far slower on a CPU.
     x = ops.reshape(x, (batch, heads, (k_len + 1) * q_len))
     x = ops.slice(x, (0, 0, q_len), (batch, heads, k_len * q_len))
     return ops.reshape(x, (batch, heads, q_len, k_len))

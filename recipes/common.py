@@ -1,18 +1,15 @@
-"""Flags every recipe shares, and the checks and error handling around a recipe's run.
+"""Flags every recipe shares, read once into frozen settings (`run_settings`).
 
-Importing this module defines the flags; a recipe's `main()` reads them once
-into frozen configs (`train_config()`) and passes those down.
+Importing this module defines the flags. A recipe's `config_from_flags` (recipes.driver) calls
+`run_settings` and reads its own flags beside; no other function reads FLAGS.
 """
 
-import contextlib
 import dataclasses
-import json
 import os
 
-# TensorFlow's BFC allocator for CPU tensors: it keeps the memory of one step for the next, where
-# the default allocator maps and zero-fills large tensors afresh each time (page faults took over a
-# third of a training run's CPU time here, and the zoo's settings doubled tokens/s:
-# benchmarks/allocator.py). Read when TensorFlow first allocates, so set before any op runs;
+# TensorFlow's BFC allocator for CPU tensors keeps the memory of one step for the next, where the
+# default allocator maps and zero-fills large tensors afresh each step (benchmarks/allocator.py
+# measures both). Read when TensorFlow first allocates, so set before any op runs;
 # ZOO_TF_ALLOCATOR=1 leaves TensorFlow's default.
 if os.environ.get("ZOO_TF_ALLOCATOR") != "1":
     os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "1")
@@ -20,9 +17,9 @@ if os.environ.get("ZOO_TF_ALLOCATOR") != "1":
 from absl import flags  # noqa: E402
 
 from zoo import precision  # noqa: E402
-from zoo.distribute import STRATEGIES, is_chief  # noqa: E402
+from zoo.distribute import STRATEGIES  # noqa: E402
 from zoo.optimization import SCHEDULES  # noqa: E402
-from zoo.run_dir import RunDir, RunDirError  # noqa: E402
+from zoo.run_dir import RunDir  # noqa: E402
 from zoo.training import TrainConfig  # noqa: E402
 
 flags.DEFINE_string("dataset", None, "Dataset name, or tfds:<catalog name> for a TensorFlow Datasets set.")
@@ -65,9 +62,53 @@ flags.register_validator("epochs", lambda value: value is None or value > 0, "--
 FLAGS = flags.FLAGS
 
 
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+    """What a recipe's run takes from the flags every recipe shares."""
+
+    mode: str
+    model_dir: str
+    export_dir: str | None
+    train: TrainConfig | None  # None unless the mode trains
+    epochs: float | None  # --epochs, turned into train.train_steps once the data is read (`with_epochs`)
+    max_examples: int | None
+    batch_size: int | None  # --batch_size as given (a recipe's evaluation batch defaults to its own)
+    average_checkpoints: int
+    seed: int
+    strategy: str  # --strategy, --cpu_replicas and --tpu: zoo.distribute.make_strategy's arguments
+    cpu_replicas: int
+    tpu: str | None
+
+    @property
+    def training(self):
+        return self.mode in TRAINING_MODES
+
+    @property
+    def evaluating(self):
+        return self.mode in ("eval", "train_and_eval")
+
+    @property
+    def exporting(self):
+        return self.mode == "export" or (self.training and bool(self.export_dir))
+
+
+def run_settings(defaults):
+    """RunSettings from the shared flags; with a training mode, its TrainConfig: the recipe's
+    `defaults` overridden by any flag the user set."""
+    if FLAGS.batch_size is not None and FLAGS.batch_size < 1:
+        raise ValueError(f"--batch_size={FLAGS.batch_size} must be at least 1.")
+    training = FLAGS.mode in TRAINING_MODES
+    return RunSettings(
+        mode=FLAGS.mode, model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir,
+        train=train_config(defaults) if training else None, epochs=FLAGS.epochs, max_examples=FLAGS.max_examples,
+        batch_size=FLAGS.batch_size, average_checkpoints=FLAGS.average_checkpoints, seed=FLAGS.seed,
+        strategy=FLAGS.strategy, cpu_replicas=FLAGS.cpu_replicas, tpu=FLAGS.tpu,
+    )
+
+
 def train_config(defaults):
-    """TrainConfig from the recipe's defaults overridden by any flag the user set,
-    and --epochs (None unless given; turn it into steps with `with_epochs`)."""
+    """TrainConfig from the recipe's defaults overridden by any flag the user set, in the dtype
+    --mixed_precision chooses (a resumed run keeps its own)."""
     overrides = {
         name: getattr(FLAGS, name)
         for name in ("train_steps", "batch_size", "learning_rate", "warmup_steps", "schedule", "label_smoothing")
@@ -87,7 +128,7 @@ def train_config(defaults):
     config = dataclasses.replace(defaults, **overrides, jit_compile=FLAGS.jit_compile, mixed_precision=dtype,
                                  precision_reason=reason, seed=FLAGS.seed)
     print(f"Compute dtype: {dtype} ({reason}).", flush=True)
-    return config, FLAGS.epochs
+    return config
 
 
 def profile_range(values):
@@ -100,11 +141,6 @@ def profile_range(values):
     return first, last
 
 
-def averaged():
-    """--average_checkpoints, or 1 where the flags are not parsed (a recipe's functions called from Python)."""
-    return FLAGS.average_checkpoints if FLAGS.is_parsed() else 1
-
-
 def preset_config(presets, preset, **overrides):
     """`presets[preset]` with the fields given (not None) replaced; a clear error for an unknown name."""
     if preset not in presets:
@@ -113,103 +149,19 @@ def preset_config(presets, preset, **overrides):
     return dataclasses.replace(presets[preset], **overrides)
 
 
-def with_epochs(config, epochs, num_examples):
-    """`config` with train_steps covering `epochs` passes over `num_examples` (if epochs is given)."""
+def with_epochs(config, epochs, num_examples, per_batch=None):
+    """`config` with train_steps covering `epochs` passes over `num_examples` examples, `per_batch`
+    (default: config.batch_size) a step (if epochs is given); an --epochs too small for one step is refused."""
     if epochs is None:
         return config
-    return dataclasses.replace(config, train_steps=max(1, round(epochs * num_examples / config.batch_size)))
+    per_batch = per_batch or config.batch_size
+    steps = round(epochs * num_examples / per_batch)
+    if steps < 1:
+        raise ValueError(f"--epochs={epochs} is less than one step: {num_examples} examples make "
+                         f"{num_examples / per_batch:.2f} steps of {per_batch} a pass. Give at least "
+                         f"--epochs={per_batch / num_examples:.3g} (one step), or --train_steps.")
+    return dataclasses.replace(config, train_steps=steps)
 
 
 TRAINING_MODES = ("train", "train_and_eval")
-# Besides training (and the evaluation and export that follow it): eval writes metrics.json and its
-# summaries, explain its pictures.
-WRITING_MODES = (*TRAINING_MODES, "eval", "explain")
 
-
-def hold_model_dir(mode, strategy=None):
-    """A context that holds --model_dir (`RunDir.hold`) while `mode` writes there: the WRITING_MODES,
-    and an export into a folder inside the model folder. The other modes only read it (generate,
-    translate, an export elsewhere), and of a multi-worker job only the chief writes there."""
-    model_dir, export_dir = FLAGS.model_dir, FLAGS.export_dir
-    exports_inside = mode == "export" and bool(export_dir) and inside(export_dir, model_dir)
-    if not (mode in WRITING_MODES or exports_inside) or (strategy is not None and not is_chief(strategy)):
-        return contextlib.nullcontext()
-    run_dir = RunDir(model_dir)
-    run_dir.read_metrics()  # a damaged metrics.json is named now, not after the work that would update it
-    return run_dir.hold(create=mode in TRAINING_MODES)
-
-
-def inside(path, folder):
-    path, folder = os.path.realpath(path), os.path.realpath(folder)
-    return os.path.commonpath([path, folder]) == folder
-
-
-def check_directories():
-    """--model_dir and --export_dir name folders (made if missing), not files; --average_checkpoints >= 1."""
-    if FLAGS.average_checkpoints < 1:
-        raise ValueError(f"--average_checkpoints={FLAGS.average_checkpoints} must be at least 1 (1: the newest alone).")
-    for name in ("model_dir", "export_dir"):
-        path = getattr(FLAGS, name)
-        if path and os.path.exists(path) and not os.path.isdir(path):
-            raise RunDirError(f"--{name}={path} is a file, not a folder: give a folder path (it is made if missing).")
-
-
-LOST_WORKER_STATUS = 75  # EX_TEMPFAIL: start the workers again and the run resumes
-
-
-def lost_worker_message(error, own_task=None):
-    """The one line for a multi-worker run whose cluster lost a task: which one (the tasks the error
-    names, less `own_task`, e.g. "/job:worker/task:0"), and what to do."""
-    import re
-
-    named = {re.sub(r"/replica:\d+", "", t) for t in re.findall(r"/job:\w+(?:/replica:\d+)?/task:\d+", str(error))}
-    tasks = sorted(named - {own_task})
-    first = str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
-    who = f"lost {', '.join(tasks)}" if tasks else "lost a worker"
-    return (
-        f"the cluster {who} ({type(error).__name__}: {first}). Start all the workers again with the same flags: "
-        f"they resume from the last checkpoint in --model_dir."
-    )
-
-
-def own_task():
-    """This process's task in TF_CONFIG, as "/job:<type>/task:<index>", or None."""
-    try:
-        task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {})
-        return f"/job:{task['type']}/task:{task['index']}"
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
-def run(main):
-    """absl's app.run, with the errors a user can fix shown as one clear line
-    (exit status 2) instead of a traceback; ZOO_DEBUG=1 shows the traceback.
-    A multi-worker run that loses a worker ends with one line naming it (exit status 75)."""
-    import sys
-
-    import tensorflow as tf
-    from absl import app, logging
-
-    from zoo.checkpoints import CheckpointError
-    from zoo.datasets import DatasetError
-    from zoo.training import NonFiniteLossError
-
-    def guarded(argv):
-        logging.set_verbosity(logging.WARNING)
-        try:
-            check_directories()
-            return main(argv)
-        except (DatasetError, RunDirError, CheckpointError, FileNotFoundError, ValueError, NonFiniteLossError) as error:
-            if os.environ.get("ZOO_DEBUG"):
-                raise
-            print(f"error: {error}", file=sys.stderr)
-            sys.exit(2)
-        except (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.DeadlineExceededError) as error:
-            # What a collective or the coordination service raises when a peer stops answering.
-            if FLAGS.strategy != "multi_worker_mirrored" or os.environ.get("ZOO_DEBUG"):
-                raise
-            sys.stdout.flush()
-            print(f"error: {lost_worker_message(error, own_task())}", file=sys.stderr, flush=True)
-            os._exit(LOST_WORKER_STATUS)  # TensorFlow's cluster shutdown would wait for the lost task
-
-    app.run(guarded)

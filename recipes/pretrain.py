@@ -13,17 +13,16 @@ pretraining, Gururangan et al. 2020) with its WordPiece vocabulary and [MASK].
 """
 
 import dataclasses
-import os
 
 import tensorflow as tf
 from absl import app, flags
 
-from recipes import common
-from zoo import batching, export, pretrained, pretraining, pretraining_data, published, tokenizer
-from zoo.distribute import is_chief, make_strategy
+from recipes import common, driver
+from zoo import batching, pretrained, pretraining, pretraining_data, published, tokenizer
+from zoo.distribute import is_chief
 from zoo.evaluation import evaluate, write_summaries
 from zoo.run_dir import RunDir, RunDirError
-from zoo.training import Task, Trainer, TrainConfig
+from zoo.training import Task, TrainConfig
 
 RECIPE = "pretrain"
 MODES = ("train", "eval", "train_and_eval", "export")
@@ -53,6 +52,18 @@ flags.DEFINE_string("init_from", None, "Continue masked-LM training from a publi
 flags.DEFINE_float("eval_fraction", 0.01, lower_bound=0.0, upper_bound=0.5,
                    help="Share of the documents held out for --mode=eval.")
 FLAGS = flags.FLAGS
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """A pretraining run as the flags ask for it."""
+
+    run: common.RunSettings
+    model: pretraining.PretrainConfig | None  # training only
+    corpus: list | None
+    document_per_file: bool
+    eval_fraction: float
+    init_from: str | None  # a published checkpoint to continue from
 
 
 def pretrain_config(preset, objective, sequence_length, mask_rate, generator_scale, **encoder):
@@ -89,14 +100,13 @@ def documents_of(run):
     return [documents[i] for i in train_ids], [documents[i] for i in eval_ids]
 
 
-def prepare_run(model_dir, wanted, corpus, document_per_file, eval_fraction, seed, chief, init_from=None):
+def prepare_run(model_dir, model, corpus, document_per_file, eval_fraction, seed, chief, init_from=None):
     """The run's record, training documents and tokenizer: read back when resuming, else made now
     (trained on the corpus, or the published checkpoint's with `init_from`)."""
-    os.makedirs(model_dir, exist_ok=True)
     run_dir = RunDir(model_dir)
     run = run_dir.read_run(RECIPE)
     fresh = {"recipe": RECIPE, "corpus": corpus, "document_per_file": document_per_file,
-             "eval_fraction": eval_fraction, "seed": seed, "model": dataclasses.asdict(wanted)}
+             "eval_fraction": eval_fraction, "seed": seed, "model": dataclasses.asdict(model)}
     if init_from:
         fresh["init_from"] = init_from
     if run is not None:
@@ -114,7 +124,7 @@ def prepare_run(model_dir, wanted, corpus, document_per_file, eval_fraction, see
             checkpoint = published.read_checkpoint(init_from)
             tokenizer.save_wordpiece(checkpoint.vocabulary, checkpoint.lowercase, checkpoint.strip_accents, model_dir)
         elif chief:
-            proto = tokenizer.train_tokenizer(train_documents, wanted.encoder.vocab_size, seed=seed,
+            proto = tokenizer.train_tokenizer(train_documents, model.encoder.vocab_size, seed=seed,
                                               user_symbols=(pretraining.MASK_TOKEN,))
             tokenizer.save_tokenizer(proto, model_dir)
         else:
@@ -139,47 +149,33 @@ def masked_dataset(rows, plan, config, seed, stream_id, skip=0):
     return dataset.map(masked, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
-def train(model_dir, wanted, corpus, document_per_file, eval_fraction, train_config, epochs, strategy,
-          init_from=None):
-    """Trains (or resumes) the pretraining run in model_dir; returns the training metrics. With
-    `init_from` (a published checkpoint), a fresh run starts from its encoder and masked-LM head."""
-    chief = is_chief(strategy)
-    run, documents, tok = prepare_run(model_dir, wanted, corpus, document_per_file, eval_fraction,
-                                      train_config.seed, chief, init_from)
+def prepare(settings, strategy):
+    """The training run (`driver.Prepared`): its record, documents and tokenizer, the documents packed
+    into sequences, the batch plan and the Task. With `init_from` (a published checkpoint), a fresh run
+    starts from its encoder and masked-LM head."""
+    shared = settings.run
+    run, documents, tok = prepare_run(shared.model_dir, settings.model, settings.corpus, settings.document_per_file,
+                                      settings.eval_fraction, shared.train.seed, is_chief(strategy), settings.init_from)
     config = pretraining.PretrainConfig(**run["model"])
     print(f"Packing {len(documents)} documents into sequences of {config.sequence_length} tokens.", flush=True)
     rows = packed_rows(tok, documents, config)
-    train_config = common.with_epochs(train_config, epochs, len(rows))
+    train_config = common.with_epochs(shared.train, shared.epochs, len(rows))
     replicas = strategy.num_replicas_in_sync
-    setup = {"replicas": replicas, "strategy": type(strategy).__name__, "sequences": len(rows)}
-    RunDir(model_dir).record_training(run, train_config, setup, chief)
-    if train_config.batch_size % replicas:
-        raise ValueError(f"batch_size={train_config.batch_size} is not divisible by the {replicas} replicas.")
-    plan = batching.training_plan(
-        [len(r) for r in rows], train_config.train_steps, train_config.batch_size, train_config.seed, replicas
-    )
-
-    def dataset_fn(context, start_step):
-        per_pipeline = replicas // context.num_input_pipelines
-        part = batching.pipeline_part(plan, context.num_input_pipelines, context.input_pipeline_id, per_pipeline)
-        return masked_dataset(rows, part, config, train_config.seed, context.input_pipeline_id,
-                              skip=start_step * per_pipeline)
-
+    plan = batching.training_plan([len(r) for r in rows], train_config.train_steps, train_config.batch_size,
+                                  train_config.seed, replicas)
     task = Task(
         build_model=lambda: pretraining.build_pretrainer(config),
-        dataset=dataset_fn,
+        dataset=batching.planned_dataset_fn(plan, replicas, lambda part, skip, pipeline_id: masked_dataset(
+            rows, part, config, train_config.seed, pipeline_id, skip=skip)),
         loss=pretraining.pretraining_loss(config, train_config.label_smoothing),
-        initialize=pretrained.pretrainer_initializer(init_from) if init_from else None,
+        initialize=pretrained.pretrainer_initializer(settings.init_from) if settings.init_from else None,
     )
-    metrics = Trainer(task, train_config, model_dir, strategy).train()
-    if chief and metrics is not None:
-        RunDir(model_dir).update_metrics(train=metrics)
-    return metrics
+    return driver.Prepared(run, train_config, {"sequences": len(rows)}, task)
 
 
-def run_eval(model_dir, batch_size=64):
+def run_eval(model_dir, batch_size=64, average=1):
     """Masked-token accuracy and perplexity (and ELECTRA's detection accuracy) on the held-out documents."""
-    trained = pretrained.load_pretrained(model_dir, finished=False, average=common.averaged())
+    trained = pretrained.load_pretrained(model_dir, finished=False, average=average)
     _, documents = documents_of(trained.run)
     rows = packed_rows(trained.tokenizer, documents, trained.config)
     plan = batching.evaluation_plan([len(r) for r in rows], batch_size)
@@ -187,65 +183,52 @@ def run_eval(model_dir, batch_size=64):
     totals = evaluate(pretraining.pretraining_metrics(trained.model), batches, len(plan), description="held-out")
     result = pretraining.summarize(totals)
     write_summaries(model_dir, "eval_held_out", trained.step, result)
-    result.update(sequences=len(rows), documents=len(documents), step=trained.step,
-                  average_checkpoints=common.averaged())
+    result.update(sequences=len(rows), documents=len(documents), step=trained.step, average_checkpoints=average)
     RunDir(model_dir).update_metrics(eval_held_out=result)
     print("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items() if isinstance(v, float)))
     return result
 
 
-def run_export(model_dir, export_dir):
-    trained = pretrained.load_pretrained(model_dir, finished=False, average=common.averaged())
-    server = pretrained.EncoderServer(trained.model, trained.tokenizer, trained.config)
-    path = export.export(
-        server,
-        {"serving_default": server.encode, "encode": server.encode, "fill_mask": server.fill_mask},
-        export_dir,
+def server(loaded, settings):
+    module = pretrained.EncoderServer(loaded.model, loaded.tokenizer, loaded.config)
+    return driver.Serving(
+        module, {"serving_default": module.encode, "encode": module.encode, "fill_mask": module.fill_mask},
         {"text": ["a wonderful, moving film", ""]},
-        metadata={"recipe": RECIPE, "corpus": trained.run["corpus"], "step": trained.step,
-                  "model": trained.run["model"]},
+        metadata={"recipe": RECIPE, "corpus": loaded.run["corpus"], "step": loaded.step, "model": loaded.run["model"]},
     )
-    print(f"Exported step {trained.step} to {path}")
-    return path
 
 
-def main(argv):
-    del argv
-    mode, model_dir = FLAGS.mode, FLAGS.model_dir
-    if not model_dir:
-        raise app.UsageError("--model_dir is required.")
-    training = mode in ("train", "train_and_eval")
-    exporting = mode == "export" or (training and FLAGS.export_dir)
-    if exporting and not FLAGS.export_dir:
-        raise app.UsageError("--mode=export needs --export_dir.")
-    strategy = None
-    if training:
+def config_from_flags(mode):
+    """Settings from the flags; every flag is checked here, before any work."""
+    model = init_from = None
+    if mode in common.TRAINING_MODES:
         if not FLAGS.corpus:
             raise app.UsageError("--corpus is required to train (e.g. --corpus=imdb_unsup,imdb).")
         if not 0.0 < FLAGS.eval_fraction < 1.0:
             raise ValueError(f"--eval_fraction={FLAGS.eval_fraction} must be in (0, 1).")
         init_from = published.normalize(FLAGS.init_from) if FLAGS.init_from else None
         if init_from:
-            wanted = published_config(init_from, FLAGS.objective, FLAGS.sequence_length, FLAGS.mask_rate,
-                                      FLAGS.max_length, FLAGS.dropout)
+            model = published_config(init_from, FLAGS.objective, FLAGS.sequence_length, FLAGS.mask_rate,
+                                     FLAGS.max_length, FLAGS.dropout)
         else:
-            wanted = pretrain_config(
+            model = pretrain_config(
                 FLAGS.preset, FLAGS.objective, FLAGS.sequence_length, FLAGS.mask_rate, FLAGS.generator_scale,
                 vocab_size=FLAGS.vocab_size, max_length=FLAGS.max_length, dropout=FLAGS.dropout,
             )
-        train_config, epochs = common.train_config(DEFAULTS)
-        strategy = make_strategy(FLAGS.strategy, FLAGS.cpu_replicas, FLAGS.tpu)
-    with common.hold_model_dir(mode, strategy):
-        if training:
-            train(model_dir, wanted, FLAGS.corpus, FLAGS.document_per_file, FLAGS.eval_fraction, train_config,
-                  epochs, strategy, init_from)
-            if not is_chief(strategy):
-                return
-        if mode in ("eval", "train_and_eval"):
-            run_eval(model_dir, FLAGS.batch_size or 64)
-        if exporting:
-            run_export(model_dir, FLAGS.export_dir)
+    return Settings(common.run_settings(DEFAULTS), model, FLAGS.corpus, FLAGS.document_per_file, FLAGS.eval_fraction,
+                    init_from)
 
+
+PRETRAIN = driver.Recipe(
+    name=RECIPE,
+    config_from_flags=config_from_flags,
+    prepare=prepare,
+    load=lambda settings: pretrained.load_pretrained(settings.run.model_dir, finished=False,
+                                                     average=settings.run.average_checkpoints),
+    server=server,
+    evaluate=lambda settings: run_eval(settings.run.model_dir, settings.run.batch_size or 64,
+                                       settings.run.average_checkpoints),
+)
 
 if __name__ == "__main__":
-    common.run(main)
+    driver.run(PRETRAIN)

@@ -13,12 +13,13 @@ import os
 
 from absl import app, flags
 
-from recipes import common
-from zoo import batching, classifier, datasets, export, pretrained, published, tokenizer
-from zoo.distribute import is_chief, make_strategy
+from recipes import common, driver
+from zoo import batching, classifier, datasets, pretrained, published, tokenizer
+from zoo.classifier_preprocessor import ClassifierPreprocessor
+from zoo.distribute import is_chief
 from zoo.evaluation import evaluate, write_summaries
 from zoo.run_dir import RunDir, RunDirError
-from zoo.training import Task, Trainer, TrainConfig
+from zoo.training import Task, TrainConfig
 
 RECIPE = "sentiment"
 MODES = ("train", "eval", "train_and_eval", "export", "explain")
@@ -48,27 +49,27 @@ FLAGS = flags.FLAGS
 
 
 @dataclasses.dataclass(frozen=True)
-class Trained:
-    """A trained run loaded back for eval, export or explain (float32)."""
+class Settings:
+    """A sentiment run as the flags ask for it."""
 
-    run: dict
-    config: classifier.ClassifierConfig
-    model: object
-    tokenizer: object
-    step: int
+    run: common.RunSettings
+    dataset: str | None  # to train on; to evaluate (another dataset's split, e.g. sst2 for a run on sst2_tune)
+    model: classifier.ClassifierConfig | None  # training only: the preset's, a pretrained encoder's or a checkpoint's
+    init_from: str | None
+    eval_split: str
+    text: str | None  # --mode=explain
 
 
 def model_config(preset, **overrides):
     return common.preset_config(classifier.PRESETS, preset, **overrides)
 
 
-def prepare_run(model_dir, dataset, wanted, texts, seed, chief, init_from=None):
+def prepare_run(model_dir, dataset, model, texts, seed, chief, init_from=None):
     """The run's record and tokenizer: read back when resuming, else made now (trained on
     `texts`, or the pretrained run's or published checkpoint's with `init_from`).
 
     Only the chief writes the tokenizer; other workers wait for it.
     """
-    os.makedirs(model_dir, exist_ok=True)
     run_dir = RunDir(model_dir)
     run = run_dir.read_run(RECIPE)
     if run is not None:
@@ -77,7 +78,7 @@ def prepare_run(model_dir, dataset, wanted, texts, seed, chief, init_from=None):
                 f"{model_dir} holds a run with --init_from={run.get('init_from')}, not {init_from}: resume it with "
                 "the same --init_from, or use another --model_dir."
             )
-        if run["dataset"] != dataset or run["model"] != dataclasses.asdict(wanted):
+        if run["dataset"] != dataset or run["model"] != dataclasses.asdict(model):
             raise RunDirError(
                 f"{model_dir} holds a run of dataset {run['dataset']!r} with model {run['model']}; "
                 "resume it with the same --dataset/--preset/--vocab_size/--max_length/--dropout, "
@@ -95,119 +96,99 @@ def prepare_run(model_dir, dataset, wanted, texts, seed, chief, init_from=None):
                 proto = f.read()
             tokenizer.save_tokenizer(proto, model_dir)
         else:
-            tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, wanted.vocab_size, seed=seed), model_dir)
+            tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, model.vocab_size, seed=seed), model_dir)
     else:
         last = tokenizer.WORDPIECE_CONFIG_FILE if wordpiece else tokenizer.TOKENIZER_FILE
         run_dir.wait_for(last)
-    run = {"recipe": RECIPE, "dataset": dataset, "model": dataclasses.asdict(wanted), "init_from": init_from}
+    run = {"recipe": RECIPE, "dataset": dataset, "model": dataclasses.asdict(model), "init_from": init_from}
     return run, run_dir.tokenizer()
 
 
-def train(model_dir, dataset, wanted, train_config, epochs, max_examples, strategy, init_from=None):
-    """Trains (or resumes) the run in model_dir; returns the training metrics.
-
-    With `init_from` (a finished pretraining run; `wanted` then comes from
-    `pretrained.classifier_config`), the encoder starts from its weights."""
-    data = datasets.subsample(datasets.load_classification(dataset, "train"), max_examples, train_config.seed)
-    chief = is_chief(strategy)
-    wanted = dataclasses.replace(wanted, num_classes=len(data.class_names))
-    run, tok = prepare_run(model_dir, dataset, wanted, data.texts, train_config.seed, chief, init_from)
+def prepare(settings, strategy):
+    """The training run (`driver.Prepared`): its record and tokenizer, the batch plan over the training
+    texts, and the Task; with `init_from`, the encoder starts from the pretrained run's or checkpoint's weights."""
+    shared = settings.run
+    data = datasets.subsample(datasets.load_classification(settings.dataset, "train"), shared.max_examples,
+                              shared.train.seed)
+    model = dataclasses.replace(settings.model, num_classes=len(data.class_names))
+    train_config = common.with_epochs(shared.train, shared.epochs, len(data.texts))  # refused before any write
+    run, tok = prepare_run(shared.model_dir, settings.dataset, model, data.texts, shared.train.seed,
+                           is_chief(strategy), settings.init_from)
     config = classifier.ClassifierConfig(**run["model"])
-    rows = classifier.with_head_token(tokenizer.tokenize(tok, data.texts), config.max_length, *tokenizer.framing(tok))
-    train_config = common.with_epochs(train_config, epochs, len(rows))
+    rows = ClassifierPreprocessor.for_tokenizer(tok, config.max_length).rows(data.texts)
     replicas = strategy.num_replicas_in_sync
-    setup = {"max_examples": max_examples, "replicas": replicas, "strategy": type(strategy).__name__}
-    RunDir(model_dir).record_training({**run, "class_names": list(data.class_names)}, train_config, setup, chief)
-    if train_config.batch_size % replicas:
-        raise ValueError(f"batch_size={train_config.batch_size} is not divisible by the {replicas} replicas.")
-    plan = batching.training_plan(
-        [len(r) for r in rows], train_config.train_steps, train_config.batch_size, train_config.seed, replicas
-    )
+    plan = batching.training_plan([len(r) for r in rows], train_config.train_steps, train_config.batch_size,
+                                  train_config.seed, replicas)
     fields = {"token_ids": rows, "label": data.labels}
-
-    def dataset_fn(context, start_step):
-        per_pipeline = replicas // context.num_input_pipelines
-        part = batching.pipeline_part(plan, context.num_input_pipelines, context.input_pipeline_id, per_pipeline)
-        return batching.plan_dataset(part, fields, skip=start_step * per_pipeline)
-
     task = Task(
         build_model=lambda: classifier.build_classifier(config),
-        dataset=dataset_fn,
+        dataset=batching.planned_dataset_fn(plan, replicas, lambda part, skip, _: batching.plan_dataset(
+            part, fields, skip=skip)),
         loss=classifier.classification_loss(train_config.label_smoothing),
-        initialize=pretrained.encoder_initializer(init_from) if init_from else None,
+        initialize=pretrained.encoder_initializer(settings.init_from) if settings.init_from else None,
         layer_depths=classifier.layer_depths,
     )
-    metrics = Trainer(task, train_config, model_dir, strategy).train()
-    if chief and metrics is not None:
-        RunDir(model_dir).update_metrics(train=metrics)
-    return metrics
+    return driver.Prepared({**run, "class_names": list(data.class_names)}, train_config,
+                           {"max_examples": shared.max_examples}, task)
 
 
-def load_trained(model_dir):
-    """The newest checkpoint of a run, rebuilt in float32 whatever it trained in."""
-    run_dir = RunDir(model_dir)
-    run = run_dir.require_run(RECIPE)
-    config = classifier.ClassifierConfig(**run["model"])
-    model, step = run_dir.load_model(lambda: classifier.build_classifier(config), common.averaged())
-    return Trained(run, config, model, run_dir.tokenizer(), step)
+def load_trained(model_dir, average=1):
+    """The newest checkpoint of a run (with average=N, the mean of the newest N), rebuilt in float32
+    whatever it trained in: a LoadedRun."""
+    return RunDir(model_dir).load_run(RECIPE, lambda model: classifier.ClassifierConfig(**model),
+                                      classifier.build_classifier, RunDir.tokenizer, average)
 
 
-def run_eval(model_dir, split, dataset=None, batch_size=64):
-    trained = load_trained(model_dir)
-    dataset = dataset or trained.run["dataset"]
+def preprocessor(loaded):
+    return ClassifierPreprocessor.for_tokenizer(loaded.tokenizer, loaded.config.max_length)
+
+
+def run_eval(model_dir, split, dataset=None, batch_size=64, average=1):
+    loaded = load_trained(model_dir, average)
+    dataset = dataset or loaded.run["dataset"]
     data = datasets.load_classification(dataset, split)
-    if list(data.class_names) != trained.run["class_names"]:
-        raise ValueError(f"{dataset} has classes {data.class_names}; the model knows {trained.run['class_names']}.")
-    rows = classifier.with_head_token(tokenizer.tokenize(trained.tokenizer, data.texts), trained.config.max_length,
-                                      *tokenizer.framing(trained.tokenizer))
+    if list(data.class_names) != loaded.run["class_names"]:
+        raise ValueError(f"{dataset} has classes {data.class_names}; the model knows {loaded.run['class_names']}.")
+    rows = preprocessor(loaded).rows(data.texts)
     plan = batching.evaluation_plan([len(r) for r in rows], batch_size)
     batches = batching.plan_dataset(plan, {"token_ids": rows, "label": data.labels})
-    totals = evaluate(classifier.classification_metrics(trained.model), batches, len(plan), description=split)
+    totals = evaluate(classifier.classification_metrics(loaded.model), batches, len(plan), description=split)
     result = {"accuracy": totals["correct"] / totals["examples"], "loss": totals["loss"] / totals["examples"]}
     # Another dataset's split (SST-2 dev for a run trained on sst2_tune) is kept beside the run's own.
-    name = f"eval_{split}" if dataset == trained.run["dataset"] else f"eval_{dataset}_{split}"
-    write_summaries(model_dir, name, trained.step, result)
-    result.update(examples=int(totals["examples"]), step=trained.step, dataset=dataset,
-                  average_checkpoints=common.averaged())
+    name = f"eval_{split}" if dataset == loaded.run["dataset"] else f"eval_{dataset}_{split}"
+    write_summaries(model_dir, name, loaded.step, result)
+    result.update(examples=int(totals["examples"]), step=loaded.step, dataset=dataset, average_checkpoints=average)
     RunDir(model_dir).update_metrics(**{name: result})
     print(f"{split}: accuracy {result['accuracy']:.4f}, loss {result['loss']:.4f} on {result['examples']} texts")
     return result
 
 
-def run_export(model_dir, export_dir):
-    trained = load_trained(model_dir)
-    server = classifier.ClassifierServer(
-        trained.model, trained.tokenizer, trained.config.max_length, trained.run["class_names"],
-        *tokenizer.framing(trained.tokenizer),
+def server(loaded, settings):
+    module = classifier.ClassifierServer(loaded.model, preprocessor(loaded), loaded.run["class_names"])
+    return driver.Serving(
+        module, {"serving_default": module.serve}, {"text": ["a wonderful, moving film", "dull and far too long", ""]},
+        metadata={"recipe": RECIPE, "dataset": loaded.run["dataset"], "step": loaded.step,
+                  "model": loaded.run["model"]},
     )
-    path = export.export(
-        server,
-        {"serving_default": server.serve},
-        export_dir,
-        {"text": ["a wonderful, moving film", "dull and far too long", ""]},
-        metadata={"recipe": RECIPE, "dataset": trained.run["dataset"], "step": trained.step, "model": trained.run["model"]},
-    )
-    print(f"Exported step {trained.step} to {path}")
-    return path
 
 
-def run_explain(model_dir, text):
+def run_explain(model_dir, text, average=1):
     import numpy as np
     import tensorflow as tf
 
     from zoo import explain
 
-    trained = load_trained(model_dir)
-    token_ids = classifier.head_token_ids(trained.tokenizer, tf.constant([text]), trained.config.max_length,
-                                          *tokenizer.framing(trained.tokenizer))
-    tokens = [trained.tokenizer.id_to_token(int(i)) for i in token_ids[0].numpy()]
-    scores = classifier.attention_scores(trained.model, token_ids)
+    loaded = load_trained(model_dir, average)
+    token_ids = preprocessor(loaded)(tf.constant([text]))
+    tokens = [loaded.tokenizer.id_to_token(int(i)) for i in token_ids[0].numpy()]
+    scores = classifier.attention_scores(loaded.model, token_ids)
     directory = os.path.join(model_dir, "explain")
     paths = explain.save_attention_maps([s[0] for s in scores], tokens, directory)
     heatmap = os.path.join(directory, "positional_encoding.png")
-    paths.append(explain.plot_positional_encoding(min(trained.config.max_length, 128), trained.config.hidden_dim, heatmap))
-    probabilities = tf.nn.softmax(trained.model(token_ids)).numpy()[0]
-    label = trained.run["class_names"][int(np.argmax(probabilities))]
+    config = loaded.config
+    paths.append(explain.plot_positional_encoding(min(config.max_length, 128), config.hidden_dim, heatmap))
+    probabilities = tf.nn.softmax(loaded.model(token_ids)).numpy()[0]
+    label = loaded.run["class_names"][int(np.argmax(probabilities))]
     print(f"{label} ({probabilities.max():.3f}); pictures: " + ", ".join(paths))
     return paths
 
@@ -219,69 +200,68 @@ def published_config(spec, existing):
     if given:
         raise ValueError(f"{' and '.join(given)} cannot be set with a published --init_from: the model's shape and "
                          "vocabulary come from the checkpoint. Leave them out.")
-    if existing is not None and existing.get("init_from") == published.normalize(spec):
+    if existing is not None and existing.get("init_from") == spec:
         return classifier.ClassifierConfig(**existing["model"])
     return published.encoder_config(published.read_checkpoint(spec), FLAGS.max_length, FLAGS.dropout)
 
 
-def wanted_config():
+def model_from_flags(init_from):
     """The classifier config the flags ask for: the preset's, or the pretrained run's with --init_from
     (where an explicit --preset, --vocab_size or --max_length must agree with it), or the
     published checkpoint's."""
-    if not FLAGS.init_from:
+    if not init_from:
         return model_config(FLAGS.preset, vocab_size=FLAGS.vocab_size, max_length=FLAGS.max_length,
                             dropout=FLAGS.dropout)
     existing = RunDir(FLAGS.model_dir).read_run(RECIPE) if os.path.isdir(FLAGS.model_dir) else None
-    if published.is_published(FLAGS.init_from):
-        return published_config(FLAGS.init_from, existing)
+    if published.is_published(init_from):
+        return published_config(init_from, existing)
     asked = {name: getattr(FLAGS, name) if FLAGS[name].present else None
              for name in ("preset", "vocab_size", "max_length")}
-    if existing is not None and existing.get("init_from") == os.path.abspath(FLAGS.init_from):
+    if existing is not None and existing.get("init_from") == init_from:
         # Resuming: the run holds its model and tokenizer; the pretraining folder may have moved since.
-        run = {"model": {"encoder": existing["model"]}}
+        encoder = classifier.ClassifierConfig(**existing["model"])
     else:
-        run = RunDir(FLAGS.init_from).read_finished(pretrained.RECIPE)
-    return pretrained.classifier_config(run, dropout=FLAGS.dropout, **asked)
+        encoder = pretrained.pretrained_encoder_config(init_from)
+    return pretrained.classifier_config(encoder, dropout=FLAGS.dropout, **asked)
 
 
-def main(argv):
-    del argv
-    mode, model_dir = FLAGS.mode, FLAGS.model_dir
-    if not model_dir:
-        raise app.UsageError("--model_dir is required.")
-    training, evaluating = mode in ("train", "train_and_eval"), mode in ("eval", "train_and_eval")
-    exporting = mode == "export" or (training and FLAGS.export_dir)
-    if exporting and not FLAGS.export_dir:
-        raise app.UsageError("--mode=export needs --export_dir.")
+def config_from_flags(mode):
+    """Settings from the flags; every flag is checked here, before any work."""
     if mode == "explain" and not FLAGS.text:
         raise ValueError('--mode=explain needs --text="a sentence".')
+    training = mode in common.TRAINING_MODES
     init_from = published.normalize(FLAGS.init_from) if FLAGS.init_from else None
     if init_from and not training:
         raise app.UsageError("--init_from is for training (--mode=train or train_and_eval).")
-    strategy = None
+    model, defaults = None, DEFAULTS
     if training:
         if not FLAGS.dataset:
             raise app.UsageError("--dataset is required to train (imdb, sst2 or tfds:<name>).")
-        wanted = wanted_config()
-        from_checkpoint = init_from is not None and published.is_published(init_from)
-        train_config, epochs = common.train_config(PUBLISHED_DEFAULTS if from_checkpoint else DEFAULTS)
+        model = model_from_flags(init_from)
+        if init_from is not None and published.is_published(init_from):
+            defaults = PUBLISHED_DEFAULTS  # the checkpoint's framing ([CLS] ... [SEP]) is checked by its config
+        elif model.max_length < 2:
+            raise ValueError(f"--max_length={model.max_length} leaves no room for text beside the start token: "
+                             "use at least 2.")
         if FLAGS.layer_decay is not None:
-            train_config = dataclasses.replace(train_config, layer_decay=FLAGS.layer_decay)
-        if evaluating:
-            datasets.check_split(FLAGS.dataset, FLAGS.eval_split)
-        strategy = make_strategy(FLAGS.strategy, FLAGS.cpu_replicas, FLAGS.tpu)
-    with common.hold_model_dir(mode, strategy):
-        if training:
-            train(model_dir, FLAGS.dataset, wanted, train_config, epochs, FLAGS.max_examples, strategy, init_from)
-            if not is_chief(strategy):
-                return
-        if evaluating:
-            run_eval(model_dir, FLAGS.eval_split, FLAGS.dataset, FLAGS.batch_size or 64)
-        if exporting:
-            run_export(model_dir, FLAGS.export_dir)
-        if mode == "explain":
-            run_explain(model_dir, FLAGS.text)
+            defaults = dataclasses.replace(defaults, layer_decay=FLAGS.layer_decay)
+    shared = common.run_settings(defaults)
+    if training and shared.evaluating:
+        datasets.check_split(FLAGS.dataset, FLAGS.eval_split)
+    return Settings(shared, FLAGS.dataset, model, init_from, FLAGS.eval_split, FLAGS.text)
 
+
+SENTIMENT = driver.Recipe(
+    name=RECIPE,
+    config_from_flags=config_from_flags,
+    prepare=prepare,
+    load=lambda settings: load_trained(settings.run.model_dir, settings.run.average_checkpoints),
+    server=server,
+    evaluate=lambda settings: run_eval(settings.run.model_dir, settings.eval_split, settings.dataset,
+                                       settings.run.batch_size or 64, settings.run.average_checkpoints),
+    modes={"explain": lambda settings: run_explain(settings.run.model_dir, settings.text,
+                                                   settings.run.average_checkpoints)},
+)
 
 if __name__ == "__main__":
-    common.run(main)
+    driver.run(SENTIMENT)

@@ -14,13 +14,15 @@ import time
 
 from absl import app, flags
 
-from recipes import common
-from zoo import batching, datasets, export, tokenizer, translation
-from zoo.distribute import is_chief, make_strategy, uses_xla
+from recipes import common, driver
+from zoo import batching, datasets, disk, tokenizer, translation, translation_preprocessing
+from zoo.distribute import is_chief, uses_xla
 from zoo.evaluation import evaluate, write_summaries
 from zoo.progress import Progress
 from zoo.run_dir import RunDir, RunDirError
-from zoo.training import Task, Trainer, TrainConfig
+from zoo.training import Task, TrainConfig
+from zoo.translation_search import DecodeConfig, translate_ids
+from zoo.translation_server import TranslatorServer
 
 RECIPE = "translate"
 MODES = ("train", "eval", "train_and_eval", "export", "translate")
@@ -57,131 +59,109 @@ FLAGS = flags.FLAGS
 
 
 @dataclasses.dataclass(frozen=True)
-class Trained:
-    """A trained run loaded back for eval, export or translation (float32)."""
+class Settings:
+    """A translation run as the flags ask for it."""
 
-    run: dict
-    config: translation.TranslatorConfig
-    model: object
-    source_tokenizer: object
-    target_tokenizer: object
-    step: int
+    run: common.RunSettings
+    data: dict | None  # training only: {"dataset", "source", "target"}, as config.json records them
+    model: translation.TranslatorConfig | None  # training only
+    decode: DecodeConfig
+    eval_split: str
+    eval_batch_size: int
+    jit_compile: bool
 
 
 def model_config(preset, **overrides):
     return common.preset_config(translation.PRESETS, preset, **overrides)
 
 
-def prepare_run(model_dir, identity, wanted, data, seed, chief):
+def prepare_run(model_dir, data_names, model, data, seed, chief):
     """The run's record and tokenizers: read back when resuming, else trained now (cased)."""
-    os.makedirs(model_dir, exist_ok=True)
     run_dir = RunDir(model_dir)
     run = run_dir.read_run(RECIPE)
     if run is not None:
-        if {k: run[k] for k in identity} != identity or run["model"] != dataclasses.asdict(wanted):
+        if {k: run[k] for k in data_names} != data_names or run["model"] != dataclasses.asdict(model):
             raise RunDirError(
                 f"{model_dir} holds a run of {run['dataset']} {run['source']}->{run['target']} with model "
                 f"{run['model']}; resume it with the same --dataset/--source/--target/--preset/--vocab_size/"
                 "--shared_vocabulary/--tie_embeddings/--max_length/--dropout, or use another --model_dir."
             )
-        return run, run_dir.tokenizers(wanted.shared_vocabulary)
-    source_file, target_file = run_dir.tokenizer_files(wanted.shared_vocabulary)
+        return run, run_dir.tokenizers(model.shared_vocabulary)
+    source_file, target_file = run_dir.tokenizer_files(model.shared_vocabulary)
     if chief:
-        if wanted.shared_vocabulary:
+        if model.shared_vocabulary:
             texts = data.sources + data.targets
-            tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, wanted.source_vocab_size, False, seed), model_dir)
+            tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, model.source_vocab_size, False, seed), model_dir)
         else:
             for texts, size, name in (
-                (data.sources, wanted.source_vocab_size, source_file),
-                (data.targets, wanted.target_vocab_size, target_file),
+                (data.sources, model.source_vocab_size, source_file),
+                (data.targets, model.target_vocab_size, target_file),
             ):
                 tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, size, False, seed), model_dir, name)
     else:
         run_dir.wait_for(target_file)
-    run = {"recipe": RECIPE, **identity, "model": dataclasses.asdict(wanted), "example": data.sources[0]}
-    return run, run_dir.tokenizers(wanted.shared_vocabulary)
+    run = {"recipe": RECIPE, **data_names, "model": dataclasses.asdict(model), "example": data.sources[0]}
+    return run, run_dir.tokenizers(model.shared_vocabulary)
 
 
-def train(model_dir, identity, wanted, train_config, epochs, max_examples, strategy):
-    """Trains (or resumes) the run in model_dir; returns the training metrics."""
-    data = datasets.load_translation(identity["dataset"], "train", identity["source"], identity["target"])
-    data = datasets.subsample_pairs(data, max_examples, train_config.seed)
-    chief = is_chief(strategy)
-    run, (source_tok, target_tok) = prepare_run(model_dir, identity, wanted, data, train_config.seed, chief)
+def prepare(settings, strategy):
+    """The training run (`driver.Prepared`): its record and tokenizers, the batch plan over the
+    training pairs (batches of at most max_tokens tokens) and the Task."""
+    shared, names = settings.run, settings.data
+    data = datasets.load_translation(names["dataset"], "train", names["source"], names["target"])
+    data = datasets.subsample_pairs(data, shared.max_examples, shared.train.seed)
+    run, tokenizers = prepare_run(shared.model_dir, names, settings.model, data, shared.train.seed, is_chief(strategy))
     config = translation.TranslatorConfig(**run["model"])
-    sources = translation.source_rows(tokenizer.tokenize(source_tok, data.sources), config.max_length)
-    targets = translation.target_rows(tokenizer.tokenize(target_tok, data.targets), config.max_length)
+    sources = translation_preprocessing.source_rows(tokenizers.source, data.sources, config.max_length)
+    targets = translation_preprocessing.target_rows(tokenizers.target, data.targets, config.max_length)
     lengths = [max(len(s), len(t) - 1) for s, t in zip(sources, targets)]
-    if epochs is not None:  # batches hold max_tokens tokens, not batch_size sentences
-        per_batch = min(train_config.batch_size, train_config.max_tokens // max(1, int(sum(lengths) / len(lengths))))
-        train_config = dataclasses.replace(train_config, train_steps=max(1, round(epochs * len(lengths) / per_batch)))
+    train_config = shared.train
+    # A batch holds max_tokens tokens (at most batch_size pairs), not batch_size pairs: an epoch's steps
+    # count batches of the mean pair's length.
+    per_batch = min(train_config.batch_size, train_config.max_tokens // max(1, int(sum(lengths) / len(lengths))))
+    train_config = common.with_epochs(train_config, shared.epochs, len(lengths), per_batch)
     replicas = strategy.num_replicas_in_sync
-    setup = {"max_examples": max_examples, "replicas": replicas, "strategy": type(strategy).__name__}
-    RunDir(model_dir).record_training(run, train_config, setup, chief)
-    if train_config.batch_size % replicas:
-        raise ValueError(f"batch_size={train_config.batch_size} is not divisible by the {replicas} replicas.")
-    plan = batching.training_plan(
-        lengths, train_config.train_steps, train_config.batch_size, train_config.seed, replicas, train_config.max_tokens
-    )
+    plan = batching.training_plan(lengths, train_config.train_steps, train_config.batch_size, train_config.seed,
+                                  replicas, train_config.max_tokens)
     fields = {"source": sources, "target": targets}
-
-    def dataset_fn(context, start_step):
-        per_pipeline = replicas // context.num_input_pipelines
-        part = batching.pipeline_part(plan, context.num_input_pipelines, context.input_pipeline_id, per_pipeline)
-        return batching.plan_dataset(part, fields, skip=start_step * per_pipeline)
-
     task = Task(
         build_model=lambda: translation.build_translator(config),
-        dataset=dataset_fn,
-        loss=translation.translation_loss(
-            train_config.label_smoothing, skip_padding=not uses_xla(strategy, train_config.jit_compile)
-        ),
+        dataset=batching.planned_dataset_fn(plan, replicas, lambda part, skip, _: batching.plan_dataset(
+            part, fields, skip=skip)),
+        loss=translation.translation_loss(train_config.label_smoothing,
+                                          skip_padding=not uses_xla(strategy, train_config.jit_compile)),
     )
-    metrics = Trainer(task, train_config, model_dir, strategy).train()
-    if chief and metrics is not None:
-        RunDir(model_dir).update_metrics(train=metrics)
-    return metrics
+    return driver.Prepared(run, train_config, {"max_examples": shared.max_examples}, task)
 
 
-def load_trained(model_dir):
-    """The newest checkpoint of a run, rebuilt in float32 whatever it trained in."""
+def load_trained(model_dir, average=1):
+    """The newest checkpoint of a run (with average=N, the mean of the newest N), rebuilt in float32
+    whatever it trained in: a LoadedRun whose tokenizer is the (source, target) pair."""
+    def make_config(model):
+        return translation.TranslatorConfig(**model)
+
     run_dir = RunDir(model_dir)
-    run = run_dir.require_run(RECIPE)
-    config = translation.TranslatorConfig(**run["model"])
-    model, step = run_dir.load_model(lambda: translation.build_translator(config), common.averaged())
-    return Trained(run, config, model, *run_dir.tokenizers(config.shared_vocabulary), step)
+    shared = run_dir.require_run(RECIPE)["model"]["shared_vocabulary"]
+    return run_dir.load_run(RECIPE, make_config, translation.build_translator, lambda d: d.tokenizers(shared), average)
 
 
-def decode_config():
-    beam_size = FLAGS.beam_size
-    return translation.DecodeConfig(
-        beam_size=beam_size,
-        length_penalty=FLAGS.length_penalty,
-        num_return=FLAGS.num_return,
-        top_k=FLAGS.top_k,
-        top_p=FLAGS.top_p,
-        temperature=FLAGS.temperature,
-        seed=FLAGS.seed,
-    )
-
-
-def translate_corpus(trained, sources, decode, batch_size, jit_compile=False, cached=True, description="translate"):
-    """Translations (best hypothesis) of every source sentence, in order; batches of similar lengths."""
+def translate_corpus(loaded, sources, decode, batch_size, jit_compile=False, search=translate_ids,
+                     description="translate"):
+    """Translations (best hypothesis) of every source sentence, in order; batches of similar lengths.
+    `search`: (model, source ids, decode config) -> (tokens, scores), as `translate_ids`."""
     import numpy as np
     import tensorflow as tf
 
-    rows = translation.source_rows(tokenizer.tokenize(trained.source_tokenizer, sources), trained.config.max_length)
+    rows = translation_preprocessing.source_rows(loaded.tokenizer.source, sources, loaded.config.max_length)
     plan = batching.evaluation_plan([len(r) for r in rows], batch_size)
     batches = batching.plan_dataset(plan, {"source": rows, "index": np.arange(len(rows))})
-    search = tf.function(
-        lambda ids: translation.translate_ids(trained.model, ids, decode, cached=cached), jit_compile=jit_compile
-    )
+    compiled_search = tf.function(lambda ids: search(loaded.model, ids, decode), jit_compile=jit_compile)
     hypotheses = [""] * len(rows)
     progress = Progress(len(rows), unit=f"{description} sentence")
     done = 0
     for batch in batches:
-        tokens, _ = search(batch["source"])
-        texts = translation.text_from_ids(trained.target_tokenizer, tokens[:, 0])
+        tokens, _ = compiled_search(batch["source"])
+        texts = translation_preprocessing.text_from_ids(loaded.tokenizer.target, tokens[:, 0])
         for i, text in zip(batch["index"].numpy(), texts.numpy()):
             hypotheses[i] = text.decode("utf-8") if sources[i].strip() else ""
         done += len(texts)
@@ -189,37 +169,38 @@ def translate_corpus(trained, sources, decode, batch_size, jit_compile=False, ca
     return hypotheses
 
 
-def run_eval(model_dir, split, decode, batch_size, jit_compile=False):
+def run_eval(model_dir, split, decode, batch_size, jit_compile=False, average=1):
     import sacrebleu
 
-    trained = load_trained(model_dir)
-    run = trained.run
+    loaded = load_trained(model_dir, average)
+    run = loaded.run
     data = datasets.load_translation(run["dataset"], split, run["source"], run["target"])
     began = time.time()
-    hypotheses = translate_corpus(trained, data.sources, decode, batch_size, jit_compile, description=split)
+    hypotheses = translate_corpus(loaded, data.sources, decode, batch_size, jit_compile, description=split)
     seconds = time.time() - began
     name = f"hypotheses.{split}.{run['source']}-{run['target']}.txt"
-    with open(os.path.join(model_dir, name + ".tmp"), "w", encoding="utf-8") as f:
-        f.writelines(h + "\n" for h in hypotheses)
-    os.replace(os.path.join(model_dir, name + ".tmp"), os.path.join(model_dir, name))
+    disk.write_atomically(os.path.join(model_dir, name), "".join(h + "\n" for h in hypotheses).encode("utf-8"),
+                          "the hypotheses")
     bleu = sacrebleu.corpus_bleu(hypotheses, [data.targets])
     chrf = sacrebleu.corpus_chrf(hypotheses, [data.targets])
+    max_length = loaded.config.max_length
     rows = {
-        "source": translation.source_rows(tokenizer.tokenize(trained.source_tokenizer, data.sources), trained.config.max_length),
-        "target": translation.target_rows(tokenizer.tokenize(trained.target_tokenizer, data.targets), trained.config.max_length),
+        "source": translation_preprocessing.source_rows(loaded.tokenizer.source, data.sources, max_length),
+        "target": translation_preprocessing.target_rows(loaded.tokenizer.target, data.targets, max_length),
     }
     plan = batching.evaluation_plan([len(r) for r in rows["target"]], batch_size)
-    totals = evaluate(translation.translation_metrics(trained.model), batching.plan_dataset(plan, rows), len(plan), split)
+    batches = batching.plan_dataset(plan, rows)
+    totals = evaluate(translation.translation_metrics(loaded.model), batches, len(plan), split)
     loss = totals["loss"] / totals["tokens"]
     result = {"bleu": bleu.score, "chrf": chrf.score, "loss": loss}
-    write_summaries(model_dir, f"eval_{split}", trained.step, result)
+    write_summaries(model_dir, f"eval_{split}", loaded.step, result)
     result.update(
         bleu_signature=str(bleu.format(signature=True)) if hasattr(bleu, "format") else str(bleu),
         sentences=len(hypotheses),
         decode=dataclasses.asdict(decode),
         decode_seconds=seconds,
-        step=trained.step,
-        average_checkpoints=common.averaged(),
+        step=loaded.step,
+        average_checkpoints=average,
         hypotheses=name,
     )
     RunDir(model_dir).update_metrics(**{f"eval_{split}": result})
@@ -228,38 +209,27 @@ def run_eval(model_dir, split, decode, batch_size, jit_compile=False):
     return result
 
 
-def run_export(model_dir, export_dir, decode, jit_compile=False):
-    trained = load_trained(model_dir)
-    server = translation.TranslatorServer(
-        trained.model, trained.source_tokenizer, trained.target_tokenizer, decode, jit_compile
+def server(loaded, settings):
+    module = TranslatorServer(loaded.model, loaded.tokenizer.source, loaded.tokenizer.target, settings.decode,
+                              settings.jit_compile)
+    run = loaded.run
+    return driver.Serving(
+        module, {"serving_default": module.serve}, {"text": [run["example"], ""]},
+        metadata={"recipe": RECIPE, **{k: run[k] for k in ("dataset", "source", "target", "model")},
+                  "decode": dataclasses.asdict(settings.decode), "step": loaded.step},
     )
-    run = trained.run
-    path = export.export(
-        server,
-        {"serving_default": server.serve},
-        export_dir,
-        {"text": [run["example"], ""]},
-        metadata={
-            "recipe": RECIPE,
-            **{k: run[k] for k in ("dataset", "source", "target", "model")},
-            "decode": dataclasses.asdict(decode),
-            "step": trained.step,
-        },
-    )
-    print(f"Exported step {trained.step} to {path}")
-    return path
 
 
-def run_translate(model_dir, decode, batch_size, lines_in=sys.stdin, out=sys.stdout):
+def run_translate(model_dir, decode, batch_size, lines_in=sys.stdin, out=sys.stdout, average=1):
     """Reads source sentences, one per line, and writes one line per input line: the translation,
     or with --num_return > 1 a JSON object {"translations": [...], "scores": [...]}."""
     import tensorflow as tf
 
-    trained = load_trained(model_dir)
-    server = translation.TranslatorServer(trained.model, trained.source_tokenizer, trained.target_tokenizer, decode)
+    loaded = load_trained(model_dir, average)
+    module = TranslatorServer(loaded.model, loaded.tokenizer.source, loaded.tokenizer.target, decode)
 
     def flush(batch):
-        translations, scores = server.translate_n_best(tf.constant(batch))
+        translations, scores = module.translate_n_best(tf.constant(batch))
         for texts, values in zip(translations.numpy(), scores.numpy()):
             texts = [t.decode("utf-8") for t in texts]
             if decode.num_return == 1:
@@ -279,49 +249,48 @@ def run_translate(model_dir, decode, batch_size, lines_in=sys.stdin, out=sys.std
         flush(batch)
 
 
-def main(argv):
-    del argv
-    mode, model_dir = FLAGS.mode, FLAGS.model_dir
-    if not model_dir:
-        raise app.UsageError("--model_dir is required.")
-    training, evaluating = mode in ("train", "train_and_eval"), mode in ("eval", "train_and_eval")
-    exporting = mode == "export" or (training and FLAGS.export_dir)
-    if exporting and not FLAGS.export_dir:
-        raise app.UsageError("--mode=export needs --export_dir.")
-    decode = decode_config()  # bad search flags fail before any training
-    strategy = None
-    if training:
+def config_from_flags(mode):
+    """Settings from the flags; every flag is checked here, before any work."""
+    decode = DecodeConfig(beam_size=FLAGS.beam_size, length_penalty=FLAGS.length_penalty, num_return=FLAGS.num_return,
+                          top_k=FLAGS.top_k, top_p=FLAGS.top_p, temperature=FLAGS.temperature, seed=FLAGS.seed)
+    data = model = None
+    defaults = DEFAULTS
+    if mode in common.TRAINING_MODES:
         if not FLAGS.dataset:
             raise app.UsageError("--dataset is required to train (multi30k or tfds:<name>).")
         if FLAGS.dataset == "multi30k":  # checks the pair, and a damaged evaluation file, before training
+            evaluating = mode == "train_and_eval"
             for split in {"validation", FLAGS.eval_split if evaluating else "validation"}:
                 datasets.load_translation("multi30k", split, FLAGS.source, FLAGS.target)
-        identity = {"dataset": FLAGS.dataset, "source": FLAGS.source, "target": FLAGS.target}
-        wanted = model_config(
-            FLAGS.preset,
-            source_vocab_size=FLAGS.vocab_size,
-            target_vocab_size=FLAGS.vocab_size,
-            shared_vocabulary=FLAGS.shared_vocabulary,
-            tie_embeddings=FLAGS.tie_embeddings,
-            max_length=FLAGS.max_length,
-            dropout=FLAGS.dropout,
+        data = {"dataset": FLAGS.dataset, "source": FLAGS.source, "target": FLAGS.target}
+        model = model_config(
+            FLAGS.preset, source_vocab_size=FLAGS.vocab_size, target_vocab_size=FLAGS.vocab_size,
+            shared_vocabulary=FLAGS.shared_vocabulary, tie_embeddings=FLAGS.tie_embeddings,
+            max_length=FLAGS.max_length, dropout=FLAGS.dropout,
         )
-        train_config, epochs = common.train_config(DEFAULTS)
         if FLAGS.max_tokens is not None:
-            train_config = dataclasses.replace(train_config, max_tokens=FLAGS.max_tokens)
-        strategy = make_strategy(FLAGS.strategy, FLAGS.cpu_replicas, FLAGS.tpu)
-    with common.hold_model_dir(mode, strategy):
-        if training:
-            train(model_dir, identity, wanted, train_config, epochs, FLAGS.max_examples, strategy)
-            if not is_chief(strategy):
-                return
-        if evaluating:
-            run_eval(model_dir, FLAGS.eval_split, decode, FLAGS.eval_batch_size, FLAGS.jit_compile)
-        if exporting:
-            run_export(model_dir, FLAGS.export_dir, decode, FLAGS.jit_compile)
-        if mode == "translate":
-            run_translate(model_dir, decode, FLAGS.eval_batch_size)
+            defaults = dataclasses.replace(defaults, max_tokens=FLAGS.max_tokens)
+        if defaults.max_tokens < model.max_length:  # a batch holds at least one pair, whatever its length
+            raise ValueError(f"--max_tokens={defaults.max_tokens} cannot hold one pair of up to "
+                             f"--max_length={model.max_length} tokens: give at least {model.max_length}, or a "
+                             "smaller --max_length.")
+    return Settings(common.run_settings(defaults), data, model, decode, FLAGS.eval_split, FLAGS.eval_batch_size,
+                    FLAGS.jit_compile)
 
+
+TRANSLATE = driver.Recipe(
+    name=RECIPE,
+    config_from_flags=config_from_flags,
+    prepare=prepare,
+    load=lambda settings: load_trained(settings.run.model_dir, settings.run.average_checkpoints),
+    server=server,
+    evaluate=lambda settings: run_eval(settings.run.model_dir, settings.eval_split, settings.decode,
+                                       settings.eval_batch_size, settings.jit_compile,
+                                       settings.run.average_checkpoints),
+    modes={"translate": lambda settings: run_translate(settings.run.model_dir, settings.decode,
+                                                       settings.eval_batch_size,
+                                                       average=settings.run.average_checkpoints)},
+)
 
 if __name__ == "__main__":
-    common.run(main)
+    driver.run(TRANSLATE)

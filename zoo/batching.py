@@ -85,6 +85,19 @@ def pipeline_part(plan, num_pipelines, pipeline_id, replicas_per_pipeline):
     return [part for i, part in enumerate(plan) if first <= i % num_replicas < first + replicas_per_pipeline]
 
 
+def planned_dataset_fn(plan, replicas, make_dataset):
+    """A `zoo.training.Task.dataset` over a training plan: each input pipeline's part of `plan`
+    (`pipeline_part`), from the start step on, as `make_dataset(part, skip, pipeline_id)` makes it
+    (skip: the plan entries already trained on)."""
+
+    def dataset_fn(context, start_step):
+        per_pipeline = replicas // context.num_input_pipelines
+        part = pipeline_part(plan, context.num_input_pipelines, context.input_pipeline_id, per_pipeline)
+        return make_dataset(part, start_step * per_pipeline, context.input_pipeline_id)
+
+    return dataset_fn
+
+
 def ragged(rows):
     """A tf.RaggedTensor from a list of 1-D int arrays."""
     lengths = np.asarray([len(r) for r in rows], np.int64)

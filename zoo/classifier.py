@@ -5,14 +5,12 @@ end each text with [SEP]."""
 import dataclasses
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from layers import EncoderBlock, TokenAndPositionEmbedding, padding_mask
 from layers.dropout import Dropout
 from zoo import checks
-from zoo.optimization import smoothed_cross_entropy
-from zoo.tokenizer import START_ID
+from zoo.losses import smoothed_cross_entropy
 
 EMBEDDINGS = ("scaled", "normalized")
 
@@ -90,7 +88,7 @@ def build_encoder(config, embedding=None, prefix="encoder", name="encoder"):
     x = embedding(token_ids)
     if embedding.hidden_dim != config.hidden_dim:
         x = keras.layers.Dense(config.hidden_dim, name=f"{prefix}_projection")(x)
-    real = padding_mask(token_ids)
+    is_token = padding_mask(token_ids)
     for i in range(config.num_layers):
         x = EncoderBlock(
             config.num_heads,
@@ -100,7 +98,7 @@ def build_encoder(config, embedding=None, prefix="encoder", name="encoder"):
             config.norm_first,
             config.epsilon,
             name=f"{prefix}_{i}",
-        )(x, padding_mask=real)
+        )(x, padding_mask=is_token)
     if config.norm_first:
         x = keras.layers.LayerNormalization(epsilon=config.epsilon, name=f"{prefix}_final_norm")(x)
     return keras.Model(token_ids, x, name=name)
@@ -140,51 +138,6 @@ def encoder_blocks(model):
     return [layer for layer in model.layers if isinstance(layer, EncoderBlock)]
 
 
-def head_and_tail(max_length, end_id=None):
-    """How many leading and trailing tokens a truncated text keeps (the framing tokens aside:
-    the start token, and the end token when `end_id` is given).
-
-    A quarter from the head and the rest from the tail: reviews often end
-    with their verdict (Sun et al., 2019, "How to Fine-Tune BERT for Text
-    Classification", found head + tail best on IMDB)."""
-    room = max_length - 1 - (end_id is not None)
-    if room < 1:
-        raise ValueError(f"max_length={max_length} leaves no room for text beside the "
-                         f"{2 if end_id is not None else 1} framing tokens: use at least {max_length - room + 1}.")
-    head = room // 4
-    return head, room - head
-
-
-def with_head_token(rows, max_length, start_id=START_ID, end_id=None):
-    """start_id + each row (+ end_id, if given), the row truncated by head and tail to fit
-    max_length (NumPy rows). `zoo.tokenizer.framing` gives the ids of a tokenizer."""
-    head, tail = head_and_tail(max_length, end_id)
-    end = [] if end_id is None else [end_id]
-    return [
-        np.concatenate([[start_id], row if len(row) <= head + tail else np.concatenate([row[:head], row[-tail:]]), end])
-        .astype(np.int32)
-        for row in rows
-    ]
-
-
-@tf.function
-def head_token_ids(tokenizer, texts, max_length, start_id=START_ID, end_id=None):
-    """In-graph version of `with_head_token` on raw strings: (batch, seq) int32.
-
-    A tf.function so that it also runs eagerly: keras-hub tokenizers return
-    Python lists outside a graph."""
-    head, tail = head_and_tail(max_length, end_id)
-    ragged = tokenizer.tokenize(texts)
-    ragged = tf.concat([ragged[:, :head], ragged[:, head:][:, -tail:]], axis=1)
-    rows = tf.shape(texts)[0]
-    parts = [tf.fill([rows, 1], tf.constant(start_id, ragged.dtype)), ragged]
-    if end_id is not None:
-        parts.append(tf.fill([rows, 1], tf.constant(end_id, ragged.dtype)))
-    # An empty batch still gets its start column: (0, 1), not (0, 0), so the head's [:, 0] exists.
-    token_ids = tf.cast(tf.concat(parts, axis=1).to_tensor(0), tf.int32)
-    return tf.pad(token_ids, [[0, 0], [0, tf.maximum(1 - tf.shape(token_ids)[1], 0)]])
-
-
 def classification_loss(label_smoothing):
     """The Task.loss of a classifier: summed cross-entropy over the examples."""
     def loss(model, batch, training):
@@ -210,14 +163,14 @@ def classification_metrics(model):
 
 def attention_scores(model, token_ids):
     """Each encoder layer's attention probabilities (batch, heads, seq, seq)."""
-    real = padding_mask(token_ids)
+    is_token = padding_mask(token_ids)
     x = model.get_layer("embedding")(token_ids)
     for layer in model.layers:
         if layer.name.endswith("_projection"):  # a narrower embedding's (ELECTRA's)
             x = layer(x)
     scores = []
     for block in encoder_blocks(model):
-        x, layer_scores = block(x, padding_mask=real, return_attention_scores=True)
+        x, layer_scores = block(x, padding_mask=is_token, return_attention_scores=True)
         scores.append(layer_scores.numpy())
     return scores
 
@@ -225,19 +178,15 @@ def attention_scores(model, token_ids):
 class ClassifierServer(tf.Module):
     """Text in, label and class probabilities out: what the export serves."""
 
-    def __init__(self, model, tokenizer, max_length, class_names, start_id=START_ID, end_id=None):
+    def __init__(self, model, preprocessor, class_names):
         super().__init__()
         self.model = model
-        self.tokenizer = tokenizer
-        self.max_length = max_length
-        self.start_id = start_id
-        self.end_id = end_id
+        self.preprocessor = preprocessor
         self.class_names = tf.constant(class_names)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def serve(self, text):
-        token_ids = head_token_ids(self.tokenizer, text, self.max_length, self.start_id, self.end_id)
-        probabilities = tf.nn.softmax(tf.cast(self.model(token_ids, training=False), tf.float32))
+        probabilities = tf.nn.softmax(tf.cast(self.model(self.preprocessor(text), training=False), tf.float32))
         label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
         return {
             "label": tf.gather(self.class_names, label_id),

@@ -2,10 +2,8 @@
 runs it fast, float32 elsewhere, and says why.
 
 bfloat16 is fast on a GPU of compute capability 8.0 or more (Ampere, Hopper: tensor cores), on
-a TPU, and on a CPU with AVX512-BF16 or AMX-BF16 instructions through oneDNN (translation training
-1.4x faster than float32 on an AMD EPYC with avx512_bf16, as measured for the hardware issue).
-Without them TensorFlow emulates it, slower than float32 (pretraining 11,200 against 13,100
-tokens/s on an AMD EPYC without AVX-512: BENCHMARKS.md, "Hardware notes").
+a TPU, and on a CPU with AVX512-BF16 or AMX-BF16 instructions through oneDNN. Without them
+TensorFlow emulates it, slower than float32 (BENCHMARKS.md, "Hardware notes", has both measured).
 """
 
 import os

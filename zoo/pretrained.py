@@ -9,30 +9,18 @@ to fine-tune, and the export that serves it.
 
 import dataclasses
 
-import keras
 import numpy as np
 import tensorflow as tf
 
 from zoo import classifier, pretraining, published, tokenizer
-from zoo.run_dir import RunDir
-from zoo.training import set_precision
+from zoo.run_dir import LoadedRun, RunDir
+from zoo.training import dtype_policy
 
 RECIPE = "pretrain"
 
 
 class PretrainedRunError(ValueError):
     """A fine-tuning setting that contradicts the pretrained run."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Pretrained:
-    """A pretraining run loaded back (float32)."""
-
-    run: dict
-    config: pretraining.PretrainConfig
-    model: object  # the Pretrainer; its encoder is model.encoder
-    tokenizer: object
-    step: int
 
 
 def load_pretrained(model_dir, finished=True, average=1):
@@ -45,7 +33,7 @@ def load_pretrained(model_dir, finished=True, average=1):
     model, step = run_dir.load_model(lambda: pretraining.build_pretrainer(config), average)
     if finished:
         run_dir.check_finished(run, step)
-    return Pretrained(run, config, model, run_dir.tokenizer(), step)
+    return LoadedRun(run, config, model, run_dir.tokenizer(), step)
 
 
 def load_encoder(source):
@@ -58,12 +46,8 @@ def load_encoder(source):
     text as [CLS] ... [SEP] (zoo.tokenizer.framing)."""
     if published.is_published(source):
         checkpoint = published.read_checkpoint(source)
-        policy = keras.mixed_precision.dtype_policy()
-        try:
-            set_precision("float32")
+        with dtype_policy("float32"):
             encoder = classifier.build_encoder(checkpoint.config)
-        finally:
-            keras.mixed_precision.set_dtype_policy(policy)
         copy_encoder_weights(published.encoder_weights(checkpoint, encoder), encoder)
         return encoder, checkpoint_tokenizer(checkpoint)
     trained = load_pretrained(source)
@@ -72,6 +56,11 @@ def load_encoder(source):
 
 def checkpoint_tokenizer(checkpoint):
     return tokenizer.wordpiece_tokenizer(checkpoint.vocabulary, checkpoint.lowercase, checkpoint.strip_accents)
+
+
+def pretrained_encoder_config(model_dir):
+    """The encoder config (a ClassifierConfig) of the finished pretraining run in `model_dir`."""
+    return pretraining.PretrainConfig(**RunDir(model_dir).read_finished(RECIPE)["model"]).encoder
 
 
 def encoder_weights(model_dir):
@@ -117,11 +106,11 @@ def pretrainer_initializer(source):
     return initialize
 
 
-def classifier_config(run, dropout=None, **asked):
-    """The fine-tuned classifier's config: the pretrained encoder's, with `dropout` (default:
-    ClassifierConfig's, 0.1, BERT's fine-tuning rate; pretraining may have used none). Each of `asked` (preset, vocab_size, max_length: what the user set, None if
-    not) must agree with the pretrained run, else PretrainedRunError."""
-    encoder = pretraining.PretrainConfig(**run["model"]).encoder
+def classifier_config(encoder, dropout=None, **asked):
+    """The fine-tuned classifier's config: the pretrained `encoder`'s (a ClassifierConfig), with `dropout`
+    (default: ClassifierConfig's, 0.1, BERT's fine-tuning rate; pretraining may have used none). Each of
+    `asked` (preset, vocab_size, max_length: what the user set, None if not) must agree with the
+    pretrained encoder, else PretrainedRunError."""
     preset = asked.pop("preset", None)
     wrong = [f"--{k}={v} (the pretrained encoder has {getattr(encoder, k)})"
              for k, v in asked.items() if v is not None and v != getattr(encoder, k)]
@@ -188,8 +177,8 @@ class EncoderServer(tf.Module):
     def encode(self, text):
         token_ids = self._token_ids(text)
         hidden = tf.cast(self.encoder(token_ids, training=False), tf.float32)
-        real = tf.cast(token_ids != tokenizer.PAD_ID, tf.float32)[..., None]
-        return {"pooled": tf.reduce_sum(hidden * real, axis=1) / tf.maximum(tf.reduce_sum(real, axis=1), 1.0)}
+        is_token = tf.cast(token_ids != tokenizer.PAD_ID, tf.float32)[..., None]
+        return {"pooled": tf.reduce_sum(hidden * is_token, axis=1) / tf.maximum(tf.reduce_sum(is_token, axis=1), 1.0)}
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text"),
                                   tf.TensorSpec([], tf.int32, name="top_k")])

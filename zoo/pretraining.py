@@ -14,7 +14,7 @@ import keras
 import tensorflow as tf
 
 from zoo import checks, classifier
-from zoo.optimization import smoothed_cross_entropy
+from zoo.losses import smoothed_cross_entropy
 from zoo.tokenizer import END_ID, PAD_ID, START_ID
 
 OBJECTIVES = ("mlm", "electra")
@@ -249,10 +249,10 @@ def _losses(model, batch, training, label_smoothing=0.0):
     masked = tf.reduce_sum(cross_entropy * weights, axis=1) / tf.maximum(tf.reduce_sum(weights, axis=1), 1.0)
     losses = {"mlm": masked}
     if "detection_logits" in outputs:
-        real = tf.cast(batch["original_ids"] != PAD_ID, tf.float32)
+        is_token = tf.cast(batch["original_ids"] != PAD_ID, tf.float32)
         labels = tf.cast(outputs["replaced"], tf.float32)
         detection = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=outputs["detection_logits"])
-        losses["detection"] = tf.reduce_sum(detection * real, axis=1) / tf.maximum(tf.reduce_sum(real, axis=1), 1.0)
+        losses["detection"] = tf.reduce_sum(detection * is_token, axis=1) / tf.maximum(tf.reduce_sum(is_token, axis=1), 1.0)
     return losses, outputs
 
 
@@ -284,21 +284,21 @@ def pretraining_metrics(model):
             "masked_cross_entropy": tf.reduce_sum(cross_entropy * weights),
         }
         if "detection_logits" in outputs:
-            real = tf.cast(batch["original_ids"] != PAD_ID, tf.float32)
+            is_token = tf.cast(batch["original_ids"] != PAD_ID, tf.float32)
             logits, labels = outputs["detection_logits"], tf.cast(outputs["replaced"], tf.float32)
             guess = logits > 0
-            right = tf.cast(guess == outputs["replaced"], tf.float32) * real
-            replaced = labels * real
+            right = tf.cast(guess == outputs["replaced"], tf.float32) * is_token
+            replaced = labels * is_token
             detection = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
             probability = tf.sigmoid(logits)
             sums.update(
-                tokens=tf.reduce_sum(real),
+                tokens=tf.reduce_sum(is_token),
                 detection_correct=tf.reduce_sum(right),
-                detection_cross_entropy=tf.reduce_sum(detection * real),
+                detection_cross_entropy=tf.reduce_sum(detection * is_token),
                 replaced=tf.reduce_sum(replaced),
                 replaced_found=tf.reduce_sum(replaced * tf.cast(guess, tf.float32)),
                 replaced_probability=tf.reduce_sum(probability * replaced),
-                original_probability=tf.reduce_sum(probability * (real - replaced)),
+                original_probability=tf.reduce_sum(probability * (is_token - replaced)),
             )
         return sums
 

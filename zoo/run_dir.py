@@ -15,13 +15,12 @@ import dataclasses
 import json
 import os
 import time
+import typing
 
-import keras
-
-from zoo import checkpoints
+from zoo import checkpoints, disk
 from zoo.run_lock import RunLock
 from zoo.tokenizer import TOKENIZER_FILE, load_tokenizer
-from zoo.training import restore_model, set_precision
+from zoo.training import dtype_policy, restore_model
 
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.json"
@@ -35,6 +34,24 @@ RUN_NAMES = {"pretrain": "pretraining"}  # how messages name a recipe's runs (el
 CONFIG_ADVICE = ("it is the run's record (its data, model and training settings). Restore it from a backup, or "
                  "move the folder away and train again.")
 METRICS_ADVICE = "it holds only the run's figures. Delete it (training and evaluation write it again) or restore it."
+
+
+class Tokenizers(typing.NamedTuple):
+    """A translation run's tokenizers."""
+
+    source: object
+    target: object
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadedRun:
+    """A trained run loaded back (float32) for evaluation, export and the recipes' other modes."""
+
+    run: dict  # config.json's record
+    config: object  # the model's config (ClassifierConfig, TranslatorConfig, LMConfig, PretrainConfig)
+    model: object
+    tokenizer: object  # the recipe's: a tokenizer, a translation run's (source, target) pair, a Vocabulary
+    step: int  # of the checkpoint loaded (the newest of those averaged)
 
 
 class RunDirError(ValueError):
@@ -165,10 +182,10 @@ class RunDir:
         return (TOKENIZER_FILE,) * 2 if shared else TRANSLATION_TOKENIZER_FILES
 
     def tokenizers(self, shared):
-        """(source, target) tokenizers of a translation run: one object twice when `shared`."""
+        """The source and target tokenizers of a translation run (`Tokenizers`): one object twice when `shared`."""
         source_file, target_file = self.tokenizer_files(shared)
         source = self.tokenizer(source_file)
-        return source, (source if shared else self.tokenizer(target_file))
+        return Tokenizers(source, source if shared else self.tokenizer(target_file))
 
     def wait_for(self, name, timeout=600):
         """Waits (a non-chief worker) until the chief has written the file `name`."""
@@ -185,13 +202,17 @@ class RunDir:
         """(model, step): `build_model()` built in float32, whatever the run trained in, holding the
         newest checkpoint's weights (with average=N, the mean of the newest N: `restore_model`). The
         caller's Keras dtype policy is left as it was."""
-        policy = keras.mixed_precision.dtype_policy()
-        try:
-            set_precision("float32")
+        with dtype_policy("float32"):
             model = build_model()
-        finally:
-            keras.mixed_precision.set_dtype_policy(policy)
         return model, restore_model(model, self.path, average)
+
+    def load_run(self, recipe, make_config, build_model, load_tokenizer, average=1):
+        """A trained `recipe` run as a LoadedRun: its record, `make_config(record["model"])`, the model
+        `build_model(config)` holding the newest checkpoint (`load_model`), and `load_tokenizer(self)`."""
+        run = self.require_run(recipe)
+        config = make_config(run["model"])
+        model, step = self.load_model(lambda: build_model(config), average)
+        return LoadedRun(run, config, model, load_tokenizer(self), step)
 
     # --- one run at a time ------------------------------------------------------------------------
 
@@ -206,7 +227,10 @@ class RunDir:
             yield
             return
         try:
-            os.makedirs(self.path, exist_ok=True)
+            try:
+                os.makedirs(self.path, exist_ok=True)
+            except OSError as error:
+                raise disk.write_error(error, "the run folder", self.path, "no file was written") or error from None
             with RunLock(self.path, log=lambda message: print(message, flush=True)):
                 yield
         finally:
@@ -231,7 +255,4 @@ class RunDir:
 
     def _write_json(self, name, data):
         """Writes the file atomically: a crash leaves the old file or the new one, never half of one."""
-        path = self.file(name)
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, default=str)
-        os.replace(path + ".tmp", path)
+        disk.write_atomically(self.file(name), json.dumps(data, indent=2, default=str).encode("utf-8"), name)

@@ -22,6 +22,8 @@ import numpy as np
 import sentencepiece
 import tensorflow as tf
 
+from zoo import disk
+
 PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
 TOKENIZER_FILE = "tokenizer.model"
 VOCABULARY_FILE = "vocab.txt"  # a WordPiece vocabulary, one piece per line, id = line number
@@ -93,12 +95,9 @@ def train_tokenizer(texts, vocabulary_size, lowercase=True, seed=0, user_symbols
 
 
 def save_tokenizer(proto, directory, name=TOKENIZER_FILE):
-    """Writes the model atomically: a crash never leaves half a tokenizer file."""
-    path = os.path.join(directory, name)
-    with open(path + ".tmp", "wb") as f:
-        f.write(proto)
-    os.replace(path + ".tmp", path)
-    return path
+    """Writes the model atomically: a crash never leaves half a tokenizer file, and a write the
+    file system refuses (a full disk ...) is one zoo.disk.WriteError."""
+    return disk.write_atomically(os.path.join(directory, name), proto, "the tokenizer")
 
 
 def wordpiece_tokenizer(vocabulary, lowercase, strip_accents=None):
@@ -126,12 +125,16 @@ def holds_wordpiece(directory):
 
 
 def load_wordpiece(directory):
-    """The tokenizer `save_wordpiece` wrote into `directory`."""
-    with open(os.path.join(directory, VOCABULARY_FILE), encoding="utf-8") as f:
+    """The tokenizer `save_wordpiece` wrote into `directory`; a file of it that no longer reads is
+    one zoo.disk.DamagedFileError naming it."""
+    path = os.path.join(directory, VOCABULARY_FILE)
+    with disk.reading(path, "the run's WordPiece vocabulary"), open(path, encoding="utf-8") as f:
         vocabulary = f.read().split("\n")[:-1]
-    with open(os.path.join(directory, WORDPIECE_CONFIG_FILE)) as f:
+    path = os.path.join(directory, WORDPIECE_CONFIG_FILE)
+    with disk.reading(path, "the run's WordPiece settings"), open(path, encoding="utf-8") as f:
         settings = json.load(f)
-    return wordpiece_tokenizer(vocabulary, settings["do_lower_case"], settings.get("strip_accents"))
+        lowercase, strip_accents = settings["do_lower_case"], settings.get("strip_accents")
+    return wordpiece_tokenizer(vocabulary, lowercase, strip_accents)
 
 
 def framing(tokenizer):
@@ -147,13 +150,21 @@ def load_tokenizer(source, name=TOKENIZER_FILE):
     for a run directory that holds a WordPiece vocabulary (`save_wordpiece`), its BertTokenizer."""
     if isinstance(source, (str, os.PathLike)) and name == TOKENIZER_FILE and holds_wordpiece(source):
         return load_wordpiece(source)
-    if isinstance(source, (str, os.PathLike)):
-        path = os.path.join(source, name)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path} does not exist: train a model in this directory first.")
-        with open(path, "rb") as f:
-            source = f.read()
-    tokenizer = keras_hub.tokenizers.SentencePieceTokenizer(proto=source)
+    if not isinstance(source, (str, os.PathLike)):
+        return _sentence_piece(source, name)
+    path = os.path.join(source, name)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} does not exist: train a model in this directory first.")
+    with open(path, "rb") as f:
+        proto = f.read()
+    # TF Text reads the model when the tokenizer is made: a damaged file fails there, deep in SentencePiece.
+    with disk.reading(path, "the run's tokenizer, whose ids the model was trained on", (tf.errors.OpError,),
+                      "it is not a SentencePiece model"):
+        return _sentence_piece(proto, name)
+
+
+def _sentence_piece(proto, name):
+    tokenizer = keras_hub.tokenizers.SentencePieceTokenizer(proto=proto)
     _name_model_resource(tokenizer, name)
     return tokenizer
 
@@ -173,8 +184,15 @@ def _name_model_resource(tokenizer, name):
 
 def tokenize(tokenizer, texts, batch_size=2048):
     """Token ids of every text, as a list of int32 NumPy arrays (no special tokens)."""
-    dataset = tf.data.Dataset.from_tensor_slices(list(texts)).batch(batch_size)
-    dataset = dataset.map(tokenizer.tokenize, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return rows_of(tokenizer.tokenize, texts, batch_size)
+
+
+def rows_of(ids, texts, batch_size=2048):
+    """`ids` (a batch of strings -> ragged ids, graph code) over every text, in tf.data batches: a list
+    of int32 NumPy arrays, in the order of `texts`. The preprocessors make training's rows with it
+    from the same function their exports run on each request."""
+    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(list(texts), tf.string)).batch(batch_size)
+    dataset = dataset.map(ids, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     rows = []
     for ragged in dataset:
         values, lengths = ragged.flat_values.numpy(), ragged.row_lengths().numpy()

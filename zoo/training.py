@@ -10,6 +10,7 @@ A recipe hands the loop a `Task`: how to build the model, the training data
 for a given start step, and the loss of a batch.
 """
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -113,8 +114,16 @@ class NonFiniteLossError(RuntimeError):
     """The loss became NaN or infinite; nothing after the last checkpoint was saved."""
 
 
-def set_precision(mixed_precision):
+@contextlib.contextmanager
+def dtype_policy(mixed_precision):
+    """Keras's global dtype policy for `mixed_precision` ("float32", "bfloat16", "float16": variables
+    stay float32) inside the `with` block; the caller's policy again after it."""
+    before = keras.mixed_precision.dtype_policy()
     keras.mixed_precision.set_dtype_policy(PRECISIONS[mixed_precision])
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_dtype_policy(before)
 
 
 def keep_freed_memory():
@@ -127,9 +136,9 @@ def keep_freed_memory():
     Here both go to the ceilings glibc's own adaptive rules reach: buffers up to 32 MB (its largest
     mmap threshold) come from the heap, and up to 64 MB of free memory at the heap's top is kept
     (twice that). TensorFlow lowers the trim threshold presumably against the memory growth reported
-    with generator-fed pipelines (tensorflow/tensorflow#65675); a training process gives that up for speed. Measured with the BFC
-    allocator the recipes turn on (`recipes.common`): `benchmarks/allocator.py`. A no-op without
-    glibc, or with ZOO_TF_ALLOCATOR=1 (TensorFlow's settings as they are)."""
+    with generator-fed pipelines (tensorflow/tensorflow#65675); a training process gives that up for
+    speed (`benchmarks/allocator.py` measures it). A no-op without glibc, or with ZOO_TF_ALLOCATOR=1
+    (TensorFlow's settings as they are)."""
     import ctypes
 
     if os.environ.get("ZOO_TF_ALLOCATOR") == "1":
@@ -184,7 +193,11 @@ class Trainer:
     def __init__(self, task, config, model_dir, strategy):
         self.task, self.config, self.model_dir, self.strategy = task, config, model_dir, strategy
         self.chief = is_chief(strategy)
-        set_precision(config.mixed_precision)
+        with dtype_policy(config.mixed_precision):  # the model's layers keep it; the caller's policy is left alone
+            self._build()
+
+    def _build(self):
+        task, config, model_dir, strategy = self.task, self.config, self.model_dir, self.strategy
         keras.utils.set_random_seed(config.seed)
         with strategy.scope():
             self.model = task.build_model()
@@ -220,14 +233,9 @@ class Trainer:
         latest, _, unreadable = checkpoints.newest_readable(model_dir, log=self._log)
         if self.chief:  # a run continuing from an older step never writes over them
             checkpoints.set_aside(unreadable, model_dir)
-        if latest and saved["random_states"]:
-            if not any(name.startswith("random_states/") for name, _ in tf.train.list_variables(latest)):
-                del saved["random_states"]  # a run begun before they were saved keeps its checkpoints' structure
-                self._log("This checkpoint holds no dropout random state (saved by an older zoo): the resumed run "
-                          "trains as well, but its dropout masks differ from an uninterrupted run's.")
         checkpoint = tf.train.Checkpoint(**saved)
         self.write_dir = model_dir if self.chief else os.path.join(model_dir, f".worker_{self._task_id()}")
-        self.manager = tf.train.CheckpointManager(checkpoint, self.write_dir, max_to_keep=config.keep_checkpoints)
+        self.manager = checkpoints.CheckpointManager(checkpoint, self.write_dir, max_to_keep=config.keep_checkpoints)
         if latest:
             checkpoint.read(latest).assert_existing_objects_matched()
             print(f"Resuming from step {int(self.step.numpy())} ({latest}).", flush=True)
@@ -337,6 +345,10 @@ class Trainer:
         "tokens_per_second" (over the whole call), "steady_tokens_per_second" (leaving out
         the first log interval, which traces the loop), "seconds"}, or None when the run
         had already reached train_steps."""
+        with dtype_policy(self.config.mixed_precision):
+            return self._train()
+
+    def _train(self):
         config = self.config
         start = int(self.step.numpy())
         if start >= config.train_steps:

@@ -1,22 +1,20 @@
-"""Encoder-decoder Transformer for translation, with cached decoding.
+"""Encoder-decoder Transformer for translation: config, presets, the model and its loss.
 
 Sources end with </s>; the decoder reads <s> + target and predicts target +
-</s> (right-shifted targets, section 3 of the paper). Decoding starts from
-<s> and runs one token per step with each decoder layer's key/value cache;
-the encoder output and its cross-attention keys/values are computed once per
-sentence and shared by all its beams.
+</s> (right-shifted targets, section 3 of the paper). The text to ids rule is
+in `zoo.translation_preprocessing`, the searches in `zoo.translation_search`,
+the TF Serving module in `zoo.translation_server`.
 """
 
 import dataclasses
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from layers import DecoderBlock, EncoderBlock, TokenAndPositionEmbedding, padding_mask
-from zoo import checks, decoding
-from zoo.optimization import smoothed_cross_entropy
-from zoo.tokenizer import END_ID, PAD_ID, START_ID, UNK_ID
+from zoo import checks
+from zoo.losses import smoothed_cross_entropy
+from zoo.tokenizer import PAD_ID
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,62 +182,27 @@ def build_translator(config):
     return model
 
 
-# --- data ---------------------------------------------------------------------------------------------
-
-
-def source_rows(rows, max_length):
-    """Source token rows truncated to max_length - 1, then </s>."""
-    return [np.append(row[: max_length - 1], END_ID).astype(np.int32) for row in rows]
-
-
-def target_rows(rows, max_length):
-    """<s> + target + </s>, the target truncated to max_length - 1 tokens (decoder input and labels
-    are this row without its last and without its first token)."""
-    return [np.concatenate([[START_ID], row[: max_length - 1], [END_ID]]).astype(np.int32) for row in rows]
-
-
-@tf.function
-def source_ids_from_text(tokenizer, texts, max_length):
-    """In-graph `source_rows` on raw strings: (batch, S) int32, an over-long text truncated."""
-    ragged = tokenizer.tokenize(texts)[:, : max_length - 1]
-    end = tf.fill([tf.shape(texts)[0], 1], tf.constant(END_ID, ragged.dtype))
-    return tf.cast(tf.concat([ragged, end], axis=1).to_tensor(0), tf.int32)
-
-
-@tf.function
-def text_from_ids(tokenizer, token_ids):
-    """Detokenized strings of generated ids (batch, T): special ids and padding dropped.
-
-    A tf.function so that it also runs eagerly (keras-hub tokenizers return lists there)."""
-    token_ids = tf.cast(token_ids, tf.int32)
-    keep = tf.logical_or(token_ids > END_ID, tf.equal(token_ids, UNK_ID))
-    return tokenizer.detokenize(tf.ragged.boolean_mask(token_ids, keep))
-
-
-# --- training and evaluation --------------------------------------------------------------------------
-
-
 def translation_loss(label_smoothing, skip_padding=False):
     """The Task.loss of a translator: smoothed cross-entropy summed over the real target tokens.
 
     `skip_padding`: the blocks' projections, Add & Norm and feed-forward networks, the output
-    projection and the loss run at real tokens only (a quarter of the positions of a Multi30k
-    batch are padding). It needs dynamic shapes: not under XLA (jit_compile, TPUs)."""
+    projection and the loss run at real tokens only (padding is skipped, not computed and masked).
+    It needs dynamic shapes: not under XLA (jit_compile, TPUs)."""
 
     def loss(model, batch, training):
         source, target = batch["source"], batch["target"]
         encoder_output, source_mask = model.encode(source, training=training, skip_padding=skip_padding)
         states = model.decoder_states(target[:, :-1], encoder_output, source_mask, training, skip_padding)
         labels = target[:, 1:]
-        real = labels != PAD_ID
+        is_label = labels != PAD_ID
         if skip_padding:
-            logits = model.project(tf.boolean_mask(states, real))  # (real tokens, vocab)
-            losses = smoothed_cross_entropy(tf.boolean_mask(labels, real), logits, label_smoothing)
+            logits = model.project(tf.boolean_mask(states, is_label))  # (real tokens, vocab)
+            losses = smoothed_cross_entropy(tf.boolean_mask(labels, is_label), logits, label_smoothing)
         else:
-            losses = smoothed_cross_entropy(labels, model.project(states), label_smoothing) * tf.cast(real, tf.float32)
+            losses = smoothed_cross_entropy(labels, model.project(states), label_smoothing) * tf.cast(is_label, tf.float32)
         # Real input tokens: the source's, and the decoder's (<s> + target: one per real label).
-        tokens = tf.reduce_sum(tf.cast(source != PAD_ID, tf.int64)) + tf.reduce_sum(tf.cast(real, tf.int64))
-        return tf.reduce_sum(losses), tf.reduce_sum(tf.cast(real, tf.float32)), tokens
+        tokens = tf.reduce_sum(tf.cast(source != PAD_ID, tf.int64)) + tf.reduce_sum(tf.cast(is_label, tf.int64))
+        return tf.reduce_sum(losses), tf.reduce_sum(tf.cast(is_label, tf.float32)), tokens
 
     return loss
 
@@ -253,116 +216,3 @@ def translation_metrics(model):
         return {"loss": loss_sum, "tokens": weight}
 
     return metrics
-
-
-# --- decoding -----------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class DecodeConfig:
-    """How to search: beam_size 1 is greedy; top_k > 0 or top_p < 1 samples instead."""
-
-    beam_size: int = 5
-    length_penalty: float = 0.6
-    num_return: int = 1
-    top_k: int = 0
-    top_p: float = 1.0
-    temperature: float = 1.0
-    seed: int = 0
-    max_extra_length: int = 50  # a translation has at most source length + this many tokens
-
-    def __post_init__(self):
-        checks.non_negative(self, "max_extra_length")
-        if self.beam_size < 1:
-            raise ValueError(f"beam_size={self.beam_size}: it must be at least 1 (1 = greedy search).")
-        if not 1 <= self.num_return <= self.beam_size:
-            raise ValueError(f"num_return={self.num_return} must be between 1 and beam_size={self.beam_size}.")
-        if self.top_k < 0 or not 0.0 < self.top_p <= 1.0 or self.temperature <= 0:
-            raise ValueError("top_k must be >= 0, top_p in (0, 1] and temperature > 0.")
-        if self.sampling and self.beam_size > 1:
-            raise ValueError(
-                "Sampling (top_k / top_p / temperature) draws one translation per sentence: use beam_size=1."
-            )
-
-    @property
-    def sampling(self):
-        return self.top_k > 0 or self.top_p < 1.0 or self.temperature != 1.0
-
-
-def _never_generate(logits):
-    """Padding and <s> are never a next token."""
-    banned = tf.one_hot([PAD_ID, START_ID], tf.shape(logits)[-1], on_value=True, off_value=False)
-    return tf.where(tf.reduce_any(banned, axis=0), decoding.NEG_INF, logits)
-
-
-def translate_ids(model, source_ids, decode_config, cached=True, always_beam=False):
-    """Translations of a padded batch of source ids, in graph.
-
-    Returns (tokens (batch, num_return, steps) int32, scores (batch, num_return)
-    float32): summed log-probabilities (divided by the length penalty for beam search).
-    `cached=False` recomputes the decoder over the whole prefix at every step
-    (what decoders without a cache do; for comparison). Beam size 1 runs the
-    greedy loop unless `always_beam` (the same result, checked by the tests).
-    """
-    c = decode_config
-    batch = tf.shape(source_ids)[0]
-    steps = tf.minimum(model.config.max_length, tf.shape(source_ids)[1] + c.max_extra_length)
-    beams = 1 if c.sampling else c.beam_size
-    use_beam = beams > 1 or always_beam
-    encoder_output, source_mask = model.encode(source_ids)
-    # Once per sentence, then shared by its beams.
-    cross_caches = model.cross_attention_caches(encoder_output) if cached else None
-    if use_beam:
-        encoder_output, source_mask = decoding.tile_beams((encoder_output, source_mask), beams)
-        cross_caches = None if cross_caches is None else decoding.tile_beams(cross_caches, beams)
-    if cached:
-
-        def step(token_ids, index, caches):
-            logits, caches = model.decode_step(token_ids, index, caches, cross_caches, source_mask)
-            return _never_generate(logits), caches
-
-        state = model.empty_caches(batch, steps)
-    else:
-
-        def step(token_ids, index, prefix):
-            prefix = tf.where(tf.equal(tf.range(steps), index)[None, :], token_ids[:, None], prefix)
-            logits = model.decode(prefix, encoder_output, source_mask)
-            return _never_generate(tf.gather(logits, index, axis=1)), prefix
-
-        state = tf.zeros([batch, steps], tf.int32)
-    start = tf.fill([batch], START_ID)
-    if use_beam:
-        return decoding.beam_search(step, state, start, steps, END_ID, beams, c.length_penalty, c.num_return)
-    if c.sampling:
-        seed = (c.seed, 0)
-        tokens, scores = decoding.sample(step, state, start, steps, END_ID, c.top_k, c.top_p, c.temperature, seed)
-    else:
-        tokens, scores = decoding.greedy(step, state, start, steps, END_ID)
-    return tokens[:, None], scores[:, None]
-
-
-class TranslatorServer(tf.Module):
-    """Source sentences in, translations out, tokenization and search inside the graph."""
-
-    def __init__(self, model, source_tokenizer, target_tokenizer, decode_config, jit_compile=False):
-        super().__init__()
-        self.model = model
-        self.source_tokenizer = source_tokenizer
-        self.target_tokenizer = target_tokenizer
-        self.decode_config = decode_config
-        self._search = tf.function(lambda ids: translate_ids(model, ids, decode_config), jit_compile=jit_compile)
-
-    def translate_n_best(self, text):
-        """(translations (batch, num_return) strings, scores (batch, num_return)); '' for empty input."""
-        ids = source_ids_from_text(self.source_tokenizer, text, self.model.config.max_length)
-        tokens, scores = self._search(ids)
-        shape = tf.shape(tokens)
-        flat = text_from_ids(self.target_tokenizer, tf.reshape(tokens, [-1, shape[2]]))
-        translations = tf.reshape(flat, shape[:2])
-        empty = tf.equal(tf.strings.strip(text), "")[:, None]
-        return tf.where(empty, "", translations), tf.where(empty, 0.0, scores)
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-    def serve(self, text):
-        translations, scores = self.translate_n_best(text)
-        return {"translation": translations[:, 0], "score": scores[:, 0]}

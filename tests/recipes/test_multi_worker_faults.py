@@ -74,7 +74,7 @@ def test_a_killed_worker_stops_the_chief_with_one_line_and_a_restart_resumes(tmp
 
 
 def test_the_lost_worker_line_names_the_peer_not_this_task():
-    from recipes.common import lost_worker_message
+    from recipes.driver import lost_worker_message
 
     error = tf.errors.UnavailableError(
         None, None, "Collective ops is aborted by: Task /job:worker/replica:0/task:1 stopped sending heartbeats "

@@ -45,9 +45,9 @@ def test_the_pretrainer_starts_from_the_checkpoints_encoder_and_masked_lm_head(c
     from safetensors.numpy import load_file
 
     from zoo import pretrained, pretraining, published
-    from zoo.training import set_precision
+    import keras
 
-    set_precision("float32")
+    keras.config.set_dtype_policy("float32")
     read = published.read_checkpoint(checkpoint)
     config = pretraining.PretrainConfig(encoder=published.encoder_config(read, 32), sequence_length=16,
                                         **published.special_ids(read))

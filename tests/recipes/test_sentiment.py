@@ -68,10 +68,10 @@ def test_export_answers_in_a_fresh_tensorflow_process_like_the_model_in_process(
 
     from recipes import sentiment
 
-    from zoo.classifier import head_token_ids
+    from zoo.classifier_preprocessor import ClassifierPreprocessor
 
     trained = sentiment.load_trained(model_dir)
-    token_ids = head_token_ids(trained.tokenizer, tf.constant(texts), trained.config.max_length)
+    token_ids = ClassifierPreprocessor(trained.tokenizer, trained.config.max_length)(tf.constant(texts))
     probabilities = tf.nn.softmax(trained.model(token_ids)).numpy()
     np.testing.assert_allclose(served["p"], probabilities, atol=1e-5)
     assert served["l"] == [trained.run["class_names"][i] for i in probabilities.argmax(-1)]
@@ -81,7 +81,7 @@ def test_an_export_of_averaged_checkpoints_serves_the_mean_model(trained, run_re
     import tensorflow as tf
 
     from recipes import sentiment
-    from zoo.classifier import head_token_ids
+    from zoo.classifier_preprocessor import ClassifierPreprocessor
     from zoo.training import restore_model
 
     model_dir, _, _ = trained  # checkpoints at steps 10, 20 and 30
@@ -94,7 +94,7 @@ def test_an_export_of_averaged_checkpoints_serves_the_mean_model(trained, run_re
     served = serve(text=tf.constant(texts))["probabilities"].numpy()
     trained_run = sentiment.load_trained(model_dir)
     assert restore_model(trained_run.model, model_dir, average=3) == 30
-    token_ids = head_token_ids(trained_run.tokenizer, tf.constant(texts), trained_run.config.max_length)
+    token_ids = ClassifierPreprocessor(trained_run.tokenizer, trained_run.config.max_length)(tf.constant(texts))
     np.testing.assert_allclose(served, tf.nn.softmax(trained_run.model(token_ids)).numpy(), atol=1e-5)
     newest = tf.nn.softmax(sentiment.load_trained(model_dir).model(token_ids)).numpy()
     assert np.abs(served - newest).max() > 1e-4  # the mean, not the newest

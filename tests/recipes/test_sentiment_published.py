@@ -58,17 +58,20 @@ def test_training_and_serving_frame_texts_the_same_way(trained):
     """[CLS] + head and tail + [SEP]: the NumPy rows of training and the graph of the export agree."""
     import tensorflow as tf
 
-    from zoo import classifier, tokenizer
+    from zoo import tokenizer
+    from zoo.classifier_preprocessor import ClassifierPreprocessor
 
     model_dir, _, _, _ = trained
     tok = tokenizer.load_tokenizer(model_dir)
     start, end = tokenizer.framing(tok)
     assert (start, end) == (fixtures.vocabulary(120).index("[CLS]"), fixtures.vocabulary(120).index("[SEP]"))
     texts = ["The movie was great!", "", "not bad at all " * 20, "Café déjà vu"]
-    rows = classifier.with_head_token(tokenizer.tokenize(tok, texts), 24, start, end)
-    graph = classifier.head_token_ids(tok, tf.constant(texts), 24, start, end).numpy()
-    for row, ids in zip(rows, graph):
-        assert row[0] == start and row[-1] == end and len(row) <= 24
+    preprocessor = ClassifierPreprocessor(tok, 24, start, end)
+    rows = preprocessor.rows(texts)
+    graph = preprocessor(tf.constant(texts)).numpy()
+    for text, row, ids in zip(texts, rows, graph):
+        pieces = tokenizer.tokenize(tok, [text])[0].tolist()  # room 22: a head of 5, a tail of 17
+        np.testing.assert_array_equal(row, [start, *(pieces if len(pieces) <= 22 else pieces[:5] + pieces[-17:]), end])
         np.testing.assert_array_equal(ids[: len(row)], row)
         assert not ids[len(row):].any()
 
@@ -90,11 +93,10 @@ def test_the_export_answers_in_a_fresh_process_as_the_model_does(trained):
     import tensorflow as tf
 
     from recipes import sentiment
-    from zoo import classifier, tokenizer
+    from zoo.classifier_preprocessor import ClassifierPreprocessor
 
     trained_run = sentiment.load_trained(model_dir)
-    ids = classifier.head_token_ids(trained_run.tokenizer, tf.constant(texts), trained_run.config.max_length,
-                                    *tokenizer.framing(trained_run.tokenizer))
+    ids = ClassifierPreprocessor.for_tokenizer(trained_run.tokenizer, trained_run.config.max_length)(tf.constant(texts))
     expected = tf.nn.softmax(trained_run.model(ids)).numpy()
     np.testing.assert_allclose(served, expected, atol=1e-5)
 

@@ -9,7 +9,8 @@ from zoo.classifier import ClassifierConfig
 from zoo.language_model import LMConfig
 from zoo.pretraining import PretrainConfig
 from zoo.training import TrainConfig
-from zoo.translation import DecodeConfig, TranslatorConfig
+from zoo.translation import TranslatorConfig
+from zoo.translation_search import DecodeConfig
 
 
 @pytest.mark.parametrize(
@@ -87,3 +88,37 @@ def test_flags_out_of_range_are_refused_when_parsed(recipe, flags, named, tmp_pa
     result = run_recipe(recipe, *flags, f"--model_dir={tmp_path / 'run'}", check=False)
     assert result.returncode != 0 and named in result.stderr and "Traceback" not in result.stderr
     assert not os.path.exists(tmp_path / "run" / "config.json")
+
+
+@pytest.mark.parametrize(
+    "recipe, flags, message",
+    [
+        ("sentiment", ["--mode=eval", "--batch_size=-1"], "error: --batch_size=-1 must be at least 1."),
+        ("pretrain", ["--mode=eval", "--batch_size=0"], "error: --batch_size=0 must be at least 1."),
+        ("sentiment", ["--dataset=sst2", "--max_length=1"],
+         "error: --max_length=1 leaves no room for text beside the start token: use at least 2."),
+        ("translate", ["--dataset=multi30k", "--max_tokens=1", "--max_length=16"],
+         "error: --max_tokens=1 cannot hold one pair of up to --max_length=16 tokens: give at least 16, or a "
+         "smaller --max_length."),
+        ("lm", ["--mode=generate", "--prompt=the", "--temperature=inf"],
+         "error: --temperature must be positive and finite, and --top_k non-negative."),
+        ("sentiment", ["--dataset=sst2", "--max_examples=200", "--batch_size=8", "--epochs=0.001"],
+         "error: --epochs=0.001 is less than one step: 200 examples make 25.00 steps of 8 a pass. Give at least "
+         "--epochs=0.04 (one step), or --train_steps."),
+    ],
+)
+def test_sizes_are_refused_in_one_line_before_any_work(recipe, flags, message, tmp_path, run_recipe):
+    model_dir = tmp_path / "run"
+    result = run_recipe(recipe, *flags, f"--model_dir={model_dir}", check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == message
+    assert not model_dir.exists()  # nothing written, no empty folder left
+
+
+def test_a_model_dir_under_a_file_is_refused_in_one_line(tmp_path, run_recipe):
+    path = tmp_path / "notes.txt"
+    path.write_text("mine")
+    result = run_recipe("sentiment", "--dataset=sst2", f"--model_dir={path}/run", check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(f"error: Could not write the run folder: {path} is a file")
+    assert path.read_text() == "mine"

@@ -51,26 +51,6 @@ def test_plan_dataset_pads_gathers_and_skips():
     assert len(skipped) == 1 and skipped[0]["label"].tolist() == [1]
 
 
-def test_truncation_keeps_head_and_tail_the_same_in_numpy_and_in_graph():
-    import tensorflow as tf
-
-    from zoo import classifier, tokenizer
-
-    proto = tokenizer.train_tokenizer([f"word{i} and more words {i % 7}" for i in range(300)], 40)
-    tok = tokenizer.load_tokenizer(proto)
-    texts = ["word1 and", " ".join(f"word{i}" for i in range(40))]
-    rows = tokenizer.tokenize(tok, texts)
-    assert len(rows[0]) <= 15 < len(rows[1])
-    numpy_ids = classifier.with_head_token(rows, max_length=16)
-    graph_ids = classifier.head_token_ids(tok, tf.constant(texts), 16).numpy()
-    head, tail = classifier.head_and_tail(16)
-    assert (head, tail) == (3, 12)
-    assert numpy_ids[0].tolist() == [tokenizer.START_ID, *rows[0].tolist()]
-    assert numpy_ids[1].tolist() == [tokenizer.START_ID, *rows[1][:3].tolist(), *rows[1][-12:].tolist()]
-    for row, graph_row in zip(numpy_ids, graph_ids):
-        assert graph_row[: len(row)].tolist() == row.tolist() and not graph_row[len(row) :].any()
-
-
 def test_the_tokenizer_learns_from_texts_longer_than_sentencepieces_limit():
     # SentencePiece silently skips sentences over 4192 bytes: every one of these would be lost.
     texts = [" ".join(f"word{(i * 7 + j) % 300}" for j in range(1000)) for i in range(40)]

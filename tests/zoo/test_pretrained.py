@@ -76,7 +76,9 @@ def test_copy_encoder_weights_requires_every_encoder_weight():
 
 
 def run_of(encoder):
-    return json.loads(json.dumps({"model": dataclasses.asdict(PretrainConfig(encoder=encoder, sequence_length=16))}))
+    """The encoder config as a pretraining run's config.json gives it back."""
+    record = json.loads(json.dumps({"model": dataclasses.asdict(PretrainConfig(encoder=encoder, sequence_length=16))}))
+    return PretrainConfig(**record["model"]).encoder
 
 
 def test_classifier_config_is_the_pretrained_encoders_with_the_asked_dropout():

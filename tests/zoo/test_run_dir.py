@@ -73,14 +73,14 @@ def test_metrics_sections_are_updated_atomically(tmp_path, monkeypatch):
                                                                         "eval_validation": {"accuracy": 0.8}}
     before = (tmp_path / METRICS_FILE).read_text()
 
-    def full_disk(data, f, **kwargs):
-        f.write('{"train": ')
+    def full_disk(source, target):
         raise OSError(27, "File too large")
 
-    monkeypatch.setattr(run_dir.json, "dump", full_disk)
-    with pytest.raises(OSError):
+    monkeypatch.setattr(run_dir.disk.os, "replace", full_disk)  # the new file is written, then cannot take its place
+    with pytest.raises(run_dir.disk.WriteError, match=f"Could not write {METRICS_FILE}: .*File too large"):
         folder.update_metrics(eval_test={"accuracy": 0.7})
     assert (tmp_path / METRICS_FILE).read_text() == before
+    assert sorted(os.listdir(tmp_path)) == [METRICS_FILE]  # no half-written file left
 
 
 def test_training_is_recorded_only_where_it_can_resume(tmp_path):

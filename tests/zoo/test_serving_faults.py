@@ -50,14 +50,16 @@ TEXTS = {
 VALID = {"max_new_tokens": 3, "temperature": 1.0, "top_k": 2, "seed": 0}
 
 # (export, signature, argument, out-of-range value). LanguageModelServer's limit on max_new_tokens
-# is 2048; NaN is no positive temperature.
+# is 2048; NaN is no positive temperature, infinity no finite one; PTB's vocabulary has 10,001 tokens.
 OUT_OF_RANGE = [
     ("lm", "generate", "max_new_tokens", -1),
     ("lm", "generate", "max_new_tokens", 0),
     ("lm", "generate", "max_new_tokens", 2049),
     ("lm", "generate", "temperature", 0.0),
     ("lm", "generate", "temperature", float("nan")),
+    ("lm", "generate", "temperature", float("inf")),
     ("lm", "generate", "top_k", -1),
+    ("lm", "generate", "top_k", 10_002),
     ("pretrain", "fill_mask", "top_k", 0),
     ("pretrain", "fill_mask", "top_k", -1),
 ]
