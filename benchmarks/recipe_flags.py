@@ -29,8 +29,8 @@ PRETRAIN = ["--corpus=imdb_unsup,imdb", "--preset=small", "--sequence_length=512
 # BERT's fine-tuning defaults otherwise (recipes.sentiment). SST-2 trains on sst2_tune, whose held-out 5% is
 # its validation split, and reports SST-2 dev from that run.
 PUBLISHED = {
-    "imdb": ["--dataset=imdb", "--max_length=384", "--epochs=1", "--batch_size=32", "--warmup_steps=74",
-             "--checkpoint_every=50", "--log_every=10"],
+    "imdb": ["--dataset=imdb", "--max_length=512", "--epochs=1", "--batch_size=32", "--learning_rate=1e-4",
+             "--warmup_steps=74", "--checkpoint_every=50", "--log_every=10"],
     "sst2": ["--dataset=sst2_tune", "--max_length=128", "--epochs=1", "--batch_size=32", "--checkpoint_every=500",
              "--log_every=100"],
 }
