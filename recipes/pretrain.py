@@ -18,7 +18,7 @@ import tensorflow as tf
 from absl import app, flags
 
 from recipes import common, driver
-from zoo import batching, pretrained, pretraining, pretraining_data, published, tokenizer
+from zoo import batching, pretrained, pretraining, pretraining_data, pretraining_masks, published, tokenizer
 from zoo.distribute import is_chief
 from zoo.evaluation import evaluate, write_summaries
 from zoo.run_dir import RunDir, RunDirError
@@ -138,13 +138,14 @@ def packed_rows(tok, documents, config):
 
 
 def masked_dataset(rows, plan, config, seed, stream_id, skip=0):
-    """plan_dataset of packed rows, each batch masked by `pretraining.with_masks` with a seed
+    """plan_dataset of packed rows, each batch masked by `pretraining_masks.with_masks` with a seed
     made of (seed, stream_id, the batch's index): the same masks whatever step a run resumes at."""
     dataset = batching.plan_dataset(plan, {"token_ids": rows}, skip=skip).enumerate(start=skip)
     base = tf.constant(stream_id * 2**32, tf.int64)
 
     def masked(index, batch):
-        return pretraining.with_masks(batch["token_ids"], tf.stack([tf.constant(seed, tf.int64), base + index]), config)
+        batch_seed = tf.stack([tf.constant(seed, tf.int64), base + index])
+        return pretraining_masks.with_masks(batch["token_ids"], batch_seed, config)
 
     return dataset.map(masked, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 

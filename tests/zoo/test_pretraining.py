@@ -13,7 +13,7 @@ import tensorflow as tf
 
 import zoo  # noqa: F401  (TensorFlow backend first)
 import keras
-from zoo import classifier, pretraining
+from zoo import classifier, pretraining, pretraining_masks
 from zoo.classifier import ClassifierConfig
 from zoo.pretraining import PretrainConfig
 
@@ -153,7 +153,7 @@ def test_mask_tokens_statistics_on_a_large_batch():
     vocab, length, rate = 20, 48, 0.15
     max_predictions = math.ceil(rate * length)
     ids = random_rows(np.random.default_rng(0), 6000, length, vocab)
-    out = pretraining.mask_tokens(tf.constant(ids), tf.constant([7, 11]), rate, max_predictions, vocab)
+    out = pretraining_masks.mask_tokens(tf.constant(ids), tf.constant([7, 11]), rate, max_predictions, vocab)
     original, corrupted = check_masking(ids, out, rate, max_predictions, vocab)
     n = len(original)
     assert n > 15000
@@ -178,7 +178,7 @@ def test_mask_tokens_chooses_positions_uniformly():
     # 2000 identical rows of 20 regular tokens: 3 chosen per row, each position with probability 3/20.
     row = np.concatenate([[START], np.arange(5, 25), [END], [0, 0]]).astype(np.int32)
     ids = np.tile(row, (2000, 1))
-    out = pretraining.mask_tokens(tf.constant(ids), tf.constant([3, 4]), 0.15, 5, 30)
+    out = pretraining_masks.mask_tokens(tf.constant(ids), tf.constant([3, 4]), 0.15, 5, 30)
     check_masking(ids, out, 0.15, 5, 30)
     weights = out["mask_weights"].numpy()
     np.testing.assert_array_equal(weights.sum(1), 3.0)
@@ -191,7 +191,7 @@ def test_mask_tokens_chooses_positions_uniformly():
 
 def test_mask_tokens_caps_at_max_predictions():
     ids = np.tile(np.concatenate([[START], np.arange(5, 25)]).astype(np.int32), (50, 1))
-    out = pretraining.mask_tokens(tf.constant(ids), tf.constant([1, 1]), 0.5, 3, 30)  # round(0.5 * 20) = 10 > 3
+    out = pretraining_masks.mask_tokens(tf.constant(ids), tf.constant([1, 1]), 0.5, 3, 30)  # round(0.5 * 20) = 10 > 3
     check_masking(ids, out, 0.5, 3, 30)
     np.testing.assert_array_equal(out["mask_weights"].numpy().sum(1), 3.0)
 
@@ -201,7 +201,7 @@ def test_mask_tokens_at_least_one_and_none_without_selectable_tokens():
                     [START, END, UNK, MASK, 0, 0, 0, 0],  # none selectable
                     [0, 0, 0, 0, 0, 0, 0, 0],  # all padding
                     [START, 5, 6, 7, 8, 9, 10, END]], np.int32)  # 6 selectable: round(0.9) = 1
-    out = pretraining.mask_tokens(tf.constant(ids), tf.constant([5, 6]), 0.15, 2, 12)
+    out = pretraining_masks.mask_tokens(tf.constant(ids), tf.constant([5, 6]), 0.15, 2, 12)
     check_masking(ids, out, 0.15, 2, 12)
     np.testing.assert_array_equal(out["mask_weights"].numpy().sum(1), [1, 0, 0, 1])
     assert out["mask_positions"].numpy()[0][out["mask_weights"].numpy()[0] == 1][0] == 1
@@ -210,9 +210,9 @@ def test_mask_tokens_at_least_one_and_none_without_selectable_tokens():
 
 def test_mask_tokens_is_deterministic_by_seed():
     ids = random_rows(np.random.default_rng(1), 64, 32, 50)
-    a = pretraining.mask_tokens(tf.constant(ids), tf.constant([1, 2]), 0.15, 5, 50)
-    b = pretraining.mask_tokens(tf.constant(ids), tf.constant([1, 2]), 0.15, 5, 50)
-    c = pretraining.mask_tokens(tf.constant(ids), tf.constant([1, 3]), 0.15, 5, 50)
+    a = pretraining_masks.mask_tokens(tf.constant(ids), tf.constant([1, 2]), 0.15, 5, 50)
+    b = pretraining_masks.mask_tokens(tf.constant(ids), tf.constant([1, 2]), 0.15, 5, 50)
+    c = pretraining_masks.mask_tokens(tf.constant(ids), tf.constant([1, 3]), 0.15, 5, 50)
     assert set(a) >= {"token_ids", "mask_positions", "mask_ids", "mask_weights"}
     for key in ("token_ids", "mask_positions", "mask_ids", "mask_weights"):
         np.testing.assert_array_equal(a[key].numpy(), b[key].numpy())
@@ -225,10 +225,10 @@ def test_mask_tokens_in_a_graph_with_unknown_shapes_matches_eager():
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)])
     def masked(token_ids):
-        return pretraining.mask_tokens(token_ids, tf.constant([9, 9]), 0.15, 4, 50)
+        return pretraining_masks.mask_tokens(token_ids, tf.constant([9, 9]), 0.15, 4, 50)
 
     graph = masked(tf.constant(ids))
-    eager = pretraining.mask_tokens(tf.constant(ids), tf.constant([9, 9]), 0.15, 4, 50)
+    eager = pretraining_masks.mask_tokens(tf.constant(ids), tf.constant([9, 9]), 0.15, 4, 50)
     for key in ("token_ids", "mask_positions", "mask_ids", "mask_weights"):
         np.testing.assert_array_equal(graph[key].numpy(), eager[key].numpy())
 
@@ -270,15 +270,15 @@ def mlm_fixture():
 def test_with_masks_adds_originals_and_a_seed():
     config = config_for("electra", mask_rate=0.3)
     ids = batch_ids(np.random.default_rng(3), batch=40)
-    batch = pretraining.with_masks(tf.constant(ids), tf.constant([4, 2]), config)
+    batch = pretraining_masks.with_masks(tf.constant(ids), tf.constant([4, 2]), config)
     assert {"token_ids", "mask_positions", "mask_ids", "mask_weights", "original_ids", "seed"} <= set(batch)
     np.testing.assert_array_equal(batch["original_ids"].numpy(), ids)
     assert batch["seed"].shape == (2,)
     check_masking(ids, batch, 0.3, config.max_predictions, ENCODER.vocab_size)
-    again = pretraining.with_masks(tf.constant(ids), tf.constant([4, 2]), config)
+    again = pretraining_masks.with_masks(tf.constant(ids), tf.constant([4, 2]), config)
     for key in batch:
         np.testing.assert_array_equal(batch[key].numpy(), again[key].numpy())
-    other = pretraining.with_masks(tf.constant(ids), tf.constant([4, 3]), config)
+    other = pretraining_masks.with_masks(tf.constant(ids), tf.constant([4, 3]), config)
     assert not np.array_equal(batch["token_ids"].numpy(), other["token_ids"].numpy())
     assert not np.array_equal(batch["seed"].numpy(), other["seed"].numpy())
 
@@ -286,7 +286,7 @@ def test_with_masks_adds_originals_and_a_seed():
 def test_pretrainer_structure_and_outputs(electra, mlm):
     config, model = electra
     ids = batch_ids(np.random.default_rng(4))
-    batch = pretraining.with_masks(tf.constant(ids), tf.constant([1, 2]), config)
+    batch = pretraining_masks.with_masks(tf.constant(ids), tf.constant([1, 2]), config)
     out = model(batch, training=False)
     assert out["mlm_logits"].shape == (6, config.max_predictions, ENCODER.vocab_size)
     assert out["mlm_logits"].dtype == tf.float32
@@ -306,7 +306,7 @@ def test_pretrainer_structure_and_outputs(electra, mlm):
     assert encoder_names == classifier_names
 
     config, model = mlm
-    batch = pretraining.with_masks(tf.constant(ids), tf.constant([1, 2]), config)
+    batch = pretraining_masks.with_masks(tf.constant(ids), tf.constant([1, 2]), config)
     out = model(batch, training=False)
     assert model.generator is None
     assert out["mlm_logits"].shape == (6, config.max_predictions, ENCODER.vocab_size)
@@ -318,7 +318,7 @@ def test_replaced_only_at_chosen_positions_and_never_on_padding(electra):
     config, model = electra
     ids = batch_ids(np.random.default_rng(5), batch=8)
     for seed in ([1, 1], [2, 7], [3, 9]):
-        batch = pretraining.with_masks(tf.constant(ids), tf.constant(seed), config)
+        batch = pretraining_masks.with_masks(tf.constant(ids), tf.constant(seed), config)
         replaced = model(batch, training=False)["replaced"].numpy()
         chosen = np.zeros_like(replaced)
         positions, weights = batch["mask_positions"].numpy(), batch["mask_weights"].numpy()
@@ -342,7 +342,7 @@ def test_discriminator_sees_the_generators_samples_at_every_chosen_position():
     config = config_for("electra", mask_rate=0.4)
     model = pretraining.build_pretrainer(config)
     ids = batch_ids(np.random.default_rng(6), batch=24, low=5, high=9)  # about a quarter are 7
-    batch = pretraining.with_masks(tf.constant(ids), tf.constant([8, 8]), config)
+    batch = pretraining_masks.with_masks(tf.constant(ids), tf.constant([8, 8]), config)
     model(batch, training=False)
     bias = mlm_bias(model)
     forced = np.zeros(ENCODER.vocab_size, np.float32)
@@ -381,7 +381,7 @@ def variable_ids(variables):
 def test_detection_loss_trains_no_generator_only_weight(electra):
     config, model = electra
     ids = batch_ids(np.random.default_rng(7))
-    batch = pretraining.with_masks(tf.constant(ids), tf.constant([5, 5]), config)
+    batch = pretraining_masks.with_masks(tf.constant(ids), tf.constant([5, 5]), config)
     shared = variable_ids(model.encoder.trainable_variables)
     generator_only = [v for v in model.generator.trainable_variables + model.mlm_head.trainable_variables
                       if id(v) not in shared]
@@ -434,7 +434,7 @@ def expected_loss(config, batch, out):
 def test_pretraining_loss_matches_numpy(objective, electra, mlm):
     config, model = electra if objective == "electra" else mlm
     ids = batch_ids(np.random.default_rng(8))
-    batch = pretraining.with_masks(tf.constant(ids), tf.constant([2, 3]), config)
+    batch = pretraining_masks.with_masks(tf.constant(ids), tf.constant([2, 3]), config)
     assert np.all(batch["mask_weights"].numpy().sum(1) > 0)
     loss_sum, weight, tokens = pretraining.pretraining_loss(config)(model, batch, False)
     out = model(batch, training=False)
@@ -451,7 +451,7 @@ def test_pretraining_loss_matches_numpy(objective, electra, mlm):
 def test_pretraining_metrics_match_numpy(objective, electra, mlm):
     config, model = electra if objective == "electra" else mlm
     ids = batch_ids(np.random.default_rng(9))
-    batch = pretraining.with_masks(tf.constant(ids), tf.constant([6, 1]), config)
+    batch = pretraining_masks.with_masks(tf.constant(ids), tf.constant([6, 1]), config)
     metrics = pretraining.pretraining_metrics(model)
     sums = {k: float(v) for k, v in metrics(batch).items()}
     out = model(batch, training=False)
