@@ -150,7 +150,7 @@ def load_trained(model_dir, memory_length=None, average=1):
         return config if memory_length is None else lm.with_memory_length(config, memory_length)
 
     return RunDir(model_dir).load_run(RECIPE, make_config, lm.build_language_model,
-                                      lambda run_dir: Vocabulary.load(run_dir.path), average)
+                                      lambda run_dir, _: Vocabulary.load(run_dir.path), average)
 
 
 def report(nll, count, level):

@@ -136,7 +136,7 @@ def load_trained(model_dir, average=1):
     """The newest checkpoint of a run (with average=N, the mean of the newest N), rebuilt in float32
     whatever it trained in: a LoadedRun."""
     return RunDir(model_dir).load_run(RECIPE, lambda model: classifier.ClassifierConfig(**model),
-                                      classifier.build_classifier, RunDir.tokenizer, average)
+                                      classifier.build_classifier, lambda run_dir, _: run_dir.tokenizer(), average)
 
 
 def preprocessor(loaded):

@@ -140,9 +140,8 @@ def load_trained(model_dir, average=1):
     def make_config(model):
         return translation.TranslatorConfig(**model)
 
-    run_dir = RunDir(model_dir)
-    shared = run_dir.require_run(RECIPE)["model"]["shared_vocabulary"]
-    return run_dir.load_run(RECIPE, make_config, translation.build_translator, lambda d: d.tokenizers(shared), average)
+    return RunDir(model_dir).load_run(RECIPE, make_config, translation.build_translator,
+                                      lambda run_dir, config: run_dir.tokenizers(config.shared_vocabulary), average)
 
 
 def translate_corpus(loaded, sources, decode, batch_size, jit_compile=False, search=translate_ids,

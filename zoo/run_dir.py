@@ -208,11 +208,11 @@ class RunDir:
 
     def load_run(self, recipe, make_config, build_model, load_tokenizer, average=1):
         """A trained `recipe` run as a LoadedRun: its record, `make_config(record["model"])`, the model
-        `build_model(config)` holding the newest checkpoint (`load_model`), and `load_tokenizer(self)`."""
+        `build_model(config)` holding the newest checkpoint (`load_model`), and `load_tokenizer(self, config)`."""
         run = self.require_run(recipe)
         config = make_config(run["model"])
         model, step = self.load_model(lambda: build_model(config), average)
-        return LoadedRun(run, config, model, load_tokenizer(self), step)
+        return LoadedRun(run, config, model, load_tokenizer(self, config), step)
 
     # --- one run at a time ------------------------------------------------------------------------
 
