@@ -14,6 +14,9 @@ os.environ.setdefault("ZOO_DATA_DIR", os.path.join(os.path.dirname(ROOT), "share
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 # As the recipes run (recipes.common): TensorFlow's BFC allocator for CPU tensors, set before any test allocates.
 os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "1")
+# One thread per op in this process and the recipes it starts: pytest runs one worker per core, and the tiny
+# models' ops are too small to gain from a second thread that the other worker is using.
+os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 
 
 def run_recipe(module, *args, timeout=300, env=None, check=True, input=None):
@@ -39,3 +42,45 @@ def fresh_process_json(program, timeout=300):
 @pytest.fixture(name="run_recipe")
 def run_recipe_fixture():
     return run_recipe
+
+
+class RecipeProbes:
+    """Commands that a recipe must refuse before any work, run in one warm process per recipe
+    (tests/recipe_probes.py) instead of a fresh one each: the same entry point, flags parsing, `error:`
+    lines and exit status, without starting TensorFlow again. Returns what `run_recipe(check=False)` does."""
+
+    def __init__(self):
+        self.processes = {}
+
+    def __call__(self, module, *args, env=None, timeout=300):
+        import select
+
+        process = self.processes.get(module)
+        if process is None or process.poll() is not None:
+            process = subprocess.Popen([sys.executable, "-m", "tests.recipe_probes", module], cwd=ROOT,
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                       text=True)
+            self.processes[module] = process
+        process.stdin.write(json.dumps({"argv": list(args), "env": env or {}}) + "\n")
+        process.stdin.flush()
+        command = [sys.executable, "-m", f"recipes.{module}", *args]
+        if not select.select([process.stdout], [], [], timeout)[0]:
+            process.kill()
+            raise subprocess.TimeoutExpired(command, timeout)
+        line = process.stdout.readline()
+        if not line:
+            raise AssertionError(f"the probe process of recipes.{module} ended on {command}")
+        answer = json.loads(line)
+        return subprocess.CompletedProcess(command, answer["returncode"], answer["stdout"], answer["stderr"])
+
+    def close(self):
+        for process in self.processes.values():  # nothing to flush: they only refused commands
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module", name="probe_recipe")
+def probe_recipe_fixture():
+    probes = RecipeProbes()
+    yield probes
+    probes.close()

@@ -93,24 +93,24 @@ def test_generate_mode_continues_a_prompt(ptb, run_recipe):
         (["--mode=generate", "--prompt=the", "--max_new_tokens=0"], "must be positive"),
     ],
 )
-def test_bad_generation_input_gets_a_clear_error(ptb, run_recipe, flags, message):
+def test_bad_generation_input_gets_a_clear_error(ptb, flags, message, probe_recipe):
     model_dir, _, _ = ptb
-    result = run_recipe("lm", *flags, f"--model_dir={model_dir}", check=False)
+    result = probe_recipe("lm", *flags, f"--model_dir={model_dir}")
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
 
 
-def test_unknown_dataset_gets_a_clear_error(tmp_path, run_recipe):
-    result = run_recipe("lm", "--dataset=wikitext2", f"--model_dir={tmp_path}", check=False)
+def test_unknown_dataset_gets_a_clear_error(tmp_path, probe_recipe):
+    result = probe_recipe("lm", "--dataset=wikitext2", f"--model_dir={tmp_path}")
     assert result.returncode == 2 and "Unknown language-modelling dataset" in result.stderr
 
 
-def test_max_examples_is_refused_rather_than_ignored(tmp_path, run_recipe):
-    result = run_recipe("lm", "--dataset=ptb", "--max_examples=100", f"--model_dir={tmp_path}", check=False)
+def test_max_examples_is_refused_rather_than_ignored(tmp_path, probe_recipe):
+    result = probe_recipe("lm", "--dataset=ptb", "--max_examples=100", f"--model_dir={tmp_path}")
     assert result.returncode == 2 and "--train_steps instead" in result.stderr and "Traceback" not in result.stderr
     assert not os.listdir(tmp_path)  # refused before anything was written
 
 
-def test_tiny_shakespeare_trains_at_character_level_and_reports_bits_per_character(tmp_path, run_recipe):
+def test_tiny_shakespeare_trains_at_character_level_and_reports_bits_per_character(tmp_path, run_recipe, probe_recipe):
     model_dir, export_dir = str(tmp_path / "run"), str(tmp_path / "export")
     result = run_recipe("lm", "--dataset=tinyshakespeare", *QUICK, "--train_steps=10", "--eval_split=validation",
                         "--random_offset", f"--model_dir={model_dir}", f"--export_dir={export_dir}", timeout=600)
@@ -121,8 +121,8 @@ def test_tiny_shakespeare_trains_at_character_level_and_reports_bits_per_charact
     assert served["tokens"] == [9, 1, 0] and served["ppl"][0] > 1
     with open(os.path.join(model_dir, "config.json")) as f:
         assert json.load(f)["data"]["random_offset"] is True
-    refused = run_recipe("lm", "--dataset=tinyshakespeare", *QUICK, "--train_steps=20", f"--model_dir={model_dir}",
-                         "--mode=train", check=False)
+    refused = probe_recipe("lm", "--dataset=tinyshakespeare", *QUICK, "--train_steps=20", f"--model_dir={model_dir}",
+                           "--mode=train")
     assert refused.returncode == 2 and "random_offset=False (was True)" in refused.stderr
     generated = run_recipe("lm", "--mode=generate", f"--model_dir={model_dir}", "--prompt=ROMEO:",
                            "--max_new_tokens=20", "--greedy")

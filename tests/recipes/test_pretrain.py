@@ -125,16 +125,16 @@ def test_fine_tuning_starts_from_the_pretrained_encoder_and_resumes(pretrained_r
     ("--max_length=64", "--max_length=64"),
     ("--preset=small", "--preset=small"),
 ])
-def test_fine_tuning_refuses_settings_that_contradict_the_pretrained_run(pretrained_run, tmp_path, run_recipe,
-                                                                         flag, message):
+def test_fine_tuning_refuses_settings_that_contradict_the_pretrained_run(pretrained_run, tmp_path,
+                                                                         flag, message, probe_recipe):
     model_dir, _, _ = pretrained_run
-    result = run_recipe("sentiment", *FINE_TUNE, f"--init_from={model_dir}", flag, "--train_steps=5",
-                        f"--model_dir={tmp_path}", check=False)
+    result = probe_recipe("sentiment", *FINE_TUNE, f"--init_from={model_dir}", flag, "--train_steps=5",
+                          f"--model_dir={tmp_path}")
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
     assert not os.path.exists(tmp_path / "ckpt-5.index")
 
 
-def test_fine_tuning_refuses_a_directory_without_a_finished_pretraining_run(pretrained_run, tmp_path, run_recipe):
+def test_fine_tuning_refuses_a_directory_without_a_finished_pretraining_run(pretrained_run, tmp_path, probe_recipe):
     unfinished = tmp_path / "unfinished"
     model_dir, _, _ = pretrained_run
     os.makedirs(unfinished)
@@ -144,13 +144,13 @@ def test_fine_tuning_refuses_a_directory_without_a_finished_pretraining_run(pret
     with open(unfinished / "config.json", "w") as f:
         json.dump(config, f)
     for directory, message in ((tmp_path / "nothing", "no pretraining run"), (unfinished, "unfinished")):
-        result = run_recipe("sentiment", *FINE_TUNE, f"--init_from={directory}", "--train_steps=5",
-                            f"--model_dir={tmp_path / 'ft'}", check=False)
+        result = probe_recipe("sentiment", *FINE_TUNE, f"--init_from={directory}", "--train_steps=5",
+                              f"--model_dir={tmp_path / 'ft'}")
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
 
 
-def test_unknown_corpus_gets_a_clear_error(tmp_path, run_recipe):
-    result = run_recipe("pretrain", "--corpus=imdb_test", f"--model_dir={tmp_path}", check=False)
+def test_unknown_corpus_gets_a_clear_error(tmp_path, probe_recipe):
+    result = probe_recipe("pretrain", "--corpus=imdb_test", f"--model_dir={tmp_path}")
     assert result.returncode == 2 and "Unknown pretraining corpus 'imdb_test'" in result.stderr
 
 
@@ -175,12 +175,11 @@ def test_killed_pretraining_resumes_at_its_step(tmp_path):
     assert f"Resuming from step {killed_at} " in resumed.stdout and f"step {killed_at + 5}/{killed_at + 5}" in resumed.stdout
 
 
-def test_resuming_with_another_batch_size_or_corpus_is_refused(pretrained_run, run_recipe):
+def test_resuming_with_another_batch_size_or_corpus_is_refused(pretrained_run, probe_recipe):
     model_dir, _, _ = pretrained_run
     other_batch = [*ELECTRA[:-2], "--batch_size=8", ELECTRA[-1]]
     for flags in (other_batch, ["--corpus=imdb", *ELECTRA[1:]]):
-        result = run_recipe("pretrain", *flags, "--train_steps=30", "--mode=train", f"--model_dir={model_dir}",
-                            check=False)
+        result = probe_recipe("pretrain", *flags, "--train_steps=30", "--mode=train", f"--model_dir={model_dir}")
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
         assert "batch_size=8" in result.stderr or "other corpus" in result.stderr
     assert max(int(n[5:-6]) for n in os.listdir(model_dir) if n.endswith(".index")) == 20

@@ -113,7 +113,7 @@ def test_fine_tuning_the_continued_run_uses_its_wordpiece_vocabulary(continued, 
         assert f.read().split("\n")[:-1] == vocabulary()
 
 
-def test_electra_cannot_continue_a_published_checkpoint(checkpoint, tmp_path):
-    result = run_recipe("pretrain", *QUICK, "--objective=electra", f"--init_from={checkpoint}",
-                        f"--model_dir={tmp_path / 'run'}", check=False)
+def test_electra_cannot_continue_a_published_checkpoint(checkpoint, tmp_path, probe_recipe):
+    result = probe_recipe("pretrain", *QUICK, "--objective=electra", f"--init_from={checkpoint}",
+                          f"--model_dir={tmp_path / 'run'}")
     assert result.returncode == 2 and "--init_from continues masked-LM training" in result.stderr

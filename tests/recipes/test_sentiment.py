@@ -77,7 +77,7 @@ def test_export_answers_in_a_fresh_tensorflow_process_like_the_model_in_process(
     assert served["l"] == [trained.run["class_names"][i] for i in probabilities.argmax(-1)]
 
 
-def test_an_export_of_averaged_checkpoints_serves_the_mean_model(trained, run_recipe, tmp_path):
+def test_an_export_of_averaged_checkpoints_serves_the_mean_model(trained, run_recipe, tmp_path, probe_recipe):
     import tensorflow as tf
 
     from recipes import sentiment
@@ -98,7 +98,7 @@ def test_an_export_of_averaged_checkpoints_serves_the_mean_model(trained, run_re
     np.testing.assert_allclose(served, tf.nn.softmax(trained_run.model(token_ids)).numpy(), atol=1e-5)
     newest = tf.nn.softmax(sentiment.load_trained(model_dir).model(token_ids)).numpy()
     assert np.abs(served - newest).max() > 1e-4  # the mean, not the newest
-    refused = run_recipe("sentiment", "--mode=eval", "--average_checkpoints=4", f"--model_dir={model_dir}", check=False)
+    refused = probe_recipe("sentiment", "--mode=eval", "--average_checkpoints=4", f"--model_dir={model_dir}")
     assert refused.returncode == 2 and "fewer than the 4 asked to average" in refused.stderr
     copy = shutil.copytree(model_dir, tmp_path / "copy")  # the fixture's metrics.json stays as it is
     run_recipe("sentiment", "--mode=eval", "--average_checkpoints=2", f"--model_dir={copy}")
@@ -205,22 +205,22 @@ def test_multi_worker_mirrored_trains_with_two_workers(tmp_path):
         (["--dataset=sst2", "--mixed_precision=float8"], "float8"),
     ],
 )
-def test_bad_input_gets_a_clear_error_not_a_traceback(tmp_path, run_recipe, flags, message):
-    result = run_recipe("sentiment", *flags, f"--model_dir={tmp_path}/run", check=False, timeout=120)
+def test_bad_input_gets_a_clear_error_not_a_traceback(tmp_path, flags, message, probe_recipe):
+    result = probe_recipe("sentiment", *flags, f"--model_dir={tmp_path}/run")
     assert result.returncode != 0
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
-def test_a_model_dir_of_another_recipe_is_refused(tmp_path, run_recipe):
+def test_a_model_dir_of_another_recipe_is_refused(tmp_path, probe_recipe):
     os.makedirs(tmp_path / "run")
     (tmp_path / "run" / "config.json").write_text(json.dumps({"recipe": "translate"}))
-    result = run_recipe("sentiment", *QUICK, f"--model_dir={tmp_path}/run", check=False, timeout=120)
+    result = probe_recipe("sentiment", *QUICK, f"--model_dir={tmp_path}/run")
     assert result.returncode == 2 and "holds a 'translate' run" in result.stderr
     assert "Traceback" not in result.stderr
 
 
-def test_helpfull_documents_every_flag(run_recipe):
-    result = run_recipe("sentiment", "--helpfull", check=False, timeout=120)
+def test_helpfull_documents_every_flag(probe_recipe):
+    result = probe_recipe("sentiment", "--helpfull")
     for flag in ("dataset", "preset", "model_dir", "export_dir", "train_steps", "epochs", "batch_size",
                  "learning_rate", "strategy", "cpu_replicas", "[no]jit_compile", "mixed_precision",
                  "checkpoint_every", "mode", "text", "warmup_steps", "label_smoothing", "clip_norm"):
@@ -243,9 +243,9 @@ def test_jit_compile_and_mixed_precision_train(tmp_path, run_recipe, extra):
     assert 0.0 < loss < 5.0
 
 
-def test_a_missing_dataset_says_where_it_looked(tmp_path, run_recipe):
-    result = run_recipe(
-        "sentiment", *QUICK, f"--model_dir={tmp_path}/run", check=False, timeout=120,
+def test_a_missing_dataset_says_where_it_looked(tmp_path, probe_recipe):
+    result = probe_recipe(
+        "sentiment", *QUICK, f"--model_dir={tmp_path}/run",
         env={"ZOO_DATA_DIR": str(tmp_path / "empty")},
     )
     assert result.returncode == 2 and "Traceback" not in result.stderr
@@ -253,21 +253,21 @@ def test_a_missing_dataset_says_where_it_looked(tmp_path, run_recipe):
     assert f"{tmp_path}/empty/sst2/dev.tsv does not exist" in result.stderr
 
 
-def test_resuming_with_another_batch_size_is_refused_naming_it(trained, run_recipe):
+def test_resuming_with_another_batch_size_is_refused_naming_it(trained, probe_recipe):
     model_dir, _, _ = trained
-    result = run_recipe(
+    result = probe_recipe(
         "sentiment", *[f for f in QUICK if not f.startswith("--batch_size")], "--batch_size=8", "--mode=train",
-        "--train_steps=40", f"--model_dir={model_dir}", check=False, timeout=120,
+        "--train_steps=40", f"--model_dir={model_dir}",
     )
     assert result.returncode == 2 and "batch_size=8 (was 16)" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_a_model_dir_with_checkpoints_but_no_config_is_refused(trained, tmp_path, run_recipe):
+def test_a_model_dir_with_checkpoints_but_no_config_is_refused(trained, tmp_path, probe_recipe):
     import shutil
 
     model_dir, _, _ = trained
     foreign = tmp_path / "foreign"
     shutil.copytree(model_dir, foreign)
     os.remove(foreign / "config.json")
-    result = run_recipe("sentiment", *QUICK, f"--model_dir={foreign}", check=False, timeout=120)
+    result = probe_recipe("sentiment", *QUICK, f"--model_dir={foreign}")
     assert result.returncode == 2 and "holds checkpoints but no config.json" in result.stderr

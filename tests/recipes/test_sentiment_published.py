@@ -107,17 +107,17 @@ def test_the_export_answers_in_a_fresh_process_as_the_model_does(trained):
     ("--max_length=33", "--max_length=33 must be in [3, 32]"),
     ("--max_length=2", "--max_length=2 must be in [3, 32]"),
 ])
-def test_flags_that_contradict_the_checkpoint_are_refused_before_any_work(checkpoint, tmp_path, flag, message):
-    result = run_recipe("sentiment", "--dataset=sst2", f"--init_from={checkpoint}", flag,
-                        f"--model_dir={tmp_path / 'run'}", check=False)
+def test_flags_that_contradict_the_checkpoint_are_refused_before_any_work(checkpoint, tmp_path, flag, message,
+                                                                          probe_recipe):
+    result = probe_recipe("sentiment", "--dataset=sst2", f"--init_from={checkpoint}", flag,
+                          f"--model_dir={tmp_path / 'run'}")
     assert result.returncode == 2 and message in result.stderr, result.stderr[-2000:]
     assert not os.path.exists(tmp_path / "run" / "config.json")
 
 
-def test_another_architecture_is_refused_with_the_supported_types(tmp_path):
+def test_another_architecture_is_refused_with_the_supported_types(tmp_path, probe_recipe):
     folder = tmp_path / "gpt2"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "gpt2", "vocab_size": 50257}))
-    result = run_recipe("sentiment", "--dataset=sst2", f"--init_from={folder}", f"--model_dir={tmp_path / 'run'}",
-                        check=False)
+    result = probe_recipe("sentiment", "--dataset=sst2", f"--init_from={folder}", f"--model_dir={tmp_path / 'run'}")
     assert result.returncode == 2 and "'gpt2'" in result.stderr and "bert, electra" in result.stderr

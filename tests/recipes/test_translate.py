@@ -117,7 +117,7 @@ def test_one_vocabulary_per_language_and_an_untied_output_layer(tmp_path, run_re
         (["--dataset=europarl"], "Unknown translation dataset"),
     ],
 )
-def test_bad_flags_get_a_clear_error(tmp_path, run_recipe, flags, message):
+def test_bad_flags_get_a_clear_error(tmp_path, flags, message, probe_recipe):
     args = [a for a in QUICK if not any(a.startswith(f.split("=")[0] + "=") for f in flags)]
-    result = run_recipe("translate", *args, *flags, f"--model_dir={tmp_path}", check=False)
+    result = probe_recipe("translate", *args, *flags, f"--model_dir={tmp_path}")
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr

@@ -56,18 +56,18 @@ def test_a_config_refuses_an_out_of_range_value_naming_it(make, message):
     ],
 )
 def test_every_recipe_refuses_a_negative_learning_rate_in_one_line_before_any_work(recipe, flags, tmp_path,
-                                                                                    run_recipe):
+                                                                                    probe_recipe):
     model_dir = str(tmp_path / "run")
-    result = run_recipe(recipe, *flags, "--learning_rate=-1", f"--model_dir={model_dir}", check=False)
+    result = probe_recipe(recipe, *flags, "--learning_rate=-1", f"--model_dir={model_dir}")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == "error: learning_rate=-1.0 must be positive."
     assert not os.path.exists(os.path.join(model_dir, "config.json"))
 
 
-def test_a_model_dir_that_is_a_file_is_refused_in_one_line(tmp_path, run_recipe):
+def test_a_model_dir_that_is_a_file_is_refused_in_one_line(tmp_path, probe_recipe):
     path = tmp_path / "notes.txt"
     path.write_text("mine")
-    result = run_recipe("sentiment", "--dataset=sst2", f"--model_dir={path}", check=False)
+    result = probe_recipe("sentiment", "--dataset=sst2", f"--model_dir={path}")
     assert result.returncode == 2
     assert "is a file, not a folder" in result.stderr.strip().splitlines()[-1]
     assert path.read_text() == "mine"
@@ -84,8 +84,8 @@ def test_a_model_dir_that_is_a_file_is_refused_in_one_line(tmp_path, run_recipe)
         ("sentiment", ["--dataset=sst2", "--profile_steps=1,3"], "profile_steps=(1, 3) must be two steps"),
     ],
 )
-def test_flags_out_of_range_are_refused_when_parsed(recipe, flags, named, tmp_path, run_recipe):
-    result = run_recipe(recipe, *flags, f"--model_dir={tmp_path / 'run'}", check=False)
+def test_flags_out_of_range_are_refused_when_parsed(recipe, flags, named, tmp_path, probe_recipe):
+    result = probe_recipe(recipe, *flags, f"--model_dir={tmp_path / 'run'}")
     assert result.returncode != 0 and named in result.stderr and "Traceback" not in result.stderr
     assert not os.path.exists(tmp_path / "run" / "config.json")
 
@@ -107,18 +107,18 @@ def test_flags_out_of_range_are_refused_when_parsed(recipe, flags, named, tmp_pa
          "--epochs=0.04 (one step), or --train_steps."),
     ],
 )
-def test_sizes_are_refused_in_one_line_before_any_work(recipe, flags, message, tmp_path, run_recipe):
+def test_sizes_are_refused_in_one_line_before_any_work(recipe, flags, message, tmp_path, probe_recipe):
     model_dir = tmp_path / "run"
-    result = run_recipe(recipe, *flags, f"--model_dir={model_dir}", check=False)
+    result = probe_recipe(recipe, *flags, f"--model_dir={model_dir}")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == message
     assert not model_dir.exists()  # nothing written, no empty folder left
 
 
-def test_a_model_dir_under_a_file_is_refused_in_one_line(tmp_path, run_recipe):
+def test_a_model_dir_under_a_file_is_refused_in_one_line(tmp_path, probe_recipe):
     path = tmp_path / "notes.txt"
     path.write_text("mine")
-    result = run_recipe("sentiment", "--dataset=sst2", f"--model_dir={path}/run", check=False)
+    result = probe_recipe("sentiment", "--dataset=sst2", f"--model_dir={path}/run")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith(f"error: Could not write the run folder: {path} is a file")
     assert path.read_text() == "mine"

@@ -43,9 +43,9 @@ def test_training_rows_and_serving_ids_equal_the_reference(kind, max_length, req
     rows = preprocessor.rows(TEXTS, batch_size=3)  # batches of 3: rows cross batch boundaries in order
     served = preprocessor(tf.constant(TEXTS)).numpy()
     assert served.dtype == np.int32 and served.shape[0] == len(TEXTS) and served.shape[1] <= max_length
-    for text, row, ids in zip(TEXTS, rows, served):
-        pieces = tokenizer.tokenize(tok, [text])[0].tolist()
-        expected = reference(pieces, max_length, start, end)
+    every_pieces = tokenizer.tokenize(tok, TEXTS)  # one call: each call traces the tokenizer's graph again
+    for text, row, ids, pieces in zip(TEXTS, rows, served, every_pieces):
+        expected = reference(pieces.tolist(), max_length, start, end)
         assert row.tolist() == expected, text
         assert ids[: len(expected)].tolist() == expected and not ids[len(expected):].any(), text
 

@@ -90,12 +90,12 @@ def test_a_failed_download_says_what_to_do(monkeypatch):
     ("translate", "multi30k/test_2016_flickr.de.gz", ["--dataset=multi30k", "--source=de", "--target=en",
                                                       "--preset=tiny", "--max_examples=200", "--vocab_size=300"]),
 ])
-def test_a_damaged_evaluation_file_fails_before_training(data_dir, tmp_path, run_recipe, recipe, damaged, flags):
+def test_a_damaged_evaluation_file_fails_before_training(data_dir, tmp_path, recipe, damaged, flags, probe_recipe):
     path = data_dir / damaged
     path.write_bytes(bytes(range(128, 256)) * 40)
     model_dir = tmp_path / "run"
-    result = run_recipe(recipe, *flags, "--mode=train_and_eval", "--eval_split=test", "--train_steps=5",
-                        f"--model_dir={model_dir}", env={"ZOO_DATA_DIR": str(data_dir)}, check=False)
+    result = probe_recipe(recipe, *flags, "--mode=train_and_eval", "--eval_split=test", "--train_steps=5",
+                          f"--model_dir={model_dir}", env={"ZOO_DATA_DIR": str(data_dir)})
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert f"{path} cannot be read" in result.stderr.strip().splitlines()[-1]
     assert "step " not in result.stdout and not list(model_dir.glob("ckpt-*"))

@@ -5,9 +5,10 @@ when the export's ops manifest asks for it), as a server would.
 
 README, "Reliability": every signature answers an empty batch with an empty batch and refuses
 out-of-range arguments with a clear message on the first call. Each out-of-range argument is the
-first call of its own process (a check that only holds from the second call on fails here), made
-again a few times there (a check that races the search it guards loses some of the calls), and a
-valid call in the same process must still work afterwards.
+first call of a freshly loaded export (a check that only holds from the second call on fails here),
+made again a few times there (a check that races the search it guards loses some of the calls), and
+a valid call to the same loaded export must still work afterwards. One process per export makes all
+of its out-of-range calls, each on its own load, so the suite starts TensorFlow once per export.
 """
 
 import json
@@ -68,24 +69,29 @@ ANY_VALUE = {("lm", "generate", "seed")}
 # How many times a process makes its out-of-range call, the first call of the process included.
 REFUSED_CALLS = 10
 
-# Run in a fresh process: loads the export, makes `calls` in order, and prints each call's output
-# shapes or its error, and every signature's input names.
+# Run in a fresh process: for each session (a list of calls), loads the export again and makes the
+# session's calls in order; prints, per session, each call's output shapes or its error, and every
+# signature's input names.
 PROGRAM = """
 import json
 import tensorflow as tf
 {imports}
-model = tf.saved_model.load({version_dir!r})
-answers = []
-for signature, arguments in json.loads({calls!r}):
-    function = model.signatures[signature]
-    specs = function.structured_input_signature[1]
-    try:
-        outputs = function(**{{name: tf.constant(value, specs[name].dtype) for name, value in arguments.items()}})
-        answers.append({{"shapes": {{name: output.shape.as_list() for name, output in outputs.items()}}}})
-    except tf.errors.OpError as error:
-        answers.append({{"error": type(error).__name__, "message": error.message}})
-inputs = {{name: sorted(function.structured_input_signature[1]) for name, function in model.signatures.items()}}
-print(json.dumps({{"answers": answers, "inputs": inputs}}))
+
+def serve(calls):
+    model = tf.saved_model.load({version_dir!r})
+    answers = []
+    for signature, arguments in calls:
+        function = model.signatures[signature]
+        specs = function.structured_input_signature[1]
+        try:
+            outputs = function(**{{name: tf.constant(value, specs[name].dtype) for name, value in arguments.items()}})
+            answers.append({{"shapes": {{name: output.shape.as_list() for name, output in outputs.items()}}}})
+        except tf.errors.OpError as error:
+            answers.append({{"error": type(error).__name__, "message": error.message}})
+    inputs = {{name: sorted(function.structured_input_signature[1]) for name, function in model.signatures.items()}}
+    return {{"answers": answers, "inputs": inputs}}
+
+print(json.dumps([serve(calls) for calls in json.loads({sessions!r})]))
 """
 
 
@@ -116,13 +122,33 @@ def exports_fixture(tmp_path_factory):
     return version_dir
 
 
-def serve_in_fresh_process(version_dir, calls):
-    """Makes `calls` ([signature, {input: value}] in order) in a new process; its JSON answer."""
+def serve_in_fresh_process(version_dir, sessions):
+    """Makes each session's calls ([signature, {input: value}] in order) on its own load of the export,
+    all in one new process; the JSON answer of each session."""
     with open(os.path.join(version_dir, "ops_manifest.json")) as f:
         manifest = json.load(f)
     imports = "import tensorflow_text" if manifest["non_core_ops"] else ""
-    program = PROGRAM.format(imports=imports, version_dir=version_dir, calls=json.dumps(calls))
+    program = PROGRAM.format(imports=imports, version_dir=version_dir, sessions=json.dumps(sessions))
     return fresh_process_json(program, timeout=300)
+
+
+@pytest.fixture(scope="module", name="refusals")
+def refusals_fixture(exports):
+    """(export, signature, argument, value) -> the answers of its session: the out-of-range call made
+    REFUSED_CALLS times on a fresh load, then a valid call; one process per export makes its cases."""
+    served = {}
+
+    def answers(export, signature, argument, value):
+        if export not in served:
+            cases = [(s, a, v) for e, s, a, v in OUT_OF_RANGE if e == export]
+            text = [TEXTS[export]]
+            sessions = [[[s, arguments(export, s, text, **{a: v})]] * REFUSED_CALLS + [[s, arguments(export, s, text)]]
+                        for s, a, v in cases]
+            keys = [(s, a, repr(v)) for s, a, v in cases]  # repr: NaN is not equal to itself
+            served[export] = dict(zip(keys, serve_in_fresh_process(exports(export), sessions)))
+        return served[export][signature, argument, repr(value)]["answers"]
+
+    return answers
 
 
 def arguments(export, signature, text_batch, **changed):
@@ -134,7 +160,7 @@ def arguments(export, signature, text_batch, **changed):
 @pytest.mark.parametrize("export", sorted(SIGNATURES))
 def test_every_signature_answers_an_empty_batch_with_an_empty_batch(exports, export):
     calls = [[signature, arguments(export, signature, [])] for signature in sorted(SIGNATURES[export])]
-    served = serve_in_fresh_process(exports(export), calls)
+    [served] = serve_in_fresh_process(exports(export), [calls])
     assert served["inputs"] == SIGNATURES[export], "the export's signatures changed: probe the new ones here"
     probed = {(e, s, a) for e, s, a, _ in OUT_OF_RANGE} | ANY_VALUE
     scalars = {(export, s, a) for s, names in served["inputs"].items() for a in names if a not in TEXT_INPUTS}
@@ -148,14 +174,9 @@ def test_every_signature_answers_an_empty_batch_with_an_empty_batch(exports, exp
     "export, signature, argument, value", OUT_OF_RANGE, ids=[f"{e}-{s}-{a}={v}" for e, s, a, v in OUT_OF_RANGE]
 )
 def test_an_out_of_range_argument_is_refused_by_name_from_the_first_call_on_and_a_valid_call_then_works(
-    exports, export, signature, argument, value
+    refusals, export, signature, argument, value
 ):
-    text = [TEXTS[export]]
-    out_of_range = [signature, arguments(export, signature, text, **{argument: value})]
-    answers = serve_in_fresh_process(
-        exports(export), [out_of_range] * REFUSED_CALLS + [[signature, arguments(export, signature, text)]]
-    )["answers"]
-    *refused, valid = answers
+    *refused, valid = refusals(export, signature, argument, value)
     for call, answer in enumerate(refused, 1):
         assert answer.get("error") == "InvalidArgumentError", f"call {call}: {argument}={value} not refused: {answer}"
         assert f"{argument} must" in answer["message"], f"call {call}: {answer['message']}"
