@@ -18,6 +18,7 @@ from typing import Callable, Mapping
 from absl import app, flags
 
 from recipes import common
+from recipes.native_log import NativeLog, worker_log_path
 from zoo import export
 from zoo.distribute import is_chief, make_strategy
 from zoo.run_dir import RunDir, RunDirError
@@ -172,7 +173,8 @@ def own_task():
 def run(recipe):
     """absl's app.run of `main(recipe)`, with the errors a user can fix shown as one clear line
     (exit status 2) instead of a traceback; ZOO_DEBUG=1 shows the traceback.
-    A multi-worker run that loses a worker ends with one line naming it (exit status 75)."""
+    A multi-worker run that loses a worker ends with one line naming it (exit status 75); a multi-worker
+    training run keeps TensorFlow's own log lines in a file (recipes.native_log), named when it fails."""
     import tensorflow as tf
     from absl import logging
 
@@ -183,20 +185,42 @@ def run(recipe):
     def guarded(argv):
         del argv
         logging.set_verbosity(logging.WARNING)
+        log = None  # a multi-worker run's TensorFlow log (recipes.native_log)
+        if FLAGS.strategy == "multi_worker_mirrored" and FLAGS.mode in common.TRAINING_MODES:
+            try:
+                log = NativeLog(worker_log_path(recipe.name, own_task()))
+                print(f"TensorFlow's own log lines of this worker go to {log.path}", file=sys.stderr)
+            except OSError as error:  # no writable temporary folder: the lines stay on the terminal
+                print(f"TensorFlow's own log lines stay here: {error}", file=sys.stderr)
+
+        def fail(message, status):
+            kept = log.close(keep=True) if log else None
+            note = f" (TensorFlow's log of this worker: {kept})" if kept else ""
+            sys.stdout.flush()
+            print(f"error: {message}{note}", file=sys.stderr, flush=True)
+            if status == LOST_WORKER_STATUS:
+                os._exit(status)  # TensorFlow's cluster shutdown would wait for the lost task
+            sys.exit(status)
+
+        ended_well = False
         try:
             check_directories()
-            return main(recipe)
+            result = main(recipe)
+            ended_well = True
+            return result
         except (DatasetError, RunDirError, CheckpointError, FileNotFoundError, ValueError, NonFiniteLossError) as error:
             if os.environ.get("ZOO_DEBUG"):
                 raise
-            print(f"error: {error}", file=sys.stderr)
-            sys.exit(2)
+            fail(error, 2)
         except (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.DeadlineExceededError) as error:
             # What a collective or the coordination service raises when a peer stops answering.
             if FLAGS.strategy != "multi_worker_mirrored" or os.environ.get("ZOO_DEBUG"):
                 raise
-            sys.stdout.flush()
-            print(f"error: {lost_worker_message(error, own_task())}", file=sys.stderr, flush=True)
-            os._exit(LOST_WORKER_STATUS)  # TensorFlow's cluster shutdown would wait for the lost task
+            fail(lost_worker_message(error, own_task()), LOST_WORKER_STATUS)
+        finally:
+            if log and log.open:  # not closed by fail(): a clean end, or a traceback
+                kept = log.close(keep=not ended_well)
+                if kept:
+                    print(f"TensorFlow's log of this worker: {kept}", file=sys.stderr)
 
     app.run(guarded)

@@ -1,8 +1,10 @@
 """Multi-worker faults: a worker killed mid-run stops the others within seconds with one line
-naming it; both started again resume from the last checkpoint and finish at the right step."""
+naming it, TensorFlow's own log lines kept in a file out of the way; both started again resume from
+the last checkpoint and finish at the right step."""
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -12,6 +14,9 @@ import time
 import tensorflow as tf
 
 from tests.conftest import ROOT
+
+# A line of TensorFlow's C++ log (glog's prefix: severity, date, time), or absl's line before its log starts.
+NATIVE_LOG_LINE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:\d\d|WARNING: All log messages before absl)")
 
 QUICK = ["--dataset=sst2", "--preset=tiny", "--max_examples=2000", "--vocab_size=500", "--batch_size=16"]
 
@@ -54,13 +59,23 @@ def test_a_killed_worker_stops_the_chief_with_one_line_and_a_restart_resumes(tmp
         time.sleep(0.2)
     other.send_signal(signal.SIGKILL)
     killed = time.time()
-    (out, err), _ = finish(workers, timeout=120)
+    (out, err), (_, killed_err) = finish(workers, timeout=120)
+    killed_log = re.search(r"log lines of this worker go to (.+)$", killed_err, re.MULTILINE)
+    if killed_log and os.path.exists(killed_log.group(1)):  # SIGKILL left it: nobody could remove it
+        os.remove(killed_log.group(1))
     stopped_after = time.time() - killed
     assert chief.returncode == 75, err[-3000:]
     assert stopped_after < 60
     lines = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "Traceback" not in err, err[-3000:]
     assert "task:1" in lines[0] and "Start all the workers again" in lines[0]
+    # After the run's start, TensorFlow's lines went to the file the error line names, not to the terminal.
+    after_start = err.split("TensorFlow's own log lines of this worker go to ", 1)[1].splitlines()[1:]
+    assert not [line for line in after_start if NATIVE_LOG_LINE.match(line)], err[-3000:]
+    log_path = re.search(r"\(TensorFlow's log of this worker: (.+)\)$", lines[0]).group(1)
+    with open(log_path) as f:
+        assert any(NATIVE_LOG_LINE.match(line) for line in f), "the kept log holds no TensorFlow line"
+    os.remove(log_path)
 
     last = int(os.path.basename(tf.train.latest_checkpoint(model_dir)).split("-")[1])
     assert last >= 10
@@ -69,6 +84,8 @@ def test_a_killed_worker_stops_the_chief_with_one_line_and_a_restart_resumes(tmp
     for worker, (out, err) in zip(restarted, outputs):
         assert worker.returncode == 0, err[-3000:]
         assert f"Resuming from step {last}" in out
+        log_path = re.search(r"log lines of this worker go to (.+)$", err, re.MULTILINE).group(1)
+        assert not os.path.exists(log_path), "a run that ended well leaves its TensorFlow log behind"
     with open(os.path.join(model_dir, "metrics.json")) as f:
         assert json.load(f)["train"]["step"] == last + 10
 
