@@ -118,7 +118,7 @@ class TransformerXLBlock(BlockBase):
         x = self.attention_add_norm(inputs, attended, training=training)
         outputs = self.feed_forward_sublayer(x, training=training)
         context = inputs if memory is None else ops.concatenate([memory, inputs], axis=1)
-        new_memory = ops.stop_gradient(context[:, ops.shape(context)[1] - self.memory_length :])
+        new_memory = ops.stop_gradient(context[:, _first_kept(ops.shape(context)[1], self.memory_length) :])
         if return_attention_scores:
             return outputs, scores, new_memory
         return outputs, new_memory
@@ -143,9 +143,17 @@ class TransformerXLBlock(BlockBase):
         x = self.attention_add_norm(inputs, attended)
         outputs = self.feed_forward_sublayer(x)
         length = ops.shape(keys_values[0])[2]  # (batch, heads, length, key_dim)
-        return outputs, tuple(t[:, :, length - self.memory_length :] for t in keys_values)
+        return outputs, tuple(t[:, :, _first_kept(length, self.memory_length) :] for t in keys_values)
 
     def get_config(self):
         config = super().get_config()
         config.update(memory_length=self.memory_length, clamp_length=self.clamp_length)
         return config
+
+
+def _first_kept(length, count):
+    """Where the last `count` of `length` positions begin: 0 when there are fewer than `count` (a
+    negative start would count from the end and keep too few). `length` is an int or a scalar tensor."""
+    if isinstance(length, int):
+        return max(length - count, 0)
+    return ops.maximum(length - count, 0)

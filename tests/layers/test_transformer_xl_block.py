@@ -87,6 +87,22 @@ def test_new_memory_is_last_inputs():
     np.testing.assert_allclose(to_np(new_mem), seg1[:, -L1:], atol=0)
 
 
+def test_fewer_positions_than_memory_length_are_all_kept():
+    """memory + inputs shorter than memory_length: the memory is all of them (no wrap-around that
+    keeps the last few), in call and in step; a later segment fills it up to memory_length."""
+    rng = np.random.default_rng(3)
+    seg1, seg2 = _segments(rng)
+    block = _block(3, memory_length=L1 + L2 + 2)
+    _, new_mem = block(seg2[:, :1], memory=seg1[:, :2])  # 3 positions, memory_length 9
+    np.testing.assert_allclose(to_np(new_mem), np.concatenate([seg1[:, :2], seg2[:, :1]], axis=1), atol=0)
+    _, new_mem = block(seg2)  # no memory, 3 positions
+    np.testing.assert_allclose(to_np(new_mem), seg2, atol=0)
+    _, cache = block.step(seg2[:, :1], block.memory_keys_values(seg1[:, :2]))
+    assert all(tuple(t.shape) == (B, HEADS, 3, HID // HEADS) for t in cache)
+    _, longer = block(seg1, memory=np.concatenate([seg1, seg2], axis=1))  # 11 positions: the last 9
+    np.testing.assert_allclose(to_np(longer), np.concatenate([seg1, seg2, seg1], axis=1)[:, -9:], atol=0)
+
+
 def _is_zero_or_none(g):
     return g is None or np.all(g == 0)
 
