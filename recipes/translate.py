@@ -154,7 +154,9 @@ def translate_corpus(loaded, sources, decode, batch_size, jit_compile=False, sea
     rows = translation_preprocessing.source_rows(loaded.tokenizer.source, sources, loaded.config.max_length)
     plan = batching.evaluation_plan([len(r) for r in rows], batch_size)
     batches = batching.plan_dataset(plan, {"source": rows, "index": np.arange(len(rows))})
-    compiled_search = tf.function(lambda ids: search(loaded.model, ids, decode), jit_compile=jit_compile)
+    # Batches differ in shape (sentences of similar lengths): one graph for all of them, not a trace per shape.
+    compiled_search = tf.function(lambda ids: search(loaded.model, ids, decode), jit_compile=jit_compile,
+                                  reduce_retracing=True)
     hypotheses = [""] * len(rows)
     progress = Progress(len(rows), unit=f"{description} sentence")
     done = 0
