@@ -140,7 +140,8 @@ def packed_rows(tok, documents, config):
 def masked_dataset(rows, plan, config, seed, stream_id, skip=0):
     """plan_dataset of packed rows, each batch masked by `pretraining_masks.with_masks` with a seed
     made of (seed, stream_id, the batch's index): the same masks whatever step a run resumes at."""
-    dataset = batching.plan_dataset(plan, {"token_ids": rows}, skip=skip).enumerate(start=skip)
+    dataset = batching.plan_dataset(plan, {"token_ids": rows}, skip=skip,
+                                    max_length=config.encoder.max_length).enumerate(start=skip)
     base = tf.constant(stream_id * 2**32, tf.int64)
 
     def masked(index, batch):

@@ -38,8 +38,9 @@ flags.DEFINE_integer("max_length", None, "Tokens per text (head token included).
 flags.DEFINE_float("dropout", None, "Dropout rate. Default: the preset's.")
 flags.DEFINE_string("text", None, "The sentence to explain (--mode=explain).")
 flags.DEFINE_string("init_from", None, "Fine-tune this encoder: a finished recipes.pretrain run directory (its "
-                    "config and tokenizer; --preset, --vocab_size and --max_length must agree or be left out), or a "
-                    "published BERT/ELECTRA checkpoint: a Hugging Face folder, hf:ORG/NAME[@REVISION] or "
+                    "config and tokenizer; --preset and --vocab_size must agree or be left out, --max_length may "
+                    "shorten its positions), or a published BERT/ELECTRA checkpoint: a Hugging Face folder, "
+                    "hf:ORG/NAME[@REVISION] or "
                     "keras_hub:PRESET (its config and WordPiece vocabulary; --max_length may shorten its positions; "
                     "training defaults become --learning_rate=5e-5 --warmup_steps=200 --schedule=cosine "
                     "--weight_decay=0.01).")
@@ -123,7 +124,7 @@ def prepare(settings, strategy):
     task = Task(
         build_model=lambda: classifier.build_classifier(config),
         dataset=batching.planned_dataset_fn(plan, replicas, lambda part, skip, _: batching.plan_dataset(
-            part, fields, skip=skip)),
+            part, fields, skip=skip, max_length=config.max_length)),
         loss=classifier.classification_loss(train_config.label_smoothing),
         initialize=pretrained.encoder_initializer(settings.init_from) if settings.init_from else None,
         layer_depths=classifier.layer_depths,
@@ -151,7 +152,8 @@ def run_eval(model_dir, split, dataset=None, batch_size=64, average=1):
         raise ValueError(f"{dataset} has classes {data.class_names}; the model knows {loaded.run['class_names']}.")
     rows = preprocessor(loaded).rows(data.texts)
     plan = batching.evaluation_plan([len(r) for r in rows], batch_size)
-    batches = batching.plan_dataset(plan, {"token_ids": rows, "label": data.labels})
+    batches = batching.plan_dataset(plan, {"token_ids": rows, "label": data.labels},
+                                    max_length=loaded.config.max_length)
     totals = evaluate(classifier.classification_metrics(loaded.model), batches, len(plan), description=split)
     result = {"accuracy": totals["correct"] / totals["examples"], "loss": totals["loss"] / totals["examples"]}
     # Another dataset's split (SST-2 dev for a run trained on sst2_tune) is kept beside the run's own.
@@ -207,7 +209,7 @@ def published_config(spec, existing):
 
 def model_from_flags(init_from):
     """The classifier config the flags ask for: the preset's, or the pretrained run's with --init_from
-    (where an explicit --preset, --vocab_size or --max_length must agree with it), or the
+    (where an explicit --preset or --vocab_size must agree with it, and --max_length be at most its), or the
     published checkpoint's."""
     if not init_from:
         return model_config(FLAGS.preset, vocab_size=FLAGS.vocab_size, max_length=FLAGS.max_length,

@@ -105,15 +105,18 @@ def ragged(rows):
     return tf.RaggedTensor.from_row_lengths(values.astype(np.int32), lengths)
 
 
-def padded(rows, multiple=PAD_TO_MULTIPLE):
-    """(batch, length) int32 with zero padding, length rounded up to `multiple`."""
+def padded(rows, multiple=PAD_TO_MULTIPLE, max_length=None):
+    """(batch, length) int32 with zero padding, length rounded up to `multiple`, but not past
+    `max_length` (a model with that many learned positions takes no longer batch)."""
     dense = rows.to_tensor(0)
     length = tf.shape(dense)[1]
     target = (length + multiple - 1) // multiple * multiple
+    if max_length is not None:
+        target = tf.maximum(tf.minimum(target, max_length), length)
     return tf.pad(dense, [[0, 0], [0, target - length]])
 
 
-def plan_dataset(plan, fields, skip=0):
+def plan_dataset(plan, fields, skip=0, max_length=None):
     """A tf.data.Dataset yielding, for each plan entry, a dict of padded fields.
 
     Args:
@@ -121,6 +124,7 @@ def plan_dataset(plan, fields, skip=0):
         fields: dict name -> list of 1-D int arrays (token rows, padded) or a
             NumPy array with one value per example (labels, gathered as is).
         skip: number of leading plan entries to leave out (resumption).
+        max_length: the model's positions, if rounding up must not pass them.
     """
     tables = {name: ragged(v) if isinstance(v, list) else tf.constant(v) for name, v in fields.items()}
     dataset = tf.data.Dataset.from_tensor_slices(ragged([np.asarray(p, np.int64) for p in plan[skip:]]))
@@ -129,7 +133,7 @@ def plan_dataset(plan, fields, skip=0):
         batch = {}
         for name, table in tables.items():
             rows = tf.gather(table, indices)
-            batch[name] = padded(rows) if isinstance(rows, tf.RaggedTensor) else rows
+            batch[name] = padded(rows, max_length=max_length) if isinstance(rows, tf.RaggedTensor) else rows
         return batch
 
     options = tf.data.Options()

@@ -110,10 +110,15 @@ def classifier_config(encoder, dropout=None, **asked):
     """The fine-tuned classifier's config: the pretrained `encoder`'s (a ClassifierConfig), with `dropout`
     (default: ClassifierConfig's, 0.1, BERT's fine-tuning rate; pretraining may have used none). Each of
     `asked` (preset, vocab_size, max_length: what the user set, None if not) must agree with the
-    pretrained encoder, else PretrainedRunError."""
+    pretrained encoder, else PretrainedRunError; max_length may be shorter than the encoder's (fewer
+    positions: learned ones are cut to it when the weights are copied), not longer."""
     preset = asked.pop("preset", None)
+    max_length = asked.pop("max_length", None)
     wrong = [f"--{k}={v} (the pretrained encoder has {getattr(encoder, k)})"
              for k, v in asked.items() if v is not None and v != getattr(encoder, k)]
+    if max_length is not None and max_length > encoder.max_length:
+        wrong.append(f"--max_length={max_length} (the pretrained encoder has {encoder.max_length} positions: "
+                     f"at most {encoder.max_length})")
     if preset is not None and preset not in classifier.PRESETS:
         raise PretrainedRunError(f"Unknown preset {preset!r}: use one of {sorted(classifier.PRESETS)}, or leave it out.")
     if preset is not None and dataclasses.replace(classifier.PRESETS[preset], vocab_size=encoder.vocab_size,
@@ -125,7 +130,8 @@ def classifier_config(encoder, dropout=None, **asked):
             "leave those flags out (they come from the pretrained run) or pretrain with them."
         )
     default = classifier.ClassifierConfig.dropout
-    return dataclasses.replace(encoder, dropout=default if dropout is None else dropout)
+    return dataclasses.replace(encoder, dropout=default if dropout is None else dropout,
+                               max_length=max_length or encoder.max_length)
 
 
 def copy_encoder_weights(weights, target):
@@ -135,6 +141,9 @@ def copy_encoder_weights(weights, target):
     copied = 0
     for name, values in weights.items():
         destination = target.get_layer(name)
+        # A classifier with fewer positions than the pretrained encoder takes the first rows of its learned table.
+        values = [value[: weight.shape[0]] if "position_embedding" in weight.path and len(value) > weight.shape[0]
+                  else value for value, weight in zip(values, destination.weights)]
         destination.set_weights(values)
         for value, weight in zip(values, destination.get_weights()):
             if not np.array_equal(value, weight):

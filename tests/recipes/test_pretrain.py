@@ -122,7 +122,7 @@ def test_fine_tuning_starts_from_the_pretrained_encoder_and_resumes(pretrained_r
 
 @pytest.mark.parametrize("flag, message", [
     ("--vocab_size=800", "--vocab_size=800"),
-    ("--max_length=64", "--max_length=64"),
+    ("--max_length=4096", "--max_length=4096"),
     ("--preset=small", "--preset=small"),
 ])
 def test_fine_tuning_refuses_settings_that_contradict_the_pretrained_run(pretrained_run, tmp_path,

@@ -103,14 +103,18 @@ def test_the_export_fills_a_written_mask_token(continued):
     assert all(not t.startswith("[") for t in served["tokens"][0][0])  # special pieces are never proposed
 
 
-def test_fine_tuning_the_continued_run_uses_its_wordpiece_vocabulary(continued, tmp_path):
+def test_fine_tuning_the_continued_run_uses_its_wordpiece_vocabulary_and_may_shorten_its_positions(continued,
+                                                                                                  tmp_path):
     model_dir, _, _ = continued
     run_dir = str(tmp_path / "sst2")
     result = run_recipe("sentiment", "--dataset=sst2", "--max_examples=64", "--batch_size=8", "--train_steps=2",
-                        "--mode=train", f"--init_from={model_dir}", f"--model_dir={run_dir}")
+                        "--max_length=12", "--mode=train", f"--init_from={model_dir}", f"--model_dir={run_dir}")
     assert "Initialized the encoder from" in result.stdout
     with open(os.path.join(run_dir, "vocab.txt"), encoding="utf-8") as f:
         assert f.read().split("\n")[:-1] == vocabulary()
+    with open(os.path.join(run_dir, "config.json")) as f:
+        model = json.load(f)["model"]
+    assert model["max_length"] == 12 and model["position"] == "learned"  # 12 of the continued run's 32 positions
 
 
 def test_electra_cannot_continue_a_published_checkpoint(checkpoint, tmp_path, probe_recipe):

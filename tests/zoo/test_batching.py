@@ -60,3 +60,14 @@ def test_the_tokenizer_learns_from_texts_longer_than_sentencepieces_limit():
     assert " ".join(pieces).split() == " ".join(texts).split()
     vocab = tokenizer.load_tokenizer(tokenizer.train_tokenizer(texts, 200))
     assert vocab.vocabulary_size() == 200
+
+
+def test_padding_rounds_up_to_eight_but_not_past_the_models_positions():
+    rows = batching.ragged([np.arange(1, 10), np.arange(1, 4)])  # 9 and 3 tokens
+    assert batching.padded(rows).shape == (2, 16)
+    capped = batching.padded(rows, max_length=12).numpy()
+    assert capped.shape == (2, 12) and capped[0, :9].tolist() == list(range(1, 10)) and not capped[:, 9:].any()
+    assert batching.padded(rows, max_length=32).shape == (2, 16)
+    [batch] = batching.plan_dataset([np.array([0, 1])], {"token_ids": [np.arange(1, 10), np.arange(1, 4)]},
+                                    max_length=10)
+    assert batch["token_ids"].shape == (2, 10)

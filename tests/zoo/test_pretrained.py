@@ -65,6 +65,21 @@ def test_copy_encoder_weights_copies_everything_but_the_head(source):
     np.testing.assert_allclose(body(ids).numpy(), encoder(ids).numpy(), atol=1e-5)
 
 
+def test_a_classifier_with_fewer_positions_takes_the_first_rows_of_the_learned_table():
+    keras.utils.set_random_seed(2)
+    encoder = classifier.build_encoder(ENCODER)
+    rng = np.random.default_rng(3)
+    for variable in encoder.weights:
+        variable.assign(rng.normal(size=variable.shape).astype(np.float32))
+    target = classifier.build_classifier(dataclasses.replace(ENCODER, max_length=8))
+    pretrained.copy_encoder_weights(encoder_weights(encoder), target)
+    table = target.get_layer("embedding").position_embedding.position_embeddings.numpy()
+    np.testing.assert_array_equal(table, encoder.get_layer("embedding").position_embedding.position_embeddings[:8])
+    ids = tf.constant([[2, 7, 8, 9, 3, 0, 0, 0], [2, 11, 12, 13, 14, 15, 16, 3]], tf.int32)
+    body = keras.Model(target.input, target.get_layer(f"encoder_{ENCODER.num_layers - 1}").output)
+    np.testing.assert_allclose(body(ids).numpy(), encoder(ids).numpy(), atol=1e-5)
+
+
 def test_copy_encoder_weights_requires_every_encoder_weight():
     weights = encoder_weights(classifier.build_encoder(ENCODER))
     del weights["encoder_1"]
@@ -97,7 +112,14 @@ def test_classifier_config_accepts_agreeing_flags():
     assert config == dataclasses.replace(encoder, dropout=0.2)
 
 
-@pytest.mark.parametrize("asked,flag", [({"vocab_size": 999}, "--vocab_size"), ({"max_length": 64}, "--max_length"),
+def test_classifier_config_takes_a_shorter_max_length_not_a_longer_one():
+    encoder = dataclasses.replace(classifier.PRESETS["medium"], vocab_size=1234)
+    assert pretrained.classifier_config(run_of(encoder), max_length=64).max_length == 64
+    with pytest.raises(PretrainedRunError, match=f"at most {encoder.max_length}"):
+        pretrained.classifier_config(run_of(encoder), max_length=encoder.max_length + 1)
+
+
+@pytest.mark.parametrize("asked,flag", [({"vocab_size": 999}, "--vocab_size"), ({"max_length": 4096}, "--max_length"),
                                         ({"preset": "base"}, "--preset"), ({"preset": "small"}, "--preset")])
 def test_classifier_config_rejects_disagreeing_flags(asked, flag):
     encoder = dataclasses.replace(classifier.PRESETS["medium"], vocab_size=1234)
