@@ -3,6 +3,7 @@ the counted work per second as a share of the chip's bfloat16 matmul peak, measu
 
   KERAS_BACKEND=jax python -m benchmarks.gpu                      # base and txl on a GPU; tiny on a CPU
   KERAS_BACKEND=jax python -m benchmarks.gpu --preset=tiny --models=base --rounds=1   # a smoke run
+  KERAS_BACKEND=jax python -m benchmarks.gpu --models=base --breakdown   # and base's step in parts
 
 - base: the paper's base encoder-decoder: 6 + 6 layers, hidden 512, 8 heads, feed-forward 2048, a shared
   vocabulary of 32,768 tied with the output projection, dropout 0.1 (sub-layer outputs, embeddings and the
@@ -25,6 +26,7 @@ rate of bfloat16 products of random square matrices (8192 on a GPU), timed as `b
 On a CPU the default preset is `tiny`, a smoke run that writes nothing into BENCHMARKS.md.
 """
 
+import collections
 import concurrent.futures
 import dataclasses
 import json
@@ -43,6 +45,8 @@ flags.DEFINE_multi_string("set", [], "Change a field of the preset, e.g. --set=t
 flags.DEFINE_integer("rounds", 3, "Timed rounds per model (the median is reported), after one compiling step.")
 flags.DEFINE_float("peak_seconds", 3.0, "How long the matmul peak is timed.")
 flags.DEFINE_string("json", None, "Also write the figures to this JSON file.")
+flags.DEFINE_bool("breakdown", False, "After base's rounds, time one step of its commonest batch shape in parts: "
+                  "the forward pass and loss, the backward pass, the optimizer (three programs compiled apart).")
 flags.DEFINE_bool("write", None, "Write the figures into BENCHMARKS.md (default: on a GPU or TPU, not on a CPU).")
 FLAGS = flags.FLAGS
 
@@ -188,6 +192,34 @@ def training_step(model, optimizer, loss):
     return step
 
 
+def step_breakdown(model, optimizer, loss, state, batch, repeats=10):
+    """Milliseconds one step of `batch`'s shape spends in the forward pass and loss, the backward pass
+    and the optimizer: three programs compiled apart (the loss; the loss's gradients; the whole step),
+    none donating `state`, each called `repeats` times after a first call; the parts are differences."""
+    import jax
+
+    def loss_of(trainable, non_trainable, batch):
+        outputs, _ = model.stateless_call(trainable, non_trainable, batch["inputs"], training=True)
+        return loss(outputs, batch)[0]
+
+    programs = {
+        "forward": jax.jit(lambda state, batch: loss_of(state[0], state[1], batch)),
+        "gradient": jax.jit(lambda state, batch: jax.grad(loss_of)(state[0], state[1], batch)),
+        "step": jax.jit(training_step(model, optimizer, loss)),
+    }
+    seconds = {}
+    for name, program in programs.items():
+        jax.block_until_ready(program(state, batch))  # compiles and warms up
+        began = time.perf_counter()
+        for _ in range(repeats):
+            outputs = program(state, batch)
+        jax.block_until_ready(outputs)
+        seconds[name] = (time.perf_counter() - began) / repeats
+    return {"shape": list(batch["labels"].shape), "step_ms": seconds["step"] * 1e3,
+            "forward_ms": seconds["forward"] * 1e3, "backward_ms": (seconds["gradient"] - seconds["forward"]) * 1e3,
+            "optimizer_ms": (seconds["step"] - seconds["gradient"]) * 1e3}
+
+
 def compile_programs(step, state, batches):
     """`step` compiled for each batch's shapes, its state donated: ([program per batch], seconds, whether
     the programs call cuDNN's fused attention). Tracing runs in turn; XLA compiles them side by side."""
@@ -240,8 +272,9 @@ def translation_batches(p, rng):
     return [batches[i] for i in order]
 
 
-def train_translator(p, rounds):
-    """Trains base on the synthetic batches: the figures of its timed rounds."""
+def train_translator(p, rounds, breakdown=False):
+    """Trains base on the synthetic batches: the figures of its timed rounds (and, with `breakdown`, of
+    `step_breakdown` on its commonest batch shape)."""
     import jax
     import numpy as np
 
@@ -269,8 +302,12 @@ def train_translator(p, rounds):
             value, _, state = programs[batch["labels"].shape](state, batch)
         losses.append(float(value))  # waits for the round's last step
         times.append(time.perf_counter() - began)
+    extra = {}
+    if breakdown:
+        commonest = collections.Counter(batch["labels"].shape for batch, _ in batches).most_common(1)[0][0]
+        extra["breakdown"] = step_breakdown(model, optimizer, loss, state, examples[commonest])
     return figures(times, tokens, costs.training_flops(multiply_adds), losses, compile_seconds, fused,
-                   steps=len(batches), shapes=len(programs), real_share=tokens / padded)
+                   steps=len(batches), shapes=len(programs), real_share=tokens / padded, **extra)
 
 
 def train_transformer_xl(p, rounds):
@@ -339,6 +376,12 @@ def section(results, command):
              f"`{results['preset']}`). Command: `{command}`.", "",
              f"bfloat16 matmul peak measured by this program: {peak / 1e12:.3g} TFLOP/s ({results['matmul_size']}³ "
              f"products). Flash-attention check: {results['flash_check']}.", "", *rows]
+    if "breakdown" in results["models"].get("base", {}):
+        b = results["models"]["base"]["breakdown"]
+        pairs, width = b["shape"]
+        lines += ["", f"base's step in parts ({pairs:,} pairs of width {width}; programs compiled apart): "
+                  f"{b['step_ms']:.1f} ms a step, forward and loss {b['forward_ms']:.1f} ms, backward "
+                  f"{b['backward_ms']:.1f} ms, optimizer {b['optimizer_ms']:.1f} ms."]
     if "base" in results["models"] and results["preset"] == "base":
         share = results["models"]["base"]["flops_per_second"] / peak
         lines += ["", f"Target for base, at least 40% of the peak: {'met' if share >= 0.4 else 'not met'} "
@@ -389,7 +432,7 @@ def main(argv):
     results["peak_flops"] = matmul_peak(p.matmul_size, FLAGS.peak_seconds)
     print(f"bfloat16 matmul peak: {results['peak_flops'] / 1e12:.3g} TFLOP/s", flush=True)
     keras.config.set_dtype_policy("mixed_bfloat16")
-    train = {"base": train_translator, "txl": train_transformer_xl}
+    train = {"base": lambda p, rounds: train_translator(p, rounds, FLAGS.breakdown), "txl": train_transformer_xl}
     for name in FLAGS.models:
         keras.utils.set_random_seed(0)
         try:

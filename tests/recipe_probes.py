@@ -1,7 +1,7 @@
 """A warm recipe process for the suite's quick probes: `python -m tests.recipe_probes sentiment`.
 
 Most fault tests start a recipe that must refuse its arguments before any work; a fresh process spends
-about 6 s starting TensorFlow for each. This process imports the recipe once and then runs one command
+most of its time on each of them starting TensorFlow. This process imports the recipe once and then runs one command
 line per line of standard input ({"argv": [...], "env": {...}}) through the recipe's own entry point,
 `recipes.driver.run` (absl's flag parsing, the `error:` lines, the exit status), answering each with
 one JSON line: {"returncode", "stdout", "stderr"}. Flags go back to their defaults and the environment

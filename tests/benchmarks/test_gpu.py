@@ -1,5 +1,6 @@
 """benchmarks/gpu.py's CPU path: the tiny preset trains both models on Keras's JAX backend, in a subprocess
-(Keras fixes its backend per process), and counts their work as benchmarks/costs.py does."""
+(Keras fixes its backend per process), counts their work as benchmarks/costs.py does and times base's
+step in parts (--breakdown)."""
 
 import json
 import math
@@ -21,7 +22,7 @@ def run_gpu_benchmark(backend, *arguments):
 def test_the_tiny_preset_trains_both_models_on_jax_and_counts_their_work(tmp_path):
     figures = tmp_path / "gpu.json"
     result = run_gpu_benchmark("jax", "--preset=tiny", "--rounds=2", "--peak_seconds=0.2", f"--json={figures}",
-                               "--nowrite")
+                               "--nowrite", "--breakdown")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     found = json.loads(figures.read_text())
     assert found["preset"] == "tiny" and found["peak_flops"] > 0 and set(found["models"]) == {"base", "txl"}
@@ -37,6 +38,10 @@ def test_the_tiny_preset_trains_both_models_on_jax_and_counts_their_work(tmp_pat
     pair = lambda n: costs.training_flops(costs.seq2seq_multiply_adds(base, n, n, 512)) / (2 * n)  # noqa: E731
     assert pair(9) < found["models"]["base"]["flops_per_token"] < pair(16)
     assert 0 < found["models"]["base"]["real_share"] < 1  # padding to the bucket's width is not counted
+    # --breakdown: one step of base's commonest shape in parts; a step does more than its forward pass.
+    parts = found["models"]["base"]["breakdown"]
+    assert len(parts["shape"]) == 2 and 0 < parts["forward_ms"] < parts["step_ms"]
+    assert f"base's step in parts ({parts['shape'][0]:,} pairs of width {parts['shape'][1]}" in result.stdout
 
 
 def test_it_names_the_backend_it_needs():
