@@ -48,10 +48,10 @@ def timed(step, calls):
 
 def main(argv):
     del argv
+    import zoo  # noqa: F401  (first: it chooses TensorFlow's backend, or says in one line that it needs it)
     import keras
     import tensorflow as tf
 
-    import layers  # noqa: F401  (the TensorFlow backend)
     from layers.dropout import Dropout
 
     rows = []
