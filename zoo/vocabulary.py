@@ -11,6 +11,7 @@ its newlines as characters.
 import collections
 import json
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -22,11 +23,15 @@ LEVELS = ("word", "char", "byte")  # byte: Latin-1 characters, one per byte (enw
 VOCABULARY_FILE = "vocabulary.json"
 
 
+ASCII_SPACE = re.compile(r"[ \t\r\v\f]+")  # what tf.strings.split splits at: not U+00A0 and other Unicode spaces
+
+
 def split_words(text):
-    """Word tokens of `text`: whitespace-separated, <eos> at the end of every line."""
+    """Word tokens of `text`: separated by ASCII whitespace (as the in-graph `tokenize` splits them), <eos>
+    at the end of every line."""
     tokens = []
     for line in text.split("\n"):
-        words = line.split()
+        words = [word for word in ASCII_SPACE.split(line) if word]
         if words:
             tokens.extend(words)
             tokens.append(EOS)
