@@ -171,17 +171,24 @@ def cross_entropy(logits, labels, smoothing):
     return ops.sum(per_token * real) / ops.maximum(ops.sum(real), 1.0)
 
 
-def training_step(model, optimizer, loss):
-    """step(state, batch) -> (loss, extras, state): one training step, to compile. `loss(outputs, batch)`
-    returns (loss, extras); `state` is (trainable, non-trainable, optimizer variables)."""
-    import jax
+def forward_and_loss(model, loss):
+    """(trainable, non-trainable, batch) -> (loss, (extras, non-trainable)): the training forward pass of a
+    stateless Keras call and `loss(outputs, batch)`, which returns (loss, extras)."""
 
     def loss_of(trainable, non_trainable, batch):
         outputs, non_trainable = model.stateless_call(trainable, non_trainable, batch["inputs"], training=True)
         value, extras = loss(outputs, batch)
         return value, (extras, non_trainable)
 
-    gradient = jax.value_and_grad(loss_of, has_aux=True)
+    return loss_of
+
+
+def training_step(model, optimizer, loss):
+    """step(state, batch) -> (loss, extras, state): one training step, to compile. `loss(outputs, batch)`
+    returns (loss, extras); `state` is (trainable, non-trainable, optimizer variables)."""
+    import jax
+
+    gradient = jax.value_and_grad(forward_and_loss(model, loss), has_aux=True)
 
     def step(state, batch):
         trainable, non_trainable, optimizer_variables = state
@@ -198,13 +205,10 @@ def step_breakdown(model, optimizer, loss, state, batch, repeats=10):
     none donating `state`, each called `repeats` times after a first call; the parts are differences."""
     import jax
 
-    def loss_of(trainable, non_trainable, batch):
-        outputs, _ = model.stateless_call(trainable, non_trainable, batch["inputs"], training=True)
-        return loss(outputs, batch)[0]
-
+    loss_of = forward_and_loss(model, loss)
     programs = {
-        "forward": jax.jit(lambda state, batch: loss_of(state[0], state[1], batch)),
-        "gradient": jax.jit(lambda state, batch: jax.grad(loss_of)(state[0], state[1], batch)),
+        "forward": jax.jit(lambda state, batch: loss_of(state[0], state[1], batch)[0]),
+        "gradient": jax.jit(lambda state, batch: jax.grad(loss_of, has_aux=True)(state[0], state[1], batch)[0]),
         "step": jax.jit(training_step(model, optimizer, loss)),
     }
     seconds = {}

@@ -2,6 +2,7 @@
 
 import json
 import os
+import select
 import subprocess
 import sys
 
@@ -53,8 +54,6 @@ class RecipeProbes:
         self.processes = {}
 
     def __call__(self, module, *args, env=None, timeout=300):
-        import select
-
         process = self.processes.get(module)
         if process is None or process.poll() is not None:
             process = subprocess.Popen([sys.executable, "-m", "tests.recipe_probes", module], cwd=ROOT,

@@ -15,6 +15,13 @@ import tensorflow as tf
 
 from tests.conftest import ROOT
 
+
+def native_log_of(stderr):
+    """The TensorFlow log file a multi-worker run named at its start (recipes.native_log), or None."""
+    found = re.search(r"log lines of this worker go to (.+)$", stderr, re.MULTILINE)
+    return found and found.group(1)
+
+
 # A line of TensorFlow's C++ log (glog's prefix: severity, date, time), or absl's line before its log starts.
 NATIVE_LOG_LINE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:\d\d|WARNING: All log messages before absl)")
 
@@ -60,9 +67,9 @@ def test_a_killed_worker_stops_the_chief_with_one_line_and_a_restart_resumes(tmp
     other.send_signal(signal.SIGKILL)
     killed = time.time()
     (out, err), (_, killed_err) = finish(workers, timeout=120)
-    killed_log = re.search(r"log lines of this worker go to (.+)$", killed_err, re.MULTILINE)
-    if killed_log and os.path.exists(killed_log.group(1)):  # SIGKILL left it: nobody could remove it
-        os.remove(killed_log.group(1))
+    killed_log = native_log_of(killed_err)
+    if killed_log and os.path.exists(killed_log):  # SIGKILL left it: nobody could remove it
+        os.remove(killed_log)
     stopped_after = time.time() - killed
     assert chief.returncode == 75, err[-3000:]
     assert stopped_after < 60
@@ -84,8 +91,8 @@ def test_a_killed_worker_stops_the_chief_with_one_line_and_a_restart_resumes(tmp
     for worker, (out, err) in zip(restarted, outputs):
         assert worker.returncode == 0, err[-3000:]
         assert f"Resuming from step {last}" in out
-        log_path = re.search(r"log lines of this worker go to (.+)$", err, re.MULTILINE).group(1)
-        assert not os.path.exists(log_path), "a run that ended well leaves its TensorFlow log behind"
+        log_path = native_log_of(err)
+        assert log_path and not os.path.exists(log_path), "a run that ended well leaves its TensorFlow log behind"
     with open(os.path.join(model_dir, "metrics.json")) as f:
         assert json.load(f)["train"]["step"] == last + 10
 
