@@ -114,9 +114,10 @@ class Vocabulary:
     def tokenize(self, texts):
         """tf.string (batch,) -> ragged int32 ids (batch, None), core ops only."""
         if self.level == "word":
-            # As `split_words`: blank lines add nothing, each run of line ends is one <eos>.
-            texts = tf.strings.regex_replace(texts, r"^\s*\n", "")
-            texts = tf.strings.regex_replace(texts, r"(?:[ \t]*\n)+", f" {EOS} ")
+            # As `split_words`: blank lines (any ASCII whitespace: RE2's \s lacks \v, and "\r\n" ends a
+            # Windows line) add nothing, each run of line ends is one <eos>.
+            texts = tf.strings.regex_replace(texts, r"^[ \t\r\v\f\n]*\n", "")
+            texts = tf.strings.regex_replace(texts, r"(?:[ \t\r\v\f]*\n)+", f" {EOS} ")
             tokens = tf.strings.split(texts)
         elif self.level == "char":
             tokens = tf.strings.unicode_split(texts, "UTF-8")

@@ -11,10 +11,12 @@ from zoo.vocabulary import EOS, Vocabulary
 
 # Accents, empty and blank texts, runs of spaces and tabs, Windows line ends, several lines, a long
 # text, an unknown word, texts with and without a final newline, and spaces that are not ASCII (no-break,
-# em, the information separator and next-line controls): words are split at ASCII whitespace only.
+# em, the information separator and next-line controls): words are split at ASCII whitespace only. Blank
+# lines made of any ASCII whitespace (Windows line ends, \v, \f), first or within a text, add no <eos>.
 TEXTS = ["the company said\n", "café naïve über déjà vu\n", "", "\n", "  spaced \t out  \n\n", "x\r\ny\n",
          "line one\nline two\n", "word " * 2000 + "\n", "an unseen zebra\n", "no newline at the end",
-         "ROMEO: ¿qué?", "a\u00a0b c\u2003d\n", "x\x1cy\x85z \x0bw\x0cv\n"]
+         "ROMEO: ¿qué?", "a\u00a0b c\u2003d\n", "x\x1cy\x85z \x0bw\x0cv\n",
+         "a\r\n\r\nb\r\n", "\x0b\nfirst\n", " \r\n\nleading\n", "a\n\x0c\nb\n\x0b \n"]
 CORPUS = "\n".join(t for t in TEXTS if "zebra" not in t) + "\n"
 
 
