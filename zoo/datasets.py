@@ -251,10 +251,21 @@ MULTI30K_SPLITS = {
 }
 
 
-def _read_lines(path):
+def _read_text(path):
+    """The file's text as it is (no newline translation): "\r" stays whitespace, as the exports' in-graph
+    tokenizers see the same text served."""
     opener = gzip.open if path.endswith(".gz") else open
-    with reading(path), opener(path, "rt", encoding="utf-8") as f:
-        return f.read().splitlines()
+    with reading(path), opener(path, "rt", encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+def _read_lines(path):
+    """The file's lines, split at "\n" alone (a Windows line's "\r" dropped): `str.splitlines` also splits at
+    \v, \f, \x1c-\x1e, \x85 and U+2028, which would shift a parallel corpus's sides against each other."""
+    lines = _read_text(path).split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
 
 
 def _multi30k(split, source, target):
@@ -340,13 +351,13 @@ ENWIK8 = Source("enwik8", "enwik8.zip", "http://mattmahoney.net/dc/enwik8.zip")
 def _ptb(split):
     name = PTB_FILES[split]
     url = PTB_URL + name.removesuffix(".gz")
-    return Corpus("\n".join(_read_lines(fetch(Source("ptb", name, url)))) + "\n", "word")
+    text = _read_text(fetch(Source("ptb", name, url)))
+    return Corpus(text if text.endswith("\n") else text + "\n", "word")
 
 
 def _tiny_shakespeare(split):
     path = fetch(SHAKESPEARE)
-    with reading(path), open(path, encoding="utf-8") as f:
-        text = f.read()
+    text = _read_text(path)
     # TFDS's tiny_shakespeare split: the first 90% of the characters, then 5% and 5%.
     cut = int(len(text) * 0.9)
     rest = text[cut:]

@@ -44,3 +44,25 @@ def test_missing_file_says_where_it_looked(tmp_path, monkeypatch):
     monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path))
     with pytest.raises(datasets.DatasetError, match=f"{tmp_path}/sst2/dev.tsv does not exist"):
         datasets.load_classification("sst2", "validation")
+
+
+def test_corpora_keep_their_files_text_as_served_and_parallel_sides_split_at_newlines_only(tmp_path, monkeypatch):
+    # Windows line ends, a form feed and a next-line control inside lines: a corpus's text is the file's
+    # text (the export's tokenizer sees "\r" as whitespace, not as a line end), and Multi30k's sides are
+    # split at "\n" alone, so a sentence holding \x85 or \x0c stays one sentence of its pair.
+    import gzip
+
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path))
+    (tmp_path / "ptb").mkdir()
+    ptb = " a b\r\n c\x0cd \x85e\n"
+    (tmp_path / "ptb" / "ptb.valid.txt").write_bytes(ptb.encode())
+    assert datasets.load_corpus("ptb", "validation").text == ptb
+    (tmp_path / "tinyshakespeare").mkdir()
+    (tmp_path / "tinyshakespeare" / "input.txt").write_bytes(("ROMEO:\r\nHi.\r\n" * 10).encode())
+    assert datasets.load_corpus("tinyshakespeare", "train").text == ("ROMEO:\r\nHi.\r\n" * 10)[:117]
+    (tmp_path / "multi30k").mkdir()
+    for language, lines in (("de", ["ein\x85Hund\r", "zwei\x0cKatzen\r"]), ("en", ["a dog", "two cats"])):
+        with gzip.open(tmp_path / "multi30k" / f"val.{language}.gz", "wt", encoding="utf-8", newline="") as f:
+            f.write("\n".join(lines) + "\n")
+    pairs = datasets.load_translation("multi30k", "validation", "de", "en")
+    assert list(zip(pairs.sources, pairs.targets)) == [("ein\x85Hund", "a dog"), ("zwei\x0cKatzen", "two cats")]
