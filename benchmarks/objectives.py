@@ -14,6 +14,7 @@ import time
 
 from absl import app, flags
 
+from benchmarks.recipe_flags import PRETRAIN_SHORT, with_values
 from benchmarks.report import ROOT, finished_run, write_section
 from benchmarks.transfer import FINE_TUNE_FLAGS, PRETRAIN_FLAGS, recipe
 
@@ -21,21 +22,13 @@ flags.DEFINE_list("objectives", ["mlm", "electra"], "Objectives to compare.")
 flags.DEFINE_string("run_dir", None, "Where the runs go (default runs/bench_objectives).")
 FLAGS = flags.FLAGS
 
-SHORT = {"sequence_length": "128", "max_length": "128", "batch_size": "64", "warmup_steps": "300"}
 STEPS = {"mlm": 3000, "electra": 2000}
 # Fine-tuning: IMDB's flags of benchmarks.transfer (chosen on its validation split), for both tasks.
 TASKS = {"IMDB validation": "imdb", "sst2_tune validation": "sst2_tune"}
 
 
-def with_values(flags_, values):
-    """`flags_` (--name=value strings) with the values of `values` (name -> value) put in or added."""
-    named = {f.removeprefix("--").partition("=")[0]: f for f in flags_}
-    named.update({name: f"--{name}={value}" for name, value in values.items()})
-    return list(named.values())
-
-
 def pretrain_flags(objective):
-    return with_values(PRETRAIN_FLAGS, {**SHORT, "train_steps": STEPS[objective], "objective": objective})
+    return with_values(PRETRAIN_FLAGS, {**PRETRAIN_SHORT, "train_steps": STEPS[objective], "objective": objective})
 
 
 def main(argv):

@@ -19,6 +19,17 @@ LM = {
                         "--random_offset=false"],
 }
 
+# benchmarks.objectives and benchmarks.electra_replacements: the shorter pretraining budget's values over PRETRAIN's.
+PRETRAIN_SHORT = {"sequence_length": "128", "max_length": "128", "batch_size": "64", "warmup_steps": "300"}
+
+
+def with_values(flags_, values):
+    """`flags_` (--name=value strings) with the values of `values` (name -> value) put in or added."""
+    named = {f.removeprefix("--").partition("=")[0]: f for f in flags_}
+    named.update({name: f"--{name}={value}" for name, value in values.items()})
+    return list(named.values())
+
+
 # benchmarks.transfer: the encoder pretrained once for both fine-tunings (--train_steps and --objective besides).
 PRETRAIN = ["--corpus=imdb_unsup,imdb", "--preset=small", "--sequence_length=512", "--batch_size=32",
             "--learning_rate=1e-3", "--warmup_steps=400", "--schedule=cosine",

@@ -1,0 +1,114 @@
+r"""Why ELECTRA's discriminator stays at its prior on this machine's budgets: the same ELECTRA pretraining
+(benchmarks.objectives' shorter budget, --steps steps) with the masked positions filled three ways, each run
+evaluated on the held-out split with its own kind of replacement:
+- generator: ELECTRA's own, samples from the generator's masked-LM softmax;
+- uniform: regular tokens drawn uniformly from the vocabulary (mostly rare ones: the token alone gives it away);
+- unigram: tokens drawn from the batch's own masked tokens, i.e. from the corpus's unigram distribution, which
+  a generator on the masked LM's unigram plateau approaches: only context tells such a token apart.
+Everything else is the recipe's: masking, labels (a replacement equal to the original counts as original),
+losses, evaluation. Only the proposals change (`zoo.pretraining.sample`, replaced in the worker process).
+
+  python -m benchmarks.electra_replacements
+"""
+
+import os
+import sys
+
+from absl import app, flags
+
+from benchmarks.recipe_flags import PRETRAIN, PRETRAIN_SHORT, with_values
+from benchmarks.report import ROOT, finished_run, write_section
+
+KINDS = ("generator", "uniform", "unigram")
+WORKER = "--replacements="  # the worker's first argument: `recipes.pretrain` with the proposals replaced
+
+flags.DEFINE_list("kinds", list(KINDS), "Kinds of replacement to compare.")
+flags.DEFINE_integer("steps", 600, "Pretraining steps of each run.")
+flags.DEFINE_string("out_dir", None, "Where the runs go (default runs/bench_electra_replacements).")
+FLAGS = flags.FLAGS
+
+
+def proposals(kind):
+    """A stand-in for `zoo.pretraining.sample(logits, seed, first_regular_id)` drawing `kind` replacements:
+    (sample, remember), where the Pretrainer's call must hand its batch to remember(batch) first."""
+    import tensorflow as tf
+
+    seen = {}
+
+    def sample(logits, seed, first_regular_id):
+        shape, seed = tf.shape(logits)[:-1], tf.cast(seed, tf.int64)
+        if kind == "uniform":
+            return tf.random.stateless_uniform(shape, seed, first_regular_id, tf.shape(logits)[-1], dtype=tf.int32)
+        batch = seen["batch"]  # unigram: the chosen positions' original tokens of the whole batch, one drawn for each
+        pool = tf.boolean_mask(batch["mask_ids"], batch["mask_weights"] > 0)
+        return tf.gather(pool, tf.random.stateless_uniform(shape, seed, 0, tf.shape(pool)[0], dtype=tf.int32))
+
+    return sample, lambda batch: seen.update(batch=batch)
+
+
+def replace_proposals(kind):
+    """Makes every Pretrainer of this process propose `kind` replacements (generator: leaves them as they are)."""
+    from zoo import pretraining
+
+    if kind == "generator":
+        return
+    sample, remember = proposals(kind)
+    call = pretraining.Pretrainer.call
+
+    def remembering_call(self, batch, training=None):
+        remember(batch)
+        return call(self, batch, training=training)
+
+    pretraining.sample = sample  # Pretrainer.call finds `sample` among its module's globals
+    pretraining.Pretrainer.call = remembering_call
+
+
+def worker(kind):
+    """Runs `recipes.pretrain` (the remaining arguments) with `kind` proposals."""
+    from recipes import driver, pretrain
+
+    replace_proposals(kind)
+    driver.run(pretrain.PRETRAIN)
+
+
+def run(kind, flags_, model_dir, *extra):
+    import subprocess
+
+    from zoo.run_dir import RunDir
+
+    subprocess.run([sys.executable, "-m", "benchmarks.electra_replacements", f"{WORKER}{kind}", *flags_,
+                    f"--model_dir={model_dir}", *extra], cwd=ROOT, check=True)
+    return RunDir(model_dir).read_metrics()
+
+
+def main(argv):
+    del argv
+    unknown = set(FLAGS.kinds) - set(KINDS)
+    if unknown:
+        raise app.UsageError(f"--kinds: unknown {sorted(unknown)}; use {', '.join(KINDS)}.")
+    out_dir = FLAGS.out_dir or os.path.join(ROOT, "runs", "bench_electra_replacements")
+    flags_ = with_values(PRETRAIN, {**PRETRAIN_SHORT, "train_steps": FLAGS.steps, "objective": "electra"})
+    rows = ["| replacements | replaced-token recall | detection loss | prior's loss | P(replaced): replaced / "
+            "original tokens | generator's masked perplexity |", "|---|---|---|---|---|---|"]
+    for kind in FLAGS.kinds:
+        model_dir = os.path.join(out_dir, kind)
+        if not finished_run(model_dir, flags_):
+            run(kind, flags_, model_dir, "--mode=train")
+        h = run(kind, [], model_dir, "--mode=eval")["eval_held_out"]
+        rows.append(f"| {kind} | {h['replaced_recall']:.3f} | {h['detection_loss']:.3f} | "
+                    f"{h['detection_prior_loss']:.3f} | {h['replaced_probability']:.2f} / "
+                    f"{h['original_probability']:.2f} | {h['masked_perplexity']:.0f} |")
+    shown = os.path.relpath(out_dir, ROOT)
+    body = "\n".join([
+        f"Each run: `python -m benchmarks.electra_replacements --replacements=KIND {' '.join(flags_)} "
+        f"--model_dir={shown}/KIND` (`recipes.pretrain` with KIND's proposals), then `--mode=eval` the same way.",
+        "", *rows])
+    write_section("ELECTRA: replacements", body)
+    print(body)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1].startswith(WORKER):
+        worker(sys.argv.pop(1)[len(WORKER):])
+    else:
+        app.run(main)
