@@ -36,9 +36,9 @@ flags.DEFINE_list("corpus", None, "Comma-separated corpora: imdb_unsup, imdb, ss
                   "text:<glob>, tfds:<name>.")
 flags.DEFINE_bool("document_per_file", False, "text:<glob> files hold one document each (else one per line).")
 flags.DEFINE_enum("objective", None, list(pretraining.OBJECTIVES), "mlm (masked LM) or electra (replaced-token "
-                  "detection). Default: mlm. Caution: on every budget measured (up to 90 min on 2 CPU cores) electra's "
-                  "discriminator stayed near its prior: its generator's samples soon follow the unigram distribution, "
-                  "which only context tells apart, and the encoder had not learned context yet (README): use mlm.")
+                  "detection). Default: mlm. Caution: in every electra run here (small encoder, at most 2,000 steps, about "
+                  "16M tokens on 2 CPU cores) the discriminator stayed near its prior: its generator's samples soon "
+                  "follow the unigram distribution, which only context tells apart (README): use mlm.")
 flags.DEFINE_integer("sequence_length", None, "Tokens per packed sequence, <s> included. Default: the preset's "
                      "max_length, the longest text fine-tuning will give it.")
 flags.DEFINE_float("mask_rate", None, "Share of the tokens chosen for masking. Default: 0.15.")

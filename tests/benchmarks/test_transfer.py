@@ -3,6 +3,7 @@ from zoo.run_dir import RunDir
 
 
 def _run(tmp_path, **evaluations):
+    tmp_path.mkdir(exist_ok=True)
     RunDir(str(tmp_path)).update_metrics(train={"step": 742, "seconds": 60.0}, **evaluations)
     return str(tmp_path)
 
@@ -24,9 +25,9 @@ def test_evaluation_reuses_an_entry_of_the_runs_last_step_and_last_checkpoint(tm
 
 
 def test_evaluation_runs_the_recipe_when_the_entry_is_missing_stale_or_averaged(tmp_path, monkeypatch):
-    for entry in (None, {"accuracy": 0.9, "step": 700, "average_checkpoints": 1},
-                  {"accuracy": 0.9, "step": 742, "average_checkpoints": 3}):
-        run_dir = _run(tmp_path, **({"eval_test": entry} if entry else {}))
+    for case, entry in enumerate((None, {"accuracy": 0.9, "step": 700, "average_checkpoints": 1},
+                                  {"accuracy": 0.9, "step": 742, "average_checkpoints": 3})):
+        run_dir = _run(tmp_path / str(case), **({"eval_test": entry} if entry else {}))
         calls = []
         monkeypatch.setattr(transfer, "recipe", _recipe_that_evaluates(calls, "eval_test", 0.5))
         assert transfer.evaluation(run_dir, "eval_test", "--dataset=imdb", "--eval_split=test")["accuracy"] == 0.5

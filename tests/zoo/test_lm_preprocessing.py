@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from zoo import lm_preprocessing
 from zoo.lm_preprocessing import pass_offset, segments_per_pass, stream_dataset, stream_layout, text_ids
-from zoo.vocabulary import EOS, Vocabulary
+from zoo.vocabulary import ASCII_SPACE, EOS, Vocabulary
 
 # Accents, empty and blank texts, runs of spaces and tabs, Windows line ends, several lines, a long
 # text, an unknown word, texts with and without a final newline, and spaces that are not ASCII (no-break,
@@ -16,18 +16,19 @@ from zoo.vocabulary import EOS, Vocabulary
 TEXTS = ["the company said\n", "café naïve über déjà vu\n", "", "\n", "  spaced \t out  \n\n", "x\r\ny\n",
          "line one\nline two\n", "word " * 2000 + "\n", "an unseen zebra\n", "no newline at the end",
          "ROMEO: ¿qué?", "a\u00a0b c\u2003d\n", "x\x1cy\x85z \x0bw\x0cv\n",
-         "a\r\n\r\nb\r\n", "\x0b\nfirst\n", " \r\n\nleading\n", "a\n\x0c\nb\n\x0b \n"]
+         "a\r\n\r\nb\r\n", "\x0b\nfirst\n", "a\n\x0c\nb\n\x0b \n", "a\n ", "a\r\n\r"]
 CORPUS = "\n".join(t for t in TEXTS if "zebra" not in t) + "\n"
 
 
 def corpus_ids(vocabulary, text):
     """The ids `text` has in a training corpus (`Vocabulary.encode`, as text read from a file), after
     the boundary token. A text that does not end with a newline has no <eos> after its last line:
-    a prompt is continued, not ended."""
+    a prompt is continued, not ended (a last line of whitespace alone holds no words: the line before it ended)."""
     if vocabulary.level == "byte":  # the corpus reads its file's bytes as Latin-1 characters
         text = text.encode("utf-8").decode("latin-1")
     ids = vocabulary.encode(text).tolist()
-    if vocabulary.level == "word" and not text.endswith("\n") and ids and ids[-1] == vocabulary.ids[EOS]:
+    last_line_has_words = ASCII_SPACE.sub("", text.rpartition("\n")[2]) != ""
+    if vocabulary.level == "word" and last_line_has_words and ids and ids[-1] == vocabulary.ids[EOS]:
         ids = ids[:-1]
     return [vocabulary.boundary_id, *ids]
 
