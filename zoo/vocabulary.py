@@ -23,7 +23,10 @@ LEVELS = ("word", "char", "byte")  # byte: Latin-1 characters, one per byte (enw
 VOCABULARY_FILE = "vocabulary.json"
 
 
-ASCII_SPACE = re.compile(r"[ \t\r\v\f]+")  # what tf.strings.split splits at: not U+00A0 and other Unicode spaces
+# Spaces within a line, as tf.strings.split splits at them (not U+00A0 and other Unicode spaces); one set for
+# `split_words` and the in-graph `tokenize`, in Python's and RE2's regex syntax alike.
+LINE_SPACE = r" \t\r\v\f"
+ASCII_SPACE = re.compile(f"[{LINE_SPACE}]+")
 
 
 def split_words(text):
@@ -116,8 +119,8 @@ class Vocabulary:
         if self.level == "word":
             # As `split_words`: blank lines (any ASCII whitespace: RE2's \s lacks \v, and "\r\n" ends a
             # Windows line) add nothing, each run of line ends is one <eos>.
-            texts = tf.strings.regex_replace(texts, r"^[ \t\r\v\f\n]*\n", "")
-            texts = tf.strings.regex_replace(texts, r"(?:[ \t\r\v\f]*\n)+", f" {EOS} ")
+            texts = tf.strings.regex_replace(texts, f"^[{LINE_SPACE}\\n]*\\n", "")
+            texts = tf.strings.regex_replace(texts, f"(?:[{LINE_SPACE}]*\\n)+", f" {EOS} ")
             tokens = tf.strings.split(texts)
         elif self.level == "char":
             tokens = tf.strings.unicode_split(texts, "UTF-8")
