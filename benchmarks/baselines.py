@@ -5,10 +5,11 @@ time them; the tests check that the zoo's give the same results."""
 import numpy as np
 import tensorflow as tf
 
-from zoo import decoding, translation_search
-from zoo.lm_inference import compiled
-from zoo.lm_preprocessing import segments_per_pass
-from zoo.losses import smoothed_cross_entropy
+from zoo.core import decoding
+from zoo.translation import search as translation_search
+from zoo.language_model.inference import compiled
+from zoo.language_model.preprocessor import segments_per_pass
+from zoo.training.losses import smoothed_cross_entropy
 
 # --- translation --------------------------------------------------------------------------------------
 
@@ -29,7 +30,7 @@ def recomputing_decoder(model, source_ids, steps, beams=1):
 
 
 def translate_ids(model, source_ids, decode_config, cached=True, always_beam=False):
-    """`zoo.translation_search.translate_ids` with the comparisons' options: `cached=False`
+    """`zoo.translation.search.translate_ids` with the comparisons' options: `cached=False`
     recomputes the decoder over the whole prefix at every step; `always_beam` runs beam search
     for beam size 1 too, where the zoo runs the greedy loop (the same result)."""
     beams = decode_config.beam_size
@@ -45,7 +46,7 @@ def translate_ids(model, source_ids, decode_config, cached=True, always_beam=Fal
 
 def generate_recomputing(model, prompt_ids, max_new_tokens):
     """Greedy continuation of one dense prompt batch that recomputes the whole context (no
-    memory, no cache) for every new token: the reference `zoo.lm_inference.generate` is compared with."""
+    memory, no cache) for every new token: the reference `zoo.language_model.inference.generate` is compared with."""
     ids = tf.convert_to_tensor(prompt_ids, tf.int32)
     # One graph for every length (as a compiled baseline would be), not one trace per length.
     forward = compiled(model, "forward", lambda m, x: m(x)[0], input_signature=[tf.TensorSpec([None, None], tf.int32)])
@@ -60,7 +61,7 @@ def generate_recomputing(model, prompt_ids, max_new_tokens):
 
 def evaluate_sliding_window(model, streams, segment_length, context, progress=None):
     """The vanilla evaluation: each segment scored after recomputing `context` - segment_length
-    earlier tokens from scratch (no memory). Same NLL bookkeeping as `zoo.lm_inference.evaluate_streams`.
+    earlier tokens from scratch (no memory). Same NLL bookkeeping as `zoo.language_model.inference.evaluate_streams`.
     segment_length=1 is Al-Rfou et al.'s evaluation (one prediction per window). Give it a model
     with memory_length 0: a memory would only add masked positions to every window."""
     keys = model.position_keys(context)  # every window has the same length

@@ -15,7 +15,7 @@ def multiply_adds(config, positions, keys, scored, vocab_size):
 
 
 def encoder_multiply_adds(config, length, predicted, vocab_size):
-    """Multiply-adds of one forward pass of the classifier's encoder (`zoo.classifier.build_encoder`)
+    """Multiply-adds of one forward pass of the classifier's encoder (`zoo.classifier.model.build_encoder`)
     over one sequence of `length` positions, `predicted` of them through the masked-LM head (a
     width x width Dense, then the tied projection onto the vocabulary): per position and layer the
     Q, K, V, O projections, the scores and weighted values over `length` keys, the feed-forward."""
@@ -25,7 +25,7 @@ def encoder_multiply_adds(config, length, predicted, vocab_size):
 
 
 def seq2seq_multiply_adds(config, source_length, target_length, vocab_size):
-    """Multiply-adds of one forward pass of the translator (`zoo.translation.Translator`) over one sentence
+    """Multiply-adds of one forward pass of the translator (`zoo.translation.model.Translator`) over one sentence
     pair: `source_length` source positions (with </s>), `target_length` decoder positions (<s> + target, one
     per label). Per encoder layer and source position the Q, K, V, O projections, the scores and weighted
     values over the source, the feed-forward. Per decoder layer and target position the self-attention's
@@ -51,8 +51,9 @@ def translation_lengths(run, model_dir):
     """(source, decoder input) lengths of the run's training pairs as `recipes.translate.train` makes them: its
     training data (subsampled as it was) tokenized by the tokenizers it trained in `model_dir`, each source
     ending with </s>, each decoder input <s> + target (one position per label)."""
-    from zoo import datasets, translation_preprocessing
-    from zoo.run_dir import RunDir
+    from zoo.data import datasets
+    from zoo.translation import preprocessor as translation_preprocessing
+    from zoo.runs.run_dir import RunDir
 
     model = run["model"]
     data = datasets.load_translation(run["dataset"], "train", run["source"], run["target"])
@@ -67,7 +68,7 @@ def flops_per_token(name, run, model_dir):
     """Training FLOPs per counted token of the run's model (the run in `model_dir`), or None.
 
     Translation counts as tokens each pair's real source tokens (with </s>) and decoder inputs (<s> + target,
-    one per label; `zoo.translation.translation_loss`); its lengths vary, so the figure is the multiply-adds
+    one per label; `zoo.translation.model.translation_loss`); its lengths vary, so the figure is the multiply-adds
     of every training pair over all their counted tokens (`translation_lengths`), padding's work left out."""
     model = run["model"]
     if name == "translate":

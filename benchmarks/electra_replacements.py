@@ -6,7 +6,7 @@ evaluated on the held-out split with its own kind of replacement:
 - unigram: tokens drawn from the batch's own masked tokens, i.e. from the corpus's unigram distribution, which
   a generator on the masked LM's unigram plateau approaches: only context tells such a token apart.
 Everything else is the recipe's: masking, labels (a replacement equal to the original counts as original),
-losses, evaluation. Only the proposals change (`zoo.pretraining.sample`, replaced in the worker process).
+losses, evaluation. Only the proposals change (`zoo.pretraining.model.sample`, replaced in the worker process).
 
   python -m benchmarks.electra_replacements
 """
@@ -29,7 +29,7 @@ FLAGS = flags.FLAGS
 
 
 def proposals(kind):
-    """A stand-in for `zoo.pretraining.sample(logits, seed, first_regular_id)` drawing `kind` replacements:
+    """A stand-in for `zoo.pretraining.model.sample(logits, seed, first_regular_id)` drawing `kind` replacements:
     (sample, remember), where the Pretrainer's call must hand its batch to remember(batch) first."""
     import tensorflow as tf
 
@@ -48,7 +48,7 @@ def proposals(kind):
 
 def replace_proposals(kind):
     """Makes every Pretrainer of this process propose `kind` replacements (generator: leaves them as they are)."""
-    from zoo import pretraining
+    from zoo.pretraining import model as pretraining
 
     if kind == "generator":
         return
@@ -74,7 +74,7 @@ def worker(kind):
 def run(kind, flags_, model_dir, *extra):
     import subprocess
 
-    from zoo.run_dir import RunDir
+    from zoo.runs.run_dir import RunDir
 
     subprocess.run([sys.executable, "-m", "benchmarks.electra_replacements", f"{WORKER}{kind}", *flags_,
                     f"--model_dir={model_dir}", *extra], cwd=ROOT, check=True)

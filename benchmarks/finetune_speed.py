@@ -4,7 +4,7 @@ checkpoint, measured in one program (`benchmarks.published`, `benchmarks.transfe
 import os
 import time
 
-# The recipes' CPU allocator settings (recipes.common, zoo.training.keep_freed_memory), for both models alike:
+# The recipes' CPU allocator settings (recipes.common, zoo.training.loop.keep_freed_memory), for both models alike:
 # set before TensorFlow allocates anything.
 if os.environ.get("ZOO_TF_ALLOCATOR") != "1":
     os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "1")
@@ -14,7 +14,7 @@ from benchmarks.report import ROOT  # noqa: E402
 
 def fine_tuning_rates(checkpoint, batch_size, length, steps, dtype):
     """Training tokens/s (every position counted, the batch full of text) of a [CLS] classifier
-    over the checkpoint's encoder: the zoo's (`zoo.classifier.build_classifier`, trained by the
+    over the checkpoint's encoder: the zoo's (`zoo.classifier.model.build_classifier`, trained by the
     zoo's loop step) and keras-hub's BertBackbone with a Dense head, in one program, same batch,
     length, dtype and optimizer (AdamW). Returns {name: tokens/s} after a warm-up step each."""
     import keras
@@ -22,8 +22,9 @@ def fine_tuning_rates(checkpoint, batch_size, length, steps, dtype):
     import numpy as np
     import tensorflow as tf
 
-    from zoo import classifier, published
-    from zoo.training import dtype_policy, keep_freed_memory
+    from zoo.classifier import model as classifier
+    from zoo.pretraining import published
+    from zoo.training.loop import dtype_policy, keep_freed_memory
 
     keep_freed_memory()
     read = published.read_checkpoint(checkpoint)
@@ -71,7 +72,7 @@ def speed_lines(checkpoint, batch_size, length, steps, dtype=None):
     their shares of the dtype's matmul peak, all measured in this program."""
     from benchmarks.costs import encoder_multiply_adds, training_flops
     from benchmarks.peak import matmul_flops
-    from zoo import precision
+    from zoo.training import precision
 
     dtype = dtype or precision.choose("auto")[0]
     rates, config = fine_tuning_rates(checkpoint, batch_size, length, steps, dtype)

@@ -34,7 +34,7 @@ from benchmarks.costs import multiply_adds
 from benchmarks.peak import training_share
 from benchmarks.report import ROOT, finished_run, median_seconds, paired, write_section
 from recipes.lm import load_trained  # also defines the recipes' flags, --dataset among them
-from zoo.run_dir import RunDir
+from zoo.runs.run_dir import RunDir
 
 flags.DEFINE_string("run_dir", None, "Run directory of the benchmarked model (default runs/bench_lm_<dataset>).")
 flags.DEFINE_integer("context", 512, "Context length of the evaluation-speed comparison.")
@@ -87,9 +87,9 @@ def evaluation_speed(run_dir, dataset, context, segment_lengths, tokens, windows
     recomputed from scratch by the same weights without memory, scoring T tokens per window;
     and, once, windows scoring 1 token each (Al-Rfou et al.)."""
     from benchmarks.baselines import evaluate_sliding_window
-    from zoo import datasets
-    from zoo.lm_inference import evaluate_streams
-    from zoo.lm_preprocessing import stream_layout
+    from zoo.data import datasets
+    from zoo.language_model.inference import evaluate_streams
+    from zoo.language_model.preprocessor import stream_layout
 
     memoryless = load_trained(run_dir, memory_length=0)
     run, no_memory, vocabulary = memoryless.run, memoryless.model, memoryless.tokenizer
@@ -134,7 +134,7 @@ def generation_speed(run_dir, repeats, new_tokens=300):
     import tensorflow as tf
 
     from benchmarks.baselines import generate_recomputing
-    from zoo.lm_inference import generate
+    from zoo.language_model.inference import generate
 
     # A memory long enough for the whole text, so both see the same context and must agree.
     loaded = load_trained(run_dir, memory_length=new_tokens + 16)

@@ -26,7 +26,7 @@ from benchmarks.costs import flops_per_token
 from benchmarks.peak import matmul_flops
 from benchmarks.report import ROOT, write_section
 from benchmarks.traces import KINDS, OTHER_PART, PARTS, by_kind, by_part, by_type, self_times
-from zoo.run_dir import RunDir
+from zoo.runs.run_dir import RunDir
 
 DEFAULT_RECIPES = ["translate", "lm", "pretrain"]
 flags.DEFINE_list("recipes", DEFAULT_RECIPES, "Benchmark models to profile (also finetune: IMDB fine-tuning of the "

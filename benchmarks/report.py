@@ -40,7 +40,7 @@ def finished_run(run_dir, recipe_flags):
     finished run is reused, so it must be the one the benchmark's command names: each
     `--name=value` of `recipe_flags` found in its config.json (top level, or any part within it,
     e.g. model, model.encoder, train, data) must hold that value, else ValueError names the flags that differ."""
-    from zoo.run_dir import RunDir
+    from zoo.runs.run_dir import RunDir
 
     folder = RunDir(run_dir)
     config = folder.read_config()

@@ -17,7 +17,7 @@ import time
 from absl import app, flags
 
 from benchmarks.report import ROOT, write_section
-from zoo.run_dir import RunDir
+from zoo.runs.run_dir import RunDir
 
 flags.DEFINE_enum("dataset", "imdb", ["imdb", "sst2"], "Dataset to benchmark.")
 flags.DEFINE_list("recipe_flags", [], "Extra flags for the recipe (comma separated).")
@@ -56,7 +56,7 @@ def run_peer(dataset):
     import keras_hub
     import numpy as np
 
-    from zoo import datasets
+    from zoo.data import datasets
 
     began = time.time()
     train = datasets.load_classification(dataset, "train")

@@ -29,7 +29,7 @@ from absl import app, flags
 from benchmarks import recipe_flags
 from benchmarks.minilm import minilm_folder
 from benchmarks.report import ROOT, finished_run, write_section
-from zoo.run_dir import RunDir
+from zoo.runs.run_dir import RunDir
 
 flags.DEFINE_string("checkpoint", "minilm", "The published checkpoint to fine-tune (a folder, hf:ORG/NAME, "
                     "keras_hub:PRESET; minilm: all-MiniLM-L6-v2 from the bench extra); empty: pretrain the zoo's own.")
@@ -126,7 +126,7 @@ def nbsvm(dataset):
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.linear_model import LogisticRegression
 
-    from zoo import datasets
+    from zoo.data import datasets
 
     began = time.time()
     train = datasets.load_classification(dataset, "train")
@@ -206,7 +206,7 @@ def latency_line(run_dir):
     import tempfile
 
     from benchmarks.latency import export_latency
-    from zoo import datasets
+    from zoo.data import datasets
 
     reviews = datasets.load_classification("imdb", "test").texts[:64]
     with tempfile.TemporaryDirectory() as scratch:

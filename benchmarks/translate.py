@@ -26,7 +26,7 @@ from absl import app, flags
 from benchmarks import recipe_flags
 from benchmarks.peak import training_share
 from benchmarks.report import ROOT, finished_run, paired, write_section
-from zoo.run_dir import RunDir
+from zoo.runs.run_dir import RunDir
 
 flags.DEFINE_string("run_dir", "runs/bench_m30k_de_en", "Run directory of the benchmarked model.")
 flags.DEFINE_integer("throughput_steps", 40, "Timed training steps per side for the throughput comparison.")
@@ -99,8 +99,8 @@ def choice_line(tried, test):
 def decoding_speed(model_dir, uncached_beam_sentences):
     from benchmarks import baselines
     from recipes.translate import load_trained, translate_corpus
-    from zoo import datasets
-    from zoo.translation_search import DecodeConfig
+    from zoo.data import datasets
+    from zoo.translation.search import DecodeConfig
 
     trained = load_trained(model_dir)
     sources = datasets.load_translation("multi30k", "test", "de", "en").sources
@@ -154,10 +154,11 @@ def throughput(model_dir, steps, rounds):
     import keras
     import tensorflow as tf
 
-    from zoo import batching, datasets, translation, translation_preprocessing
-    from zoo.distribute import make_strategy
-    from zoo.optimization import make_optimizer
-    from zoo.training import Task, Trainer, TrainConfig, dtype_policy
+    from zoo.data import batching, datasets
+    from zoo.translation import model as translation, preprocessor as translation_preprocessing
+    from zoo.training.distribute import make_strategy
+    from zoo.training.optimization import make_optimizer
+    from zoo.training.loop import Task, Trainer, TrainConfig, dtype_policy
 
     run_dir = RunDir(model_dir)
     run = run_dir.read_config()

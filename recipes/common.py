@@ -16,11 +16,11 @@ if os.environ.get("ZOO_TF_ALLOCATOR") != "1":
 
 from absl import flags  # noqa: E402
 
-from zoo import precision  # noqa: E402
-from zoo.distribute import STRATEGIES  # noqa: E402
-from zoo.optimization import SCHEDULES  # noqa: E402
-from zoo.run_dir import RunDir  # noqa: E402
-from zoo.training import TrainConfig  # noqa: E402
+from zoo.training import precision  # noqa: E402
+from zoo.training.distribute import STRATEGIES  # noqa: E402
+from zoo.training.optimization import SCHEDULES  # noqa: E402
+from zoo.runs.run_dir import RunDir  # noqa: E402
+from zoo.training.loop import TrainConfig  # noqa: E402
 
 flags.DEFINE_string("dataset", None, "Dataset name, or tfds:<catalog name> for a TensorFlow Datasets set.")
 flags.DEFINE_string("preset", "small", "Model preset (see the recipe's model file for the list).")
@@ -75,7 +75,7 @@ class RunSettings:
     batch_size: int | None  # --batch_size as given (a recipe's evaluation batch defaults to its own)
     average_checkpoints: int
     seed: int
-    strategy: str  # --strategy, --cpu_replicas and --tpu: zoo.distribute.make_strategy's arguments
+    strategy: str  # --strategy, --cpu_replicas and --tpu: zoo.training.distribute.make_strategy's arguments
     cpu_replicas: int
     tpu: str | None
 

@@ -19,10 +19,10 @@ from absl import app, flags
 
 from recipes import common
 from recipes.native_log import NativeLog, worker_log_path
-from zoo import export
-from zoo.distribute import is_chief, make_strategy
-from zoo.run_dir import RunDir, RunDirError
-from zoo.training import Task, Trainer, TrainConfig
+from zoo.runs import export
+from zoo.training.distribute import is_chief, make_strategy
+from zoo.runs.run_dir import RunDir, RunDirError
+from zoo.training.loop import Task, Trainer, TrainConfig
 
 FLAGS = flags.FLAGS
 LOST_WORKER_STATUS = 75  # EX_TEMPFAIL: start the workers again and the run resumes
@@ -37,13 +37,13 @@ class Prepared:
 
     run: dict  # config.json's record (recipe, data, model), less the training settings
     train: TrainConfig  # the steps --epochs asked for counted
-    setup: dict  # data settings a resumed run must share (zoo.run_dir.RESUME_KEYS), beside replicas and strategy
+    setup: dict  # data settings a resumed run must share (zoo.runs.run_dir.RESUME_KEYS), beside replicas and strategy
     task: Task
 
 
 @dataclasses.dataclass(frozen=True)
 class Serving:
-    """What a recipe's export serves: `zoo.export.export`'s arguments."""
+    """What a recipe's export serves: `zoo.runs.export.export`'s arguments."""
 
     module: object  # a tf.Module
     signatures: dict  # name -> tf.function
@@ -60,7 +60,7 @@ class Recipe:
     name: str  # config.json's "recipe"
     config_from_flags: Callable  # mode -> settings; bad flags fail here, before any work
     prepare: Callable  # (settings, strategy) -> Prepared
-    load: Callable  # settings -> zoo.run_dir.LoadedRun
+    load: Callable  # settings -> zoo.runs.run_dir.LoadedRun
     server: Callable  # (LoadedRun, settings) -> Serving
     evaluate: Callable | None = None  # settings -> results (--mode=eval, train_and_eval)
     modes: Mapping[str, Callable] = dataclasses.field(default_factory=dict)  # its own modes: name -> fn(settings)
@@ -178,9 +178,9 @@ def run(recipe):
     import tensorflow as tf
     from absl import logging
 
-    from zoo.checkpoints import CheckpointError
-    from zoo.datasets import DatasetError
-    from zoo.training import NonFiniteLossError
+    from zoo.runs.checkpoints import CheckpointError
+    from zoo.data.datasets import DatasetError
+    from zoo.training.loop import NonFiniteLossError
 
     def guarded(argv):
         del argv

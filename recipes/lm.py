@@ -12,15 +12,16 @@ import time
 from absl import app, flags
 
 from recipes import common, driver
-from zoo import datasets, lm_inference, lm_preprocessing
-from zoo import language_model as lm
-from zoo.distribute import is_chief
-from zoo.evaluation import write_summaries
-from zoo.lm_server import LanguageModelServer
-from zoo.progress import Progress
-from zoo.run_dir import RunDir, RunDirError
-from zoo.training import Task, TrainConfig
-from zoo.vocabulary import VOCABULARY_FILE, Vocabulary
+from zoo.data import datasets
+from zoo.language_model import inference as lm_inference, preprocessor as lm_preprocessing
+from zoo.language_model import model as lm
+from zoo.training.distribute import is_chief
+from zoo.training.evaluation import write_summaries
+from zoo.language_model.server import LanguageModelServer
+from zoo.core.progress import Progress
+from zoo.runs.run_dir import RunDir, RunDirError
+from zoo.training.loop import Task, TrainConfig
+from zoo.language_model.vocabulary import VOCABULARY_FILE, Vocabulary
 
 RECIPE = "lm"
 MODES = ("train", "eval", "train_and_eval", "export", "generate")

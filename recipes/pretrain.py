@@ -18,11 +18,12 @@ import tensorflow as tf
 from absl import app, flags
 
 from recipes import common, driver
-from zoo import batching, pretrained, pretraining, pretraining_data, pretraining_masks, published, tokenizer
-from zoo.distribute import is_chief
-from zoo.evaluation import evaluate, write_summaries
-from zoo.run_dir import RunDir, RunDirError
-from zoo.training import Task, TrainConfig
+from zoo.data import batching, tokenizer
+from zoo.pretraining import pretrained, model as pretraining, data as pretraining_data, masks as pretraining_masks, published
+from zoo.training.distribute import is_chief
+from zoo.training.evaluation import evaluate, write_summaries
+from zoo.runs.run_dir import RunDir, RunDirError
+from zoo.training.loop import Task, TrainConfig
 
 RECIPE = "pretrain"
 MODES = ("train", "eval", "train_and_eval", "export")

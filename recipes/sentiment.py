@@ -14,12 +14,14 @@ import os
 from absl import app, flags
 
 from recipes import common, driver
-from zoo import batching, classifier, datasets, pretrained, published, tokenizer
-from zoo.classifier_preprocessor import ClassifierPreprocessor
-from zoo.distribute import is_chief
-from zoo.evaluation import evaluate, write_summaries
-from zoo.run_dir import RunDir, RunDirError
-from zoo.training import Task, TrainConfig
+from zoo.data import batching, datasets, tokenizer
+from zoo.classifier import model as classifier
+from zoo.pretraining import pretrained, published
+from zoo.classifier.preprocessor import ClassifierPreprocessor
+from zoo.training.distribute import is_chief
+from zoo.training.evaluation import evaluate, write_summaries
+from zoo.runs.run_dir import RunDir, RunDirError
+from zoo.training.loop import Task, TrainConfig
 
 RECIPE = "sentiment"
 MODES = ("train", "eval", "train_and_eval", "export", "explain")
@@ -178,7 +180,7 @@ def run_explain(model_dir, text, average=1):
     import numpy as np
     import tensorflow as tf
 
-    from zoo import explain
+    from zoo.classifier import explain
 
     loaded = load_trained(model_dir, average)
     token_ids = preprocessor(loaded)(tf.constant([text]))

@@ -15,14 +15,16 @@ import time
 from absl import app, flags
 
 from recipes import common, driver
-from zoo import batching, datasets, disk, tokenizer, translation, translation_preprocessing
-from zoo.distribute import is_chief, uses_xla
-from zoo.evaluation import evaluate, write_summaries
-from zoo.progress import Progress
-from zoo.run_dir import RunDir, RunDirError
-from zoo.training import Task, TrainConfig
-from zoo.translation_search import DecodeConfig, translate_ids
-from zoo.translation_server import TranslatorServer
+from zoo.data import batching, datasets, tokenizer
+from zoo.core import disk
+from zoo.translation import model as translation, preprocessor as translation_preprocessing
+from zoo.training.distribute import is_chief, uses_xla
+from zoo.training.evaluation import evaluate, write_summaries
+from zoo.core.progress import Progress
+from zoo.runs.run_dir import RunDir, RunDirError
+from zoo.training.loop import Task, TrainConfig
+from zoo.translation.search import DecodeConfig, translate_ids
+from zoo.translation.server import TranslatorServer
 
 RECIPE = "translate"
 MODES = ("train", "eval", "train_and_eval", "export", "translate")

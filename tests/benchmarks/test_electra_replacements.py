@@ -4,9 +4,9 @@ import numpy as np
 import tensorflow as tf
 
 from benchmarks import electra_replacements
-from zoo import pretraining, pretraining_masks
-from zoo.classifier import ClassifierConfig
-from zoo.pretraining import PretrainConfig
+from zoo.pretraining import model as pretraining, masks as pretraining_masks
+from zoo.classifier.model import ClassifierConfig
+from zoo.pretraining.model import PretrainConfig
 
 VOCAB, LENGTH = 50, 24
 

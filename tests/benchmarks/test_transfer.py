@@ -1,5 +1,5 @@
 from benchmarks import transfer
-from zoo.run_dir import RunDir
+from zoo.runs.run_dir import RunDir
 
 
 def _run(tmp_path, **evaluations):

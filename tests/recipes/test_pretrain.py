@@ -41,7 +41,7 @@ def test_pretraining_trains_evaluates_and_records_its_run(pretrained_run):
         held_out = json.load(f)["eval_held_out"]
     assert held_out["step"] == 20 and held_out["documents"] == round(67349 * 0.01)
     assert 0.0 <= held_out["detection_accuracy"] <= 1.0 and held_out["masked_perplexity"] > 1.0
-    from zoo.tokenizer import load_tokenizer
+    from zoo.data.tokenizer import load_tokenizer
 
     assert load_tokenizer(model_dir).token_to_id("<mask>") == 4
 

@@ -32,7 +32,7 @@ def checkpoint_fixture(tmp_path_factory):
 
 
 def test_the_run_masks_with_the_checkpoints_special_ids(checkpoint):
-    from zoo import published
+    from zoo.pretraining import published
 
     ids = published.special_ids(published.read_checkpoint(checkpoint))
     assert ids == {"mask_id": 6, "first_regular_id": 8, "start_id": 4, "separator_id": 5}
@@ -44,7 +44,7 @@ def test_the_pretrainer_starts_from_the_checkpoints_encoder_and_masked_lm_head(c
     import tensorflow as tf
     from safetensors.numpy import load_file
 
-    from zoo import pretrained, pretraining, published
+    from zoo.pretraining import pretrained, model as pretraining, published
     import keras
 
     keras.config.set_dtype_policy("float32")

@@ -68,7 +68,7 @@ def test_export_answers_in_a_fresh_tensorflow_process_like_the_model_in_process(
 
     from recipes import sentiment
 
-    from zoo.classifier_preprocessor import ClassifierPreprocessor
+    from zoo.classifier.preprocessor import ClassifierPreprocessor
 
     trained = sentiment.load_trained(model_dir)
     token_ids = ClassifierPreprocessor(trained.tokenizer, trained.config.max_length)(tf.constant(texts))
@@ -81,8 +81,8 @@ def test_an_export_of_averaged_checkpoints_serves_the_mean_model(trained, run_re
     import tensorflow as tf
 
     from recipes import sentiment
-    from zoo.classifier_preprocessor import ClassifierPreprocessor
-    from zoo.training import restore_model
+    from zoo.classifier.preprocessor import ClassifierPreprocessor
+    from zoo.training.loop import restore_model
 
     model_dir, _, _ = trained  # checkpoints at steps 10, 20 and 30
     export_dir = str(tmp_path / "averaged")

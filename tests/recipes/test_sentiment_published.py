@@ -58,8 +58,8 @@ def test_training_and_serving_frame_texts_the_same_way(trained):
     """[CLS] + head and tail + [SEP]: the NumPy rows of training and the graph of the export agree."""
     import tensorflow as tf
 
-    from zoo import tokenizer
-    from zoo.classifier_preprocessor import ClassifierPreprocessor
+    from zoo.data import tokenizer
+    from zoo.classifier.preprocessor import ClassifierPreprocessor
 
     model_dir, _, _, _ = trained
     tok = tokenizer.load_tokenizer(model_dir)
@@ -93,7 +93,7 @@ def test_the_export_answers_in_a_fresh_process_as_the_model_does(trained):
     import tensorflow as tf
 
     from recipes import sentiment
-    from zoo.classifier_preprocessor import ClassifierPreprocessor
+    from zoo.classifier.preprocessor import ClassifierPreprocessor
 
     trained_run = sentiment.load_trained(model_dir)
     ids = ClassifierPreprocessor.for_tokenizer(trained_run.tokenizer, trained_run.config.max_length)(tf.constant(texts))

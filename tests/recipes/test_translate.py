@@ -95,8 +95,8 @@ def test_one_vocabulary_per_language_and_an_untied_output_layer(tmp_path, run_re
         model = json.load(f)["model"]
     assert not model["shared_vocabulary"] and not model["tie_embeddings"]
     assert all(os.path.exists(os.path.join(model_dir, name)) for name in ("source.model", "target.model"))
-    from zoo import translation
-    from zoo.training import restore_model
+    from zoo.translation import model as translation
+    from zoo.training.loop import restore_model
 
     trained = translation.build_translator(translation.TranslatorConfig(**model))
     restore_model(trained, model_dir)  # every layer of the untied, per-language model is in the checkpoint

@@ -1,0 +1,124 @@
+"""Arguments out of range: refused where the frozen config is made (so the library refuses what
+the command line does), with the field's name; on the command line, one `error:` line."""
+
+import os
+
+import pytest
+
+from zoo.classifier.model import ClassifierConfig
+from zoo.language_model.model import LMConfig
+from zoo.pretraining.model import PretrainConfig
+from zoo.training.loop import TrainConfig
+from zoo.translation.model import TranslatorConfig
+from zoo.translation.search import DecodeConfig
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: TrainConfig(learning_rate=-1.0), "learning_rate=-1.0 must be positive"),
+        (lambda: TrainConfig(learning_rate=0.0), "learning_rate=0.0 must be positive"),
+        (lambda: TrainConfig(warmup_steps=-1), "warmup_steps=-1 must be non-negative"),
+        (lambda: TrainConfig(clip_norm=-0.5), "clip_norm=-0.5 must be non-negative"),
+        (lambda: TrainConfig(weight_decay=-0.1), "weight_decay=-0.1 must be non-negative"),
+        (lambda: TrainConfig(label_smoothing=1.0), r"label_smoothing=1.0 must be in \[0, 1\)"),
+        (lambda: TrainConfig(train_steps=0), "train_steps=0 must be positive"),
+        (lambda: TrainConfig(batch_size=-8), "batch_size=-8 must be positive"),
+        (lambda: TrainConfig(keep_checkpoints=0), "keep_checkpoints=0 must be positive"),
+        (lambda: TrainConfig(layer_decay=0.0), r"layer_decay=0.0 must be in \(0, 1\]"),
+        (lambda: TrainConfig(mixed_precision="half"), "mixed_precision='half' is not one of"),
+        (lambda: ClassifierConfig(dropout=1.0), r"dropout=1.0 must be in \[0, 1\)"),
+        (lambda: ClassifierConfig(hidden_dim=130, num_heads=4), "not divisible by num_heads=4"),
+        (lambda: TranslatorConfig(dropout=-0.1), r"dropout=-0.1 must be in \[0, 1\)"),
+        (lambda: TranslatorConfig(hidden_dim=0), "hidden_dim=0 must be positive"),
+        (lambda: LMConfig(memory_length=-1), "memory_length=-1 must be non-negative"),
+        (lambda: LMConfig(attention_dropout=1.5), r"attention_dropout=1.5 must be in \[0, 1\)"),
+        (lambda: DecodeConfig(beam_size=0), "beam_size=0"),
+        (lambda: DecodeConfig(beam_size=1, top_k=-1), "top_k must be >= 0"),
+        (lambda: DecodeConfig(beam_size=1, temperature=0.0), "temperature > 0"),
+        (lambda: DecodeConfig(max_extra_length=-1), "max_extra_length=-1 must be non-negative"),
+        (lambda: PretrainConfig(mask_rate=0.0), r"mask_rate=0.0 must be in \(0, 1\)"),
+        (lambda: PretrainConfig(detection_weight=-1.0), "detection_weight=-1.0 must be non-negative"),
+    ],
+)
+def test_a_config_refuses_an_out_of_range_value_naming_it(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+@pytest.mark.parametrize(
+    "recipe, flags",
+    [
+        ("sentiment", ["--dataset=sst2"]),
+        ("translate", ["--dataset=multi30k", "--source=de", "--target=en"]),
+        ("lm", ["--dataset=ptb"]),
+        ("pretrain", ["--corpus=sst2"]),
+    ],
+)
+def test_every_recipe_refuses_a_negative_learning_rate_in_one_line_before_any_work(recipe, flags, tmp_path,
+                                                                                    probe_recipe):
+    model_dir = str(tmp_path / "run")
+    result = probe_recipe(recipe, *flags, "--learning_rate=-1", f"--model_dir={model_dir}")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "error: learning_rate=-1.0 must be positive."
+    assert not os.path.exists(os.path.join(model_dir, "config.json"))
+
+
+def test_a_model_dir_that_is_a_file_is_refused_in_one_line(tmp_path, probe_recipe):
+    path = tmp_path / "notes.txt"
+    path.write_text("mine")
+    result = probe_recipe("sentiment", "--dataset=sst2", f"--model_dir={path}")
+    assert result.returncode == 2
+    assert "is a file, not a folder" in result.stderr.strip().splitlines()[-1]
+    assert path.read_text() == "mine"
+
+
+@pytest.mark.parametrize(
+    "recipe, flags, named",
+    [
+        ("sentiment", ["--dataset=sst2", "--max_examples=-5"], "--max_examples=-5"),
+        ("sentiment", ["--dataset=sst2", "--epochs=-1"], "--epochs must be positive"),
+        ("pretrain", ["--corpus=sst2", "--eval_fraction=1.5"], "--eval_fraction=1.5"),
+        ("translate", ["--mode=eval", "--eval_batch_size=0"], "--eval_batch_size=0"),
+        ("sentiment", ["--dataset=sst2", "--profile_steps=a,b"], "--profile_steps=a,b must be two step numbers"),
+        ("sentiment", ["--dataset=sst2", "--profile_steps=1,3"], "profile_steps=(1, 3) must be two steps"),
+    ],
+)
+def test_flags_out_of_range_are_refused_when_parsed(recipe, flags, named, tmp_path, probe_recipe):
+    result = probe_recipe(recipe, *flags, f"--model_dir={tmp_path / 'run'}")
+    assert result.returncode != 0 and named in result.stderr and "Traceback" not in result.stderr
+    assert not os.path.exists(tmp_path / "run" / "config.json")
+
+
+@pytest.mark.parametrize(
+    "recipe, flags, message",
+    [
+        ("sentiment", ["--mode=eval", "--batch_size=-1"], "error: --batch_size=-1 must be at least 1."),
+        ("pretrain", ["--mode=eval", "--batch_size=0"], "error: --batch_size=0 must be at least 1."),
+        ("sentiment", ["--dataset=sst2", "--max_length=1"],
+         "error: --max_length=1 leaves no room for text beside the start token: use at least 2."),
+        ("translate", ["--dataset=multi30k", "--max_tokens=1", "--max_length=16"],
+         "error: --max_tokens=1 cannot hold one pair of up to --max_length=16 tokens: give at least 16, or a "
+         "smaller --max_length."),
+        ("lm", ["--mode=generate", "--prompt=the", "--temperature=inf"],
+         "error: --temperature must be positive and finite, and --top_k non-negative."),
+        ("sentiment", ["--dataset=sst2", "--max_examples=200", "--batch_size=8", "--epochs=0.001"],
+         "error: --epochs=0.001 is less than one step: 200 examples make 25.00 steps of 8 a pass. Give at least "
+         "--epochs=0.04 (one step), or --train_steps."),
+    ],
+)
+def test_sizes_are_refused_in_one_line_before_any_work(recipe, flags, message, tmp_path, probe_recipe):
+    model_dir = tmp_path / "run"
+    result = probe_recipe(recipe, *flags, f"--model_dir={model_dir}")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == message
+    assert not model_dir.exists()  # nothing written, no empty folder left
+
+
+def test_a_model_dir_under_a_file_is_refused_in_one_line(tmp_path, probe_recipe):
+    path = tmp_path / "notes.txt"
+    path.write_text("mine")
+    result = probe_recipe("sentiment", "--dataset=sst2", f"--model_dir={path}/run")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(f"error: Could not write the run folder: {path} is a file")
+    assert path.read_text() == "mine"

@@ -1,0 +1,36 @@
+"""The ops manifest lists exactly the ops a TensorFlow-only process lacks (checked in such a process); the
+staging folder of an export that was killed is removed by the next export, and no other."""
+
+import os
+import socket
+import subprocess
+import sys
+
+from zoo.runs import export
+
+
+def test_non_core_ops_are_found_in_a_tensorflow_only_process_registry():
+    found = export.non_core_ops({"MatMul", "XlaDynamicUpdateSlice", "SentencepieceOp", "SentencepieceTokenizeOp",
+                                 "NoSuchOpAnywhere"})
+    # XlaDynamicUpdateSlice is registered by TensorFlow itself, though tf.raw_ops has no attribute for it.
+    assert found == {"SentencepieceOp": "tensorflow_text", "SentencepieceTokenizeOp": "tensorflow_text",
+                     "NoSuchOpAnywhere": "unknown"}
+
+
+def test_the_staging_folder_of_a_killed_export_is_removed_and_a_running_ones_kept(tmp_path, capsys):
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    host = socket.gethostname()
+    try:
+        kept = [f".staging-{host}-{running.pid}", f".staging-elsewhere-{ended.pid}", "1"]  # another host's: unknown
+        killed = [f".staging-{host}-{ended.pid}", f".staging-{ended.pid}"]  # the second as older zoos named it
+        for name in kept + killed:
+            os.makedirs(tmp_path / name / "variables")
+        export.remove_abandoned(str(tmp_path))
+        assert sorted(os.listdir(tmp_path)) == sorted(kept)
+        assert f"Note: removed {tmp_path / killed[0]}, the unfinished export of a process that no longer runs." in (
+            capsys.readouterr().out)
+    finally:
+        running.kill()
+        running.wait()

@@ -1,0 +1,78 @@
+"""--mixed_precision=auto: bfloat16 where the device runs it fast, float32 elsewhere."""
+
+import pytest
+
+from zoo.training import precision
+
+EPYC = """processor\t: 0
+vendor_id\t: AuthenticAMD
+model name\t: AMD EPYC 9B14
+flags\t\t: fpu vme de pse avx2 avx512f avx512bw avx512_bf16 clzero
+"""
+SAPPHIRE_RAPIDS = "processor\t: 0\nflags\t\t: fpu avx512f avx512_fp16 amx_bf16 amx_tile amx_int8\n"
+SKYLAKE = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512bw avx512vl\n"
+GRAVITON = "processor\t: 0\nFeatures\t: fp asimd bf16 i8mm\n"
+
+
+@pytest.mark.parametrize(
+    "cpuinfo, dtype",
+    [(EPYC, "bfloat16"), (SAPPHIRE_RAPIDS, "bfloat16"), (SKYLAKE, "float32"), (GRAVITON, "float32"), ("", "float32")],
+)
+def test_a_cpu_gets_bfloat16_only_with_its_bfloat16_instructions(cpuinfo, dtype):
+    chosen, reason = precision.auto_precision(gpus=[], cpuinfo=cpuinfo)
+    assert chosen == dtype
+    assert ("avx512_bf16" in reason) or ("amx_bf16" in reason)
+
+
+def test_the_flags_are_matched_whole_not_as_substrings():
+    assert precision.cpu_flags("flags : avx512_bf16x notavx512_bf16\n") == {"avx512_bf16x", "notavx512_bf16"}
+    assert precision.auto_precision(gpus=[], cpuinfo="flags : avx512_bf16x\n")[0] == "float32"
+
+
+@pytest.mark.parametrize(
+    "gpus, dtype",
+    [
+        ([("NVIDIA H100 80GB HBM3", (9, 0))], "bfloat16"),
+        ([("NVIDIA A100-SXM4-40GB", (8, 0)), ("NVIDIA A100-SXM4-40GB", (8, 0))], "bfloat16"),
+        ([("Tesla V100-SXM2-16GB", (7, 0))], "float32"),
+        ([("Tesla T4", (7, 5))], "float32"),
+        ([("NVIDIA A100", (8, 0)), ("Tesla T4", (7, 5))], "float32"),  # the slowest decides
+    ],
+)
+def test_a_gpu_decides_by_compute_capability_whatever_the_cpu(gpus, dtype):
+    chosen, reason = precision.auto_precision(gpus=gpus, cpuinfo=SKYLAKE if dtype == "bfloat16" else EPYC)
+    assert chosen == dtype and "compute capability" in reason
+
+
+def test_a_gpu_without_a_compute_capability_gets_float32_and_the_reason():
+    dtype, reason = precision.auto_precision(gpus=[("AMD Instinct MI250X", None)], cpuinfo=EPYC)
+    assert dtype == "float32" and "reports no CUDA compute capability" in reason
+
+
+def test_without_onednn_a_bfloat16_cpu_gets_float32(monkeypatch):
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
+    dtype, reason = precision.auto_precision(gpus=[], cpuinfo=EPYC)
+    assert dtype == "float32" and "TF_ENABLE_ONEDNN_OPTS=0" in reason
+
+
+def test_a_tpu_gets_bfloat16():
+    assert precision.auto_precision(tpu=True, gpus=[], cpuinfo=SKYLAKE)[0] == "bfloat16"
+
+
+def test_an_explicit_value_wins_and_auto_keeps_a_resumed_runs_dtype():
+    assert precision.choose("float32", cpuinfo=EPYC, gpus=[]) == ("float32", "asked for (--mixed_precision)")
+    assert precision.choose("bfloat16", resumed="float32", cpuinfo=SKYLAKE, gpus=[])[0] == "bfloat16"
+    dtype, reason = precision.choose("auto", resumed="float32", cpuinfo=EPYC, gpus=[])
+    assert dtype == "float32" and "resumed" in reason
+    dtype, reason = precision.choose("auto", cpuinfo=EPYC, gpus=[])
+    assert dtype == "bfloat16" and reason.startswith("auto: ") and "avx512_bf16" in reason
+    with pytest.raises(ValueError, match="mixed_precision='half'"):
+        precision.choose("half")
+
+
+def test_a_train_config_asked_for_auto_holds_this_machines_choice_and_why():
+    from zoo.training.loop import TrainConfig
+
+    config = TrainConfig(mixed_precision="auto")
+    assert (config.mixed_precision, config.precision_reason) == precision.choose("auto")
+    assert config.mixed_precision in ("float32", "bfloat16")

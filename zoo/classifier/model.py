@@ -1,0 +1,195 @@
+"""Transformer encoder classifier, BERT-style: a start token (<s>, or BERT's [CLS])
+heads every text and its final hidden state is classified; BERT's vocabularies also
+end each text with [SEP]."""
+
+import dataclasses
+
+import keras
+import tensorflow as tf
+
+from layers import EncoderBlock, TokenAndPositionEmbedding, padding_mask
+from layers.dropout import Dropout
+from zoo.core import checks
+from zoo.training.losses import smoothed_cross_entropy
+
+EMBEDDINGS = ("scaled", "normalized")
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+def gelu_approximate(x):
+    """GELU's tanh approximation: Google's original BERT, keras-hub's BERT and ELECTRA, Hugging Face's
+    "gelu_new". The activation "gelu" is the exact (erf) one."""
+    return keras.activations.gelu(x, approximate=True)
+
+
+# ClassifierConfig.activation names Keras does not know.
+ACTIVATIONS = {"gelu_approximate": gelu_approximate}
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassifierConfig:
+    vocab_size: int = 8000
+    num_classes: int = 2
+    hidden_dim: int = 128
+    num_heads: int = 4
+    intermediate_dim: int = 512
+    num_layers: int = 2
+    dropout: float = 0.1
+    max_length: int = 512  # tokens per text, <s> included; longer texts keep their head and tail
+    position: str = "sinusoidal"
+    norm_first: bool = False
+    activation: str = "relu"
+    # "scaled": the paper's token embedding x sqrt(hidden_dim) plus positions; "normalized":
+    # BERT's unscaled sum normalized by LayerNorm (`layers.TokenAndPositionEmbedding`).
+    embedding: str = "scaled"
+    embedding_dim: int | None = None  # None: hidden_dim; narrower (ELECTRA's) goes through a projection
+    epsilon: float = 1e-5  # every LayerNorm's
+
+    def __post_init__(self):
+        checks.positive(self, "vocab_size", "num_classes", "hidden_dim", "num_heads", "intermediate_dim",
+                        "num_layers", "max_length", "embedding_dim", "epsilon")
+        checks.rates(self, "dropout")
+        checks.divisible(self)
+        if self.embedding not in EMBEDDINGS:
+            raise ValueError(f"embedding={self.embedding!r} must be one of {EMBEDDINGS}.")
+
+
+PRESETS = {
+    "tiny": ClassifierConfig(hidden_dim=32, num_heads=2, intermediate_dim=64, num_layers=1, max_length=128),
+    # Two heads: on a CPU the (heads x length^2) softmax, not the matmuls, bounds the speed.
+    "small": ClassifierConfig(hidden_dim=128, num_heads=2, intermediate_dim=512, num_layers=2, max_length=512),
+    # Pretraining's (recipes.pretrain): wider and deeper, worth it once the encoder is pretrained.
+    "medium": ClassifierConfig(hidden_dim=256, num_heads=4, intermediate_dim=1024, num_layers=4, max_length=512),
+    "base": ClassifierConfig(hidden_dim=512, num_heads=8, intermediate_dim=2048, num_layers=6, max_length=512),
+}
+
+
+def build_encoder(config, embedding=None, prefix="encoder", name="encoder"):
+    """token_ids (batch, seq) int32, 0 = padding -> hidden states (batch, seq, hidden_dim).
+
+    The classifier's body, and what pretraining trains (`zoo.pretraining.model`). Layers are named
+    "embedding", "<prefix>_<i>" and "<prefix>_final_norm" (pre-norm only). `embedding`: a
+    TokenAndPositionEmbedding to share (ELECTRA's generator shares the discriminator's); when
+    its width differs from config.hidden_dim, a Dense "<prefix>_projection" maps it.
+    """
+    token_ids = keras.Input((None,), dtype="int32", name="token_ids")
+    if embedding is None:
+        normalized = config.embedding == "normalized"
+        embedding = TokenAndPositionEmbedding(
+            config.vocab_size,
+            config.embedding_dim or config.hidden_dim,
+            config.max_length,
+            config.position,
+            config.dropout,
+            scale_tokens=not normalized,
+            layer_norm_epsilon=config.epsilon if normalized else None,
+            name="embedding",
+        )
+    x = embedding(token_ids)
+    if embedding.hidden_dim != config.hidden_dim:
+        x = keras.layers.Dense(config.hidden_dim, name=f"{prefix}_projection")(x)
+    is_token = padding_mask(token_ids)
+    for i in range(config.num_layers):
+        x = EncoderBlock(
+            config.num_heads,
+            config.intermediate_dim,
+            config.dropout,
+            ACTIVATIONS.get(config.activation, config.activation),
+            config.norm_first,
+            config.epsilon,
+            name=f"{prefix}_{i}",
+        )(x, padding_mask=is_token)
+    if config.norm_first:
+        x = keras.layers.LayerNormalization(epsilon=config.epsilon, name=f"{prefix}_final_norm")(x)
+    return keras.Model(token_ids, x, name=name)
+
+
+def build_classifier(config):
+    """token_ids (batch, seq) int32, 0 = padding -> logits (batch, num_classes) float32.
+
+    The encoder's layers and a head on the <s> token's final state; the encoder's layers keep
+    their names, so `zoo.pretraining.pretrained` copies a pretrained encoder's weights in by name."""
+    encoder = build_encoder(config)
+    head = Dropout(config.dropout)(encoder.output[:, 0])  # the <s> token's state
+    logits = keras.layers.Dense(config.num_classes, dtype="float32", name="logits")(head)
+    return keras.Model(encoder.input, logits, name="classifier")
+
+
+def layer_depths(model):
+    """Each trainable variable's depth below the head, for layer-wise learning-rate decay:
+    the head 0, the last encoder block (and pre-norm's final norm) 1, ..., the first block
+    num_layers, the embedding (and its projection) num_layers + 1 (Sun et al., 2019; ULMFiT's
+    discriminative rates)."""
+    blocks = {block.name: i for i, block in enumerate(encoder_blocks(model))}
+    top = len(blocks)
+    depths = []
+    for variable in model.trainable_variables:
+        layer = variable.path.split("/")[0]
+        if layer == "embedding" or layer.endswith("_projection"):
+            depths.append(top + 1)
+        elif layer in blocks:
+            depths.append(top - blocks[layer])
+        else:
+            depths.append(1 if layer.endswith("final_norm") else 0)
+    return depths
+
+
+def encoder_blocks(model):
+    return [layer for layer in model.layers if isinstance(layer, EncoderBlock)]
+
+
+def classification_loss(label_smoothing):
+    """The Task.loss of a classifier: summed cross-entropy over the examples."""
+    def loss(model, batch, training):
+        logits = model(batch["token_ids"], training=training)
+        losses = smoothed_cross_entropy(batch["label"], logits, label_smoothing)
+        tokens = tf.reduce_sum(tf.cast(batch["token_ids"] != 0, tf.int64))
+        return tf.reduce_sum(losses), tf.shape(losses)[0], tokens
+
+    return loss
+
+
+def classification_metrics(model):
+    """Per-batch sums for `zoo.training.evaluation.evaluate`: loss, correct, examples, probabilities."""
+
+    def metrics(batch):
+        logits = model(batch["token_ids"], training=False)
+        losses = smoothed_cross_entropy(batch["label"], logits)
+        correct = tf.cast(tf.argmax(logits, -1, output_type=tf.int32) == batch["label"], tf.float32)
+        return {"loss": tf.reduce_sum(losses), "correct": tf.reduce_sum(correct), "examples": tf.size(correct)}
+
+    return metrics
+
+
+def attention_scores(model, token_ids):
+    """Each encoder layer's attention probabilities (batch, heads, seq, seq)."""
+    is_token = padding_mask(token_ids)
+    x = model.get_layer("embedding")(token_ids)
+    for layer in model.layers:
+        if layer.name.endswith("_projection"):  # a narrower embedding's (ELECTRA's)
+            x = layer(x)
+    scores = []
+    for block in encoder_blocks(model):
+        x, layer_scores = block(x, padding_mask=is_token, return_attention_scores=True)
+        scores.append(layer_scores.numpy())
+    return scores
+
+
+class ClassifierServer(tf.Module):
+    """Text in, label and class probabilities out: what the export serves."""
+
+    def __init__(self, model, preprocessor, class_names):
+        super().__init__()
+        self.model = model
+        self.preprocessor = preprocessor
+        self.class_names = tf.constant(class_names)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def serve(self, text):
+        probabilities = tf.nn.softmax(tf.cast(self.model(self.preprocessor(text), training=False), tf.float32))
+        label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+        return {
+            "label": tf.gather(self.class_names, label_id),
+            "label_id": label_id,
+            "probabilities": probabilities,
+        }

@@ -1,0 +1,200 @@
+"""Subword tokenizers trained from a training split.
+
+A SentencePiece unigram model (keras-hub's `compute_sentence_piece_proto` settings)
+is trained once per run and saved as `tokenizer.model` beside the checkpoints;
+the same bytes go inside every export, so serving tokenizes exactly as training did.
+Ids 0-3 are fixed: <pad>, <unk>, <s> (start, also the classifier's head token)
+and </s> (end).
+
+A run fine-tuned from a published BERT-style checkpoint (`zoo.pretraining.published`) keeps that
+checkpoint's WordPiece vocabulary instead, as `vocab.txt` and `tokenizer_config.json`
+(Hugging Face's names): its [PAD] is 0, its text is framed as [CLS] ... [SEP].
+"""
+
+import io
+import json
+import os
+import random
+import re
+
+import keras_hub
+import numpy as np
+import sentencepiece
+import tensorflow as tf
+
+from zoo.core import disk
+
+PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
+TOKENIZER_FILE = "tokenizer.model"
+VOCABULARY_FILE = "vocab.txt"  # a WordPiece vocabulary, one piece per line, id = line number
+WORDPIECE_CONFIG_FILE = "tokenizer_config.json"
+# SentencePiece learns as good a vocabulary from a sample: this caps the time.
+MAX_TRAINING_CHARACTERS = 10_000_000
+
+
+def sample_texts(texts, max_characters, seed):
+    """A random sample of `texts` with at most `max_characters` in all (all of them if fewer)."""
+    if sum(map(len, texts)) <= max_characters:
+        return list(texts)
+    sample, total = [], 0
+    for text in random.Random(seed).sample(list(texts), len(texts)):
+        if total + len(text) > max_characters:
+            break
+        sample.append(text)
+        total += len(text)
+    return sample
+
+
+# SentencePiece skips, without a word, training sentences longer than this many bytes (its default).
+MAX_SENTENCE_BYTES = 4192
+
+
+def training_pieces(texts, max_characters=MAX_SENTENCE_BYTES // 4):
+    """`texts` with every text longer than `max_characters` cut at spaces into parts no longer
+    than that (a character is at most 4 UTF-8 bytes), so that SentencePiece learns from all of it."""
+    for text in texts:
+        while len(text) > max_characters:
+            cut = text.rfind(" ", 0, max_characters)
+            cut = max_characters if cut <= 0 else cut
+            yield text[:cut]
+            text = text[cut:].lstrip(" ")
+        if text:
+            yield text
+
+
+def train_tokenizer(texts, vocabulary_size, lowercase=True, seed=0, user_symbols=()):
+    """A SentencePiece unigram model (serialized proto bytes) learnt from `texts`.
+
+    The settings of keras-hub's `compute_sentence_piece_proto` (ids 0-3 as above), plus
+    `user_symbols`: pieces that are never split, numbered from 4 on (pretraining's <mask>)."""
+    texts = sample_texts(texts, MAX_TRAINING_CHARACTERS, seed)
+    writer = io.BytesIO()
+    try:
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=training_pieces(texts),
+            model_writer=writer,
+            vocab_size=vocabulary_size,
+            model_type="unigram",
+            normalization_rule_name="nmt_nfkc_cf" if lowercase else "nmt_nfkc",
+            pad_id=PAD_ID,
+            unk_id=UNK_ID,
+            bos_id=START_ID,
+            eos_id=END_ID,
+            user_defined_symbols=list(user_symbols),
+            minloglevel=2,
+        )
+    except RuntimeError as error:
+        limit = re.search(r"<= (\d+)", str(error))
+        if limit is None:
+            raise ValueError(f"SentencePiece could not learn a vocabulary from this text: {error}") from None
+        raise ValueError(
+            f"vocab_size={vocabulary_size} is too large for this training text: SentencePiece can make at most "
+            f"{limit.group(1)} pieces from it. Lower --vocab_size."
+        ) from None
+    return writer.getvalue()
+
+
+def save_tokenizer(proto, directory, name=TOKENIZER_FILE):
+    """Writes the model atomically: a crash never leaves half a tokenizer file, and a write the
+    file system refuses (a full disk ...) is one zoo.core.disk.WriteError."""
+    return disk.write_atomically(os.path.join(directory, name), proto, "the tokenizer")
+
+
+def wordpiece_tokenizer(vocabulary, lowercase, strip_accents=None):
+    """keras-hub's BertTokenizer (BERT's basic tokenization, then WordPiece, in TF Text ops) over
+    `vocabulary` (a list of pieces). strip_accents=None follows `lowercase`, as in BERT. Special
+    pieces written in a text ("[MASK]") are those pieces, as Hugging Face's tokenizers read them."""
+    return keras_hub.models.BertTokenizer(
+        vocabulary=list(vocabulary),
+        lowercase=lowercase,
+        strip_accents=lowercase if strip_accents is None else strip_accents,
+        special_tokens_in_strings=True,
+    )
+
+
+def save_wordpiece(vocabulary, lowercase, strip_accents, directory):
+    """Writes vocab.txt and tokenizer_config.json into `directory`, each atomically."""
+    text = "".join(f"{piece}\n" for piece in vocabulary)
+    save_tokenizer(text.encode("utf-8"), directory, VOCABULARY_FILE)
+    settings = {"do_lower_case": lowercase, "strip_accents": strip_accents}
+    save_tokenizer(json.dumps(settings).encode("utf-8"), directory, WORDPIECE_CONFIG_FILE)
+
+
+def holds_wordpiece(directory):
+    return os.path.exists(os.path.join(directory, VOCABULARY_FILE))
+
+
+def load_wordpiece(directory):
+    """The tokenizer `save_wordpiece` wrote into `directory`; a file of it that no longer reads is
+    one zoo.core.disk.DamagedFileError naming it."""
+    path = os.path.join(directory, VOCABULARY_FILE)
+    with disk.reading(path, "the run's WordPiece vocabulary"), open(path, encoding="utf-8") as f:
+        vocabulary = f.read().split("\n")[:-1]
+    path = os.path.join(directory, WORDPIECE_CONFIG_FILE)
+    with disk.reading(path, "the run's WordPiece settings"), open(path, encoding="utf-8") as f:
+        settings = json.load(f)
+        lowercase, strip_accents = settings["do_lower_case"], settings.get("strip_accents")
+    return wordpiece_tokenizer(vocabulary, lowercase, strip_accents)
+
+
+def framing(tokenizer):
+    """(start_id, end_id) a classifier puts around each text: [CLS] and [SEP] for a WordPiece
+    tokenizer, <s> and None (no end token) for the zoo's SentencePiece ones."""
+    if isinstance(tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
+        return tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    return START_ID, None
+
+
+def load_tokenizer(source, name=TOKENIZER_FILE):
+    """A keras-hub SentencePieceTokenizer from proto bytes or a run directory's `name` file;
+    for a run directory that holds a WordPiece vocabulary (`save_wordpiece`), its BertTokenizer."""
+    if isinstance(source, (str, os.PathLike)) and name == TOKENIZER_FILE and holds_wordpiece(source):
+        return load_wordpiece(source)
+    if not isinstance(source, (str, os.PathLike)):
+        return _sentence_piece(source, name)
+    path = os.path.join(source, name)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} does not exist: train a model in this directory first.")
+    with open(path, "rb") as f:
+        proto = f.read()
+    # TF Text reads the model when the tokenizer is made: a damaged file fails there, deep in SentencePiece.
+    with disk.reading(path, "the run's tokenizer, whose ids the model was trained on", (tf.errors.OpError,),
+                      "it is not a SentencePiece model"):
+        return _sentence_piece(proto, name)
+
+
+def _sentence_piece(proto, name):
+    tokenizer = keras_hub.tokenizers.SentencePieceTokenizer(proto=proto)
+    _name_model_resource(tokenizer, name)
+    return tokenizer
+
+
+def _name_model_resource(tokenizer, name):
+    """Names the TF Text resource that holds the SentencePiece model after its file.
+
+    TF Text creates every model's resource under one default name, and a loaded SavedModel
+    shares a resource between creators of the same name: an export with two tokenizers (one
+    vocabulary per language) would decode the target language with the source's model.
+    keras-hub makes the TF Text tokenizer without a name, hence the private attribute;
+    tests/recipes/test_translate.py checks an export with two tokenizers."""
+    resource = getattr(getattr(tokenizer, "_sentence_piece", None), "_model_resource", None)
+    if resource is not None:
+        resource._name = name
+
+
+def tokenize(tokenizer, texts, batch_size=2048):
+    """Token ids of every text, as a list of int32 NumPy arrays (no special tokens)."""
+    return rows_of(tokenizer.tokenize, texts, batch_size)
+
+
+def rows_of(ids, texts, batch_size=2048):
+    """`ids` (a batch of strings -> ragged ids, graph code) over every text, in tf.data batches: a list
+    of int32 NumPy arrays, in the order of `texts`. The preprocessors make training's rows with it
+    from the same function their exports run on each request."""
+    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(list(texts), tf.string)).batch(batch_size)
+    dataset = dataset.map(ids, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    rows = []
+    for ragged in dataset:
+        values, lengths = ragged.flat_values.numpy(), ragged.row_lengths().numpy()
+        rows.extend(np.split(values.astype(np.int32), np.cumsum(lengths)[:-1]))
+    return rows

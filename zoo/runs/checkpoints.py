@@ -1,0 +1,165 @@
+"""Finding the checkpoint a run continues from, whatever happened to its folder.
+
+TensorFlow's `latest_checkpoint` trusts the `checkpoint` index file: with that file lost a run
+would start again from step 0 and overwrite the old `ckpt-N` files, and with the newest
+checkpoint damaged every mode ends in a traceback. Here the `ckpt-N.index` files themselves
+are listed and each is read through before it is trusted; a damaged one is reported by name
+and passed over for the next older one.
+
+Checkpoints are written through `CheckpointManager`: a write the file system refuses (a full disk
+...) leaves the complete checkpoints as they were, and the oldest are rotated away by what the
+folder holds, whatever its index file says.
+"""
+
+import contextlib
+import os
+import re
+import shutil
+
+import tensorflow as tf
+
+from zoo.core import disk
+
+CHECKPOINT_PREFIX = "ckpt"
+UNREADABLE_DIR = "unreadable_checkpoints"
+
+
+class CheckpointError(ValueError):
+    """Checkpoints are present but none can be read; the message names them."""
+
+
+def checkpoint_steps(model_dir):
+    """Steps of the `ckpt-N.index` files in model_dir, newest first."""
+    if not os.path.isdir(model_dir):
+        return []
+    pattern = re.compile(rf"{CHECKPOINT_PREFIX}-(\d+)\.index$")
+    return sorted((int(m.group(1)) for m in map(pattern.match, os.listdir(model_dir)) if m), reverse=True)
+
+
+def path_of(model_dir, step):
+    return os.path.join(model_dir, f"{CHECKPOINT_PREFIX}-{step}")
+
+
+def unreadable_reason(path):
+    """Why the checkpoint at `path` (a prefix) cannot be read, or None if every tensor reads."""
+    try:
+        reader = tf.train.load_checkpoint(path)
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    except Exception as error:  # noqa: BLE001  (a damaged file raises OpError, IndexError, ValueError ...)
+        return f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+    return None
+
+
+def newest_readable(model_dir, log=print):
+    """(path, step, skipped) of the newest checkpoint in model_dir that reads through, or
+    (None, 0, []) when there is none at all; `skipped` lists the newer unreadable paths.
+    Raises CheckpointError when checkpoints exist but none can be read."""
+    skipped = []
+    for step in checkpoint_steps(model_dir):
+        path = path_of(model_dir, step)
+        reason = unreadable_reason(path)
+        if reason is None:
+            if skipped:
+                log(f"Continuing from {path}, the newest checkpoint that can be read.")
+            index = tf.train.latest_checkpoint(model_dir)
+            if index is None:
+                log(f"{model_dir} has no readable 'checkpoint' index file; found {path} by its file name.")
+            return path, step, skipped
+        log(f"Warning: checkpoint {path} cannot be read ({reason}); trying an older one.")
+        skipped.append(path)
+    if skipped:
+        raise CheckpointError(
+            f"No checkpoint in {model_dir} can be read ({', '.join(os.path.basename(p) for p in skipped)} are damaged): "
+            "restore them from a backup, or train again in another --model_dir."
+        )
+    return None, 0, []
+
+
+def newest_readable_paths(model_dir, count, log=print):
+    """[(path, step)] of the newest `count` checkpoints in model_dir that read through, newest
+    first: the newest as `newest_readable` finds it, then older ones (damaged ones named and passed
+    over). FileNotFoundError when there is no checkpoint, CheckpointError when there are fewer."""
+    path, newest, _ = newest_readable(model_dir, log)
+    if path is None:
+        raise FileNotFoundError(f"No checkpoint in {model_dir}: train first (--mode=train).")
+    found = [(path, newest)]
+    for step in checkpoint_steps(model_dir):
+        if len(found) == count:
+            break
+        if step >= newest:
+            continue
+        path = path_of(model_dir, step)
+        reason = unreadable_reason(path)
+        if reason is not None:
+            log(f"Warning: checkpoint {path} cannot be read ({reason}); passed over.")
+            continue
+        found.append((path, step))
+    if len(found) == count:
+        return found
+    raise CheckpointError(
+        f"{model_dir} holds {len(found)} readable checkpoint(s) (steps {[s for _, s in found]}), fewer than the "
+        f"{count} asked to average: lower --average_checkpoints, or train with --keep_checkpoints={count} or more."
+    )
+
+
+def files_of(path):
+    """The names of the files of the checkpoint at `path` (a prefix): its .index and .data-* files."""
+    folder, prefix = os.path.split(path)
+    names = os.listdir(folder) if os.path.isdir(folder) else []
+    return [name for name in names if name == f"{prefix}.index" or name.startswith(f"{prefix}.data-")]
+
+
+def set_aside(paths, model_dir, log=print):
+    """Moves the files of unreadable checkpoints into model_dir/unreadable_checkpoints/ (never
+    deleted), so that a run continuing from an older step does not write over them."""
+    if not paths:
+        return
+    target = os.path.join(model_dir, UNREADABLE_DIR)
+    os.makedirs(target, exist_ok=True)
+    for path in paths:
+        for name in files_of(path):
+            os.replace(os.path.join(model_dir, name), os.path.join(target, name))
+        log(f"Moved the files of {os.path.basename(path)} to {target}.")
+
+
+def remove(path):
+    """Removes the checkpoint at `path` (a prefix): its files, and the folder TensorFlow writes it into."""
+    shutil.rmtree(f"{path}_temp", ignore_errors=True)
+    for name in files_of(path):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(os.path.dirname(path), name))
+
+
+class CheckpointManager(tf.train.CheckpointManager):
+    """tf.train.CheckpointManager, numbering checkpoints by step, and
+
+    - keeping the newest `max_to_keep` of the checkpoints it finds in `directory`, not only of
+      those its `checkpoint` index file lists: with that file lost, the older ones would stay forever;
+    - turning a write the file system refuses (a full disk ...) into one zoo.core.disk.WriteError, with
+      the half-written checkpoint removed and the complete ones as they were.
+    """
+
+    def __init__(self, checkpoint, directory, max_to_keep):
+        super().__init__(checkpoint, directory, max_to_keep)
+        self.keep = max_to_keep
+
+    def save(self, checkpoint_number):
+        """Writes the checkpoint of step `checkpoint_number`; returns its path."""
+        path = path_of(self.directory, checkpoint_number)
+        try:
+            super().save(checkpoint_number=checkpoint_number)
+        except Exception as error:
+            if unreadable_reason(path) is not None:  # not written through (the index file can fail after)
+                remove(path)
+            steps = checkpoint_steps(self.directory)
+            kept = (f"the newest complete checkpoint, {CHECKPOINT_PREFIX}-{steps[0]}, is as it was, and training "
+                    "resumes from it" if steps else "no half-written checkpoint was left behind")
+            refused = disk.write_error(error, f"the checkpoint of step {checkpoint_number}", path, kept)
+            if refused is None:
+                raise
+            raise refused from None
+        if self.keep:  # None keeps them all
+            for step in checkpoint_steps(self.directory)[self.keep :]:
+                remove(path_of(self.directory, step))
+        return path

@@ -1,0 +1,168 @@
+"""Exports in TF Serving's layout, written so that no reader sees half a model.
+
+`<export_dir>/<version>/` holds `saved_model.pb`, `variables/`,
+`assets.extra/tf_serving_warmup_requests` (a few PredictionLogs TF Serving
+replays at load) and `ops_manifest.json` (the ops the graph uses that core
+TensorFlow does not register, e.g. TF Text's, and the import that provides
+them). The version is written under a dot-folder TF Serving ignores, then
+renamed into place in one step; the dot-folder of an export that was killed is
+removed by the next export.
+"""
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import socket
+
+import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+
+from zoo.core import disk
+from zoo.runs import run_lock
+
+MANIFEST = "ops_manifest.json"
+WARMUP = os.path.join("assets.extra", "tf_serving_warmup_requests")
+STAGING = ".staging-"  # + "<host>-<pid>": the writing process's version, until it is complete
+_STAGING_NAME = re.compile(rf"{re.escape(STAGING)}(?:(?P<host>.+)-)?(?P<pid>\d+)$")  # older zoos: .staging-<pid>
+
+
+def next_version(export_dir):
+    versions = [int(n) for n in os.listdir(export_dir) if n.isdigit()] if os.path.isdir(export_dir) else []
+    return max(versions, default=0) + 1
+
+
+def graph_ops(saved_model_dir):
+    """Every op type in a SavedModel's graph and function library (calls of
+    the library's own functions left out)."""
+    proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as f:
+        proto.ParseFromString(f.read())
+    ops, functions = set(), set()
+    for meta_graph in proto.meta_graphs:
+        ops.update(node.op for node in meta_graph.graph_def.node)
+        for function in meta_graph.graph_def.library.function:
+            functions.add(function.signature.name)
+            ops.update(node.op for node in function.node_def)
+    return ops - functions
+
+
+# Run in a fresh process that imports TensorFlow alone: the ops it cannot find are the export's extra needs.
+_MISSING_IN_CORE = (
+    "import json, sys\n"
+    "import tensorflow as tf\n"
+    "from tensorflow.python.framework import op_def_registry\n"
+    "print(json.dumps([op for op in json.load(sys.stdin) if op_def_registry.get(op) is None]))\n"
+)
+
+
+def non_core_ops(ops):
+    """Ops that a process importing TensorFlow alone has not registered (checked in such a
+    process, against the op registry), each with the library that registers them here:
+    "tensorflow_text" or "unknown"."""
+    import subprocess
+    import sys
+
+    import tensorflow_text  # noqa: F401  (registers TF Text's ops)
+    from tensorflow.python.framework import op_def_registry
+
+    fresh = subprocess.run([sys.executable, "-c", _MISSING_IN_CORE], input=json.dumps(sorted(ops)), text=True,
+                           capture_output=True, check=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    missing = json.loads(fresh.stdout.strip().splitlines()[-1])
+    return {op: "tensorflow_text" if op_def_registry.get(op) is not None else "unknown" for op in missing}
+
+
+def write_warmup_requests(version_dir, model_name, signature_name, inputs):
+    """`inputs`: dict input name -> list of example values (one request)."""
+    from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
+
+    request = predict_pb2.PredictRequest(
+        model_spec=model_pb2.ModelSpec(name=model_name, signature_name=signature_name)
+    )
+    for name, values in inputs.items():
+        request.inputs[name].CopyFrom(tf.make_tensor_proto(values))
+    log = prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=request))
+    path = os.path.join(version_dir, WARMUP)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tf.io.TFRecordWriter(path) as writer:
+        writer.write(log.SerializeToString())
+
+
+def export(module, signatures, export_dir, warmup_inputs, metadata=None):
+    """Saves `module` as a new integer version of `export_dir` and returns its path.
+
+    A write the file system refuses (a full disk, a path through a file ...) is one
+    zoo.core.disk.WriteError; the versions already there stay as they were.
+
+    Args:
+        module: a tf.Module holding the model, the tokenizer and the serving functions.
+        signatures: dict signature name -> concrete function.
+        export_dir: the model's folder in TF Serving's layout.
+        warmup_inputs: dict input name -> example values for `serving_default`.
+        metadata: JSON-able dict stored in the manifest (config, class names ...).
+    """
+    created = not os.path.isdir(export_dir)
+    staging = os.path.join(export_dir, f"{STAGING}{socket.gethostname()}-{os.getpid()}")
+    try:
+        os.makedirs(export_dir, exist_ok=True)
+        remove_abandoned(export_dir)
+        shutil.rmtree(staging, ignore_errors=True)
+        _write_version(module, signatures, staging, os.path.basename(os.path.normpath(export_dir)), warmup_inputs,
+                       metadata)
+        return _rename_to_next_version(staging, export_dir)
+    except BaseException as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        if created:
+            with contextlib.suppress(OSError):
+                os.rmdir(export_dir)  # only if empty: a failed first export leaves no folder behind
+        refused = disk.write_error(error, "the export", export_dir,
+                                   "no version was half-written, and those already there are as they were")
+        if refused is None:
+            raise
+        raise refused from None
+
+
+def _write_version(module, signatures, staging, model_name, warmup_inputs, metadata):
+    """Writes a whole version into the folder `staging`: the SavedModel, warm-up requests and manifest."""
+    tf.saved_model.save(module, staging, signatures=signatures)
+    write_warmup_requests(staging, model_name, "serving_default", warmup_inputs)
+    extra = non_core_ops(graph_ops(staging))
+    manifest = {
+        "non_core_ops": extra,
+        "load_with": ["import tensorflow as tf"] + (["import tensorflow_text"] if extra else []),
+        "note": (
+            "Core TensorFlow ops only."
+            if not extra
+            else "TF Serving's stock build links TensorFlow Text's ops; in Python, import tensorflow_text "
+            "before loading."
+        ),
+        "metadata": metadata or {},
+    }
+    with open(os.path.join(staging, MANIFEST), "w") as f:
+        json.dump(manifest, f, indent=2)
+
+
+def remove_abandoned(export_dir):
+    """Removes the staging folders of exports whose process no longer runs (a killed export leaves a
+    whole model there). Another host's are left alone: its processes cannot be asked from here."""
+    for name in sorted(os.listdir(export_dir)):
+        match = _STAGING_NAME.match(name)
+        path = os.path.join(export_dir, name)
+        if (match and match["host"] in (None, socket.gethostname()) and not run_lock.pid_runs(int(match["pid"]))
+                and os.path.isdir(path)):
+            shutil.rmtree(path, ignore_errors=True)
+            print(f"Note: removed {path}, the unfinished export of a process that no longer runs.", flush=True)
+
+
+def _rename_to_next_version(staging, export_dir):
+    """Moves `staging` to the next free integer version (another exporter may take one first)."""
+    for _ in range(10):
+        final = os.path.join(export_dir, str(next_version(export_dir)))
+        try:
+            os.rename(staging, final)
+            return final
+        except OSError:
+            if not os.path.exists(final):
+                raise
+    raise OSError(f"Could not find a free version folder in {export_dir}.")

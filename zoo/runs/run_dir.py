@@ -1,0 +1,259 @@
+"""A run directory (--model_dir) and what a run keeps there beside its checkpoints.
+
+- config.json: the run's record (recipe, data, model and training settings), so that the run can
+  be resumed and its model rebuilt;
+- metrics.json: the figures of training and of each evaluation, one section each;
+- the tokenizer files (zoo.data.tokenizer, zoo.language_model.vocabulary);
+- run.lock while a run writes there (zoo.runs.run_lock).
+
+Every other module reads and writes these files through `RunDir`: one place checks that a folder
+holds the run asked for, says what is wrong with a damaged file, and keeps a second run out.
+"""
+
+import contextlib
+import dataclasses
+import json
+import os
+import time
+import typing
+
+from zoo.runs import checkpoints
+from zoo.core import disk
+from zoo.runs.run_lock import RunLock
+from zoo.data.tokenizer import TOKENIZER_FILE, load_tokenizer
+from zoo.training.loop import dtype_policy, restore_model
+
+CONFIG_FILE = "config.json"
+METRICS_FILE = "metrics.json"
+TRANSLATION_TOKENIZER_FILES = ("source.model", "target.model")  # one per language (else tokenizer.model)
+# What a resumed run must share with the run it resumes: the batch plan (and so
+# the data position) and the checkpoint's structure depend on these.
+RESUME_KEYS = ("batch_size", "max_tokens", "seed", "mixed_precision", "max_examples", "replicas", "random_offset",
+               "sequences")
+RUN_NAMES = {"pretrain": "pretraining"}  # how messages name a recipe's runs (else by the recipe's name)
+
+CONFIG_ADVICE = ("it is the run's record (its data, model and training settings). Restore it from a backup, or "
+                 "move the folder away and train again.")
+METRICS_ADVICE = "it holds only the run's figures. Delete it (training and evaluation write it again) or restore it."
+
+
+class Tokenizers(typing.NamedTuple):
+    """A translation run's tokenizers."""
+
+    source: object
+    target: object
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadedRun:
+    """A trained run loaded back (float32) for evaluation, export and the recipes' other modes."""
+
+    run: dict  # config.json's record
+    config: object  # the model's config (ClassifierConfig, TranslatorConfig, LMConfig, PretrainConfig)
+    model: object
+    tokenizer: object  # the recipe's: a tokenizer, a translation run's (source, target) pair, a Vocabulary
+    step: int  # of the checkpoint loaded (the newest of those averaged)
+
+
+class RunDirError(ValueError):
+    """A model_dir that cannot be used as asked; the message says why and what to do."""
+
+
+def check_resumable(run, setup):
+    """Raises RunDirError naming every RESUME_KEYS field where `setup` differs from `run`'s."""
+    before = {**run.get("train", {}), **run.get("data", {})}
+    changed = [f"{k}={setup[k]!r} (was {before[k]!r})" for k in RESUME_KEYS if k in before and before[k] != setup[k]]
+    if changed:
+        raise RunDirError(
+            f"This run cannot resume as asked: {', '.join(changed)}. Keep those settings to resume "
+            "at the same data position, or use another --model_dir."
+        )
+
+
+class RunDir:
+    """The run directory at `path`."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def file(self, name):
+        return os.path.join(self.path, name)
+
+    def holds(self, name):
+        return os.path.exists(self.file(name))
+
+    # --- config.json ------------------------------------------------------------------------------
+
+    def read_config(self):
+        """The run's record as written, whatever its recipe; None when there is none."""
+        return self._read_json(CONFIG_FILE, CONFIG_ADVICE)
+
+    def read_run(self, recipe):
+        """The run's record, checked to belong to `recipe`; None if absent."""
+        run = self.read_config()
+        if run is None:
+            if checkpoints.checkpoint_steps(self.path):
+                raise RunDirError(f"{self.path} holds checkpoints but no {CONFIG_FILE}: it is not a zoo run of "
+                                  f"{recipe!r}. Choose another --model_dir.")
+            return None
+        if run.get("recipe") != recipe:
+            raise RunDirError(
+                f"{self.path} holds a {run.get('recipe')!r} run, not a {recipe!r} one: choose another --model_dir."
+            )
+        return run
+
+    def require_run(self, recipe):
+        """The record of a trained `recipe` run, else RunDirError saying to train there first."""
+        if not self.path:
+            raise RunDirError("--model_dir is required.")
+        run = self.read_run(recipe)
+        if run is None:
+            raise RunDirError(f"{self.path} holds no trained {recipe!r} run ({CONFIG_FILE} missing): train there first.")
+        return run
+
+    def trained_dtype(self):
+        """The compute dtype the run here trained in, or None (no run here yet)."""
+        run = self.read_config() if self.path else None
+        try:
+            return run["train"]["mixed_precision"]
+        except (KeyError, TypeError):
+            return None  # not a run to resume: read_run says why later
+
+    def record_training(self, run, train, setup, write=True):
+        """Checks that training with `train` (a TrainConfig) and `setup` (replicas, strategy, data
+        sizes) can resume `run`, then writes the record (with write=False, as a non-chief worker
+        does, only checks)."""
+        train = dataclasses.asdict(train)
+        check_resumable(run, {**train, **setup})
+        if write:
+            self._write_json(CONFIG_FILE, {**run, "train": train, "data": setup})
+
+    # --- metrics.json -----------------------------------------------------------------------------
+
+    def read_metrics(self):
+        """The figures recorded so far, {} when none."""
+        return self._read_json(METRICS_FILE, METRICS_ADVICE) or {}
+
+    def update_metrics(self, **sections):
+        """Replaces (or adds) the given sections of metrics.json, keeping the others; returns them all."""
+        metrics = {**self.read_metrics(), **sections}
+        self._write_json(METRICS_FILE, metrics)
+        return metrics
+
+    # --- finished runs ----------------------------------------------------------------------------
+
+    def read_finished(self, recipe, finished=True):
+        """The record of a `recipe` run that reached its last step (with finished=False: that has a
+        checkpoint), else RunDirError."""
+        name = RUN_NAMES.get(recipe, repr(recipe))
+        run = self.read_config()
+        if run is None:
+            raise RunDirError(f"{self.path} holds no {name} run (no {CONFIG_FILE}): run recipes.{recipe} there.")
+        if run.get("recipe") != recipe:
+            raise RunDirError(f"{self.path} holds a {run.get('recipe')!r} run, not a {name} one.")
+        step = max(checkpoints.checkpoint_steps(self.path), default=0)
+        last = run.get("train", {}).get("train_steps")
+        if not finished and step == 0:
+            raise RunDirError(f"{self.path} holds no checkpoint yet: train there first (--mode=train).")
+        if finished and (last is None or step < last):
+            raise RunDirError(
+                f"{self.path} holds an unfinished {name} run (step {step} of {last}): finish it "
+                f"(run recipes.{recipe} --mode=train there again) before using it."
+            )
+        return run
+
+    def check_finished(self, run, step):
+        """RunDirError unless `step` (of the checkpoint loaded) is the run's last."""
+        last = run["train"]["train_steps"]
+        if step < last:
+            raise RunDirError(
+                f"The last checkpoint of {self.path} cannot be read; the newest readable one is step {step} of "
+                f"{last}: finish the run (recipes.{run['recipe']} --mode=train there) before using it."
+            )
+
+    # --- tokenizers -------------------------------------------------------------------------------
+
+    def tokenizer(self, name=TOKENIZER_FILE):
+        """The tokenizer saved here as `name`; for tokenizer.model, a WordPiece vocabulary saved here instead."""
+        return load_tokenizer(self.path, name)
+
+    @staticmethod
+    def tokenizer_files(shared):
+        """(source, target) tokenizer file names of a translation run."""
+        return (TOKENIZER_FILE,) * 2 if shared else TRANSLATION_TOKENIZER_FILES
+
+    def tokenizers(self, shared):
+        """The source and target tokenizers of a translation run (`Tokenizers`): one object twice when `shared`."""
+        source_file, target_file = self.tokenizer_files(shared)
+        source = self.tokenizer(source_file)
+        return Tokenizers(source, source if shared else self.tokenizer(target_file))
+
+    def wait_for(self, name, timeout=600):
+        """Waits (a non-chief worker) until the chief has written the file `name`."""
+        path = self.file(name)
+        deadline = time.time() + timeout
+        while not os.path.exists(path):
+            if time.time() > deadline:
+                raise RunDirError(f"The chief worker has not written {path} within {timeout} s.")
+            time.sleep(1)
+
+    # --- the trained model ------------------------------------------------------------------------
+
+    def load_model(self, build_model, average=1):
+        """(model, step): `build_model()` built in float32, whatever the run trained in, holding the
+        newest checkpoint's weights (with average=N, the mean of the newest N: `restore_model`). The
+        caller's Keras dtype policy is left as it was."""
+        with dtype_policy("float32"):
+            model = build_model()
+        return model, restore_model(model, self.path, average)
+
+    def load_run(self, recipe, make_config, build_model, load_tokenizer, average=1):
+        """A trained `recipe` run as a LoadedRun: its record, `make_config(record["model"])`, the model
+        `build_model(config)` holding the newest checkpoint (`load_model`), and `load_tokenizer(self, config)`."""
+        run = self.require_run(recipe)
+        config = make_config(run["model"])
+        model, step = self.load_model(lambda: build_model(config), average)
+        return LoadedRun(run, config, model, load_tokenizer(self, config), step)
+
+    # --- one run at a time ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def hold(self, create=False):
+        """Holds the folder's lock (zoo.runs.run_lock) for the `with` block: a second run that would
+        write here is refused meanwhile. With create=True the folder is made if missing, and
+        removed again if the block leaves it empty; without, a missing folder is not held (there
+        is nothing there to protect, and the mode will say so)."""
+        existed = os.path.isdir(self.path)
+        if not existed and not create:
+            yield
+            return
+        try:
+            try:
+                os.makedirs(self.path, exist_ok=True)
+            except OSError as error:
+                raise disk.write_error(error, "the run folder", self.path, "no file was written") or error from None
+            with RunLock(self.path, log=lambda message: print(message, flush=True)):
+                yield
+        finally:
+            if not existed:
+                with contextlib.suppress(OSError):
+                    os.rmdir(self.path)  # only if empty: a run that failed before writing leaves nothing
+
+    # --- files ------------------------------------------------------------------------------------
+
+    def _read_json(self, name, advice):
+        path = self.file(name)
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except ValueError as error:
+            raise RunDirError(f"{path} is damaged ({error}): {advice}") from None
+        if not isinstance(data, dict):
+            raise RunDirError(f"{path} is damaged (it holds no JSON object): {advice}")
+        return data
+
+    def _write_json(self, name, data):
+        """Writes the file atomically: a crash leaves the old file or the new one, never half of one."""
+        disk.write_atomically(self.file(name), json.dumps(data, indent=2, default=str).encode("utf-8"), name)

@@ -1,0 +1,218 @@
+"""Encoder-decoder Transformer for translation: config, presets, the model and its loss.
+
+Sources end with </s>; the decoder reads <s> + target and predicts target +
+</s> (right-shifted targets, section 3 of the paper). The text to ids rule is
+in `zoo.translation.preprocessor`, the searches in `zoo.translation.search`,
+the TF Serving module in `zoo.translation.server`.
+"""
+
+import dataclasses
+
+import keras
+import tensorflow as tf
+
+from layers import DecoderBlock, EncoderBlock, TokenAndPositionEmbedding, padding_mask
+from zoo.core import checks
+from zoo.training.losses import smoothed_cross_entropy
+from zoo.data.tokenizer import PAD_ID
+
+
+@dataclasses.dataclass(frozen=True)
+class TranslatorConfig:
+    source_vocab_size: int = 8000
+    target_vocab_size: int = 8000
+    shared_vocabulary: bool = True  # one tokenizer and one embedding matrix for both languages
+    tie_embeddings: bool = True  # the output projection is the target embedding matrix
+    hidden_dim: int = 256
+    num_heads: int = 4
+    intermediate_dim: int = 1024
+    num_encoder_layers: int = 3
+    num_decoder_layers: int = 3
+    dropout: float = 0.1
+    max_length: int = 128  # tokens per source (with </s>) and per target (with <s>)
+    position: str = "sinusoidal"
+    norm_first: bool = False
+    activation: str = "relu"
+
+    def __post_init__(self):
+        checks.positive(self, "source_vocab_size", "target_vocab_size", "hidden_dim", "num_heads", "intermediate_dim",
+                        "num_encoder_layers", "num_decoder_layers", "max_length")
+        checks.rates(self, "dropout")
+        checks.divisible(self)
+        if self.shared_vocabulary and self.source_vocab_size != self.target_vocab_size:
+            raise ValueError("A shared vocabulary needs source_vocab_size == target_vocab_size.")
+
+
+PRESETS = {
+    "tiny": TranslatorConfig(
+        hidden_dim=64, num_heads=4, intermediate_dim=128, num_encoder_layers=2, num_decoder_layers=2, max_length=64
+    ),
+    # Four heads, three layers each side: on a CPU the attention softmax of many heads costs more than it gives.
+    "small": TranslatorConfig(),
+    # The paper's base and big models (Table 3).
+    "base": TranslatorConfig(
+        hidden_dim=512, num_heads=8, intermediate_dim=2048, num_encoder_layers=6, num_decoder_layers=6, max_length=256
+    ),
+    "big": TranslatorConfig(
+        hidden_dim=1024,
+        num_heads=16,
+        intermediate_dim=4096,
+        num_encoder_layers=6,
+        num_decoder_layers=6,
+        dropout=0.3,
+        max_length=256,
+    ),
+}
+
+
+class Translator(keras.Model):
+    """source_ids (batch, S), target_ids (batch, T) -> logits (batch, T, target_vocab) float32.
+
+    Id 0 is padding on both sides. `encode`, `decode` and `decode_step` are
+    the pieces that training, cached and uncached decoding put together.
+    """
+
+    def __init__(self, config, **kwargs):
+        super().__init__(**kwargs)
+        self.config = config
+        c = config
+
+        def embedding(vocab_size, name):
+            return TokenAndPositionEmbedding(vocab_size, c.hidden_dim, c.max_length, c.position, c.dropout, name=name)
+
+        self.source_embedding = embedding(c.source_vocab_size, "source_embedding")
+        self.target_embedding = (
+            self.source_embedding if c.shared_vocabulary else embedding(c.target_vocab_size, "target_embedding")
+        )
+        block = dict(
+            num_heads=c.num_heads,
+            intermediate_dim=c.intermediate_dim,
+            dropout=c.dropout,
+            activation=c.activation,
+            norm_first=c.norm_first,
+        )
+        self.encoder_blocks = [EncoderBlock(**block, name=f"encoder_{i}") for i in range(c.num_encoder_layers)]
+        self.decoder_blocks = [DecoderBlock(**block, name=f"decoder_{i}") for i in range(c.num_decoder_layers)]
+        # tf.train.Checkpoint does not see layers inside Keras-tracked lists: name each block.
+        for blocks in (self.encoder_blocks, self.decoder_blocks):
+            for layer in blocks:
+                setattr(self, layer.name, layer)
+        # Pre-norm stacks end with a LayerNorm (post-norm blocks already end normalized).
+        norm = lambda name: keras.layers.LayerNormalization(epsilon=1e-5, name=name)  # noqa: E731
+        self.encoder_norm = norm("encoder_norm") if c.norm_first else None
+        self.decoder_norm = norm("decoder_norm") if c.norm_first else None
+        self.output_projection = (
+            None if c.tie_embeddings else keras.layers.Dense(c.target_vocab_size, name="output_projection")
+        )
+
+    def encode(self, source_ids, training=False, skip_padding=False):
+        """(encoder_output (batch, S, hidden), source_mask (batch, S) bool).
+
+        `skip_padding`: the blocks' projections, Add & Norm and feed-forward networks run at
+        real tokens only (the blocks' argument of that name; not under XLA)."""
+        source_mask = padding_mask(source_ids)
+        x = self.source_embedding(source_ids, training=training)
+        for block in self.encoder_blocks:
+            x = block(x, padding_mask=source_mask, training=training, skip_padding=skip_padding)
+        if self.encoder_norm is not None:
+            x = self.encoder_norm(x)
+        return x, source_mask
+
+    def project(self, hidden):
+        """Decoder states -> float32 vocabulary logits."""
+        if self.decoder_norm is not None:
+            hidden = self.decoder_norm(hidden)
+        if self.output_projection is None:
+            logits = self.target_embedding.token_embedding(hidden, reverse=True)
+        else:
+            logits = self.output_projection(hidden)
+        return tf.cast(logits, tf.float32)
+
+    def decoder_states(self, target_ids, encoder_output, source_mask, training=False, skip_padding=False):
+        """The last decoder block's outputs (batch, T, hidden) for decoder inputs `target_ids`."""
+        target_mask = padding_mask(target_ids)
+        x = self.target_embedding(target_ids, training=training)
+        for block in self.decoder_blocks:
+            x = block(
+                x,
+                encoder_output,
+                padding_mask=target_mask,
+                encoder_padding_mask=source_mask,
+                training=training,
+                skip_padding=skip_padding,
+            )
+        return x
+
+    def decode(self, target_ids, encoder_output, source_mask, training=False):
+        """Teacher-forced logits (batch, T, vocab) for decoder inputs `target_ids` (<s> + target)."""
+        return self.project(self.decoder_states(target_ids, encoder_output, source_mask, training))
+
+    def call(self, inputs, training=None):
+        encoder_output, source_mask = self.encode(inputs["source"], training=training)
+        return self.decode(inputs["target"], encoder_output, source_mask, training=training)
+
+    def cross_attention_caches(self, encoder_output):
+        return [block.compute_cross_attention_cache(encoder_output) for block in self.decoder_blocks]
+
+    def empty_caches(self, batch, length):
+        """Zeroed self-attention caches, one (batch, 2, length, heads, head_dim) per decoder layer."""
+        c = self.config
+        shape = [batch, 2, length, c.num_heads, c.hidden_dim // c.num_heads]
+        return [tf.zeros(shape, self.compute_dtype) for _ in self.decoder_blocks]
+
+    def decode_step(self, token_ids, index, caches, cross_caches, source_mask):
+        """One decoder position for (N,) tokens at `index`: (logits (N, vocab), new caches)."""
+        x = self.target_embedding(token_ids[:, None], start_index=index)
+        new_caches = []
+        for block, cache, cross in zip(self.decoder_blocks, caches, cross_caches):
+            x, cache = block(
+                x, encoder_padding_mask=source_mask, cache=cache, cache_update_index=index, cross_attention_cache=cross
+            )
+            new_caches.append(cache)
+        return self.project(x)[:, 0], new_caches
+
+    def get_config(self):
+        return {"config": dataclasses.asdict(self.config), "name": self.name}
+
+
+def build_translator(config):
+    """A built Translator (its variables exist, so optimizers and checkpoints see them)."""
+    model = Translator(config, name="translator")
+    model({"source": tf.ones([1, 8], tf.int32), "target": tf.ones([1, 8], tf.int32)})
+    return model
+
+
+def translation_loss(label_smoothing, skip_padding=False):
+    """The Task.loss of a translator: smoothed cross-entropy summed over the real target tokens.
+
+    `skip_padding`: the blocks' projections, Add & Norm and feed-forward networks, the output
+    projection and the loss run at real tokens only (padding is skipped, not computed and masked).
+    It needs dynamic shapes: not under XLA (jit_compile, TPUs)."""
+
+    def loss(model, batch, training):
+        source, target = batch["source"], batch["target"]
+        encoder_output, source_mask = model.encode(source, training=training, skip_padding=skip_padding)
+        states = model.decoder_states(target[:, :-1], encoder_output, source_mask, training, skip_padding)
+        labels = target[:, 1:]
+        is_label = labels != PAD_ID
+        if skip_padding:
+            logits = model.project(tf.boolean_mask(states, is_label))  # (real tokens, vocab)
+            losses = smoothed_cross_entropy(tf.boolean_mask(labels, is_label), logits, label_smoothing)
+        else:
+            losses = smoothed_cross_entropy(labels, model.project(states), label_smoothing) * tf.cast(is_label, tf.float32)
+        # Real input tokens: the source's, and the decoder's (<s> + target: one per real label).
+        tokens = tf.reduce_sum(tf.cast(source != PAD_ID, tf.int64)) + tf.reduce_sum(tf.cast(is_label, tf.int64))
+        return tf.reduce_sum(losses), tf.reduce_sum(tf.cast(is_label, tf.float32)), tokens
+
+    return loss
+
+
+def translation_metrics(model):
+    """Per-batch sums for `zoo.training.evaluation.evaluate`: teacher-forced loss over target tokens."""
+    loss = translation_loss(0.0, skip_padding=True)
+
+    def metrics(batch):
+        loss_sum, weight, _ = loss(model, batch, False)
+        return {"loss": loss_sum, "tokens": weight}
+
+    return metrics
