@@ -5,9 +5,9 @@ program: with TensorFlow's allocator settings as they are (ZOO_TF_ALLOCATOR=1) a
 (TensorFlow's BFC allocator for CPU tensors, `recipes.common`, and glibc's mmap and trim
 thresholds restored after tf.data lowers them, `zoo.training.loop.keep_freed_memory`). Reports the
 steady tokens/s (the first log interval, which traces the step, left out), the share of the
-process's CPU time spent in the kernel (page faults, mostly), and the model's training FLOP/s
-(`benchmarks/costs.py`; for translation averaged over the run's tokenized training pairs) as a
-share of the dtype's matmul peak measured in the same program (`benchmarks/peak.py`).
+process's CPU time spent in the kernel (where page faults are served), and the model's training FLOP/s
+(`benchmarks/common/costs.py`; for translation averaged over the run's tokenized training pairs) as a
+share of the dtype's matmul peak measured in the same program (`benchmarks/common/peak.py`).
 
   python -m benchmarks.allocator
   python -m benchmarks.allocator --recipes=translate --steps=100
@@ -21,10 +21,10 @@ import tempfile
 
 from absl import app, flags
 
-from benchmarks import recipe_flags
-from benchmarks.costs import flops_per_token
-from benchmarks.peak import matmul_flops
-from benchmarks.report import ROOT, write_section
+from benchmarks.common import recipe_flags
+from benchmarks.common.costs import flops_per_token
+from benchmarks.common.peak import matmul_flops
+from benchmarks.common.report import ROOT, write_section
 from zoo.runs.run_dir import RunDir
 
 flags.DEFINE_list("recipes", ["translate", "lm", "pretrain"], "Recipes to measure.")
@@ -74,11 +74,11 @@ def main(argv):
             lines.append(f"| {name} | {dtype} | {setting} | {speed:.0f} | {kernel:.0%} | {speed / base:.2f}x "
                          f"| {achieved} |")
         commands.append(f"- {name}: `{command} --train_steps={FLAGS.steps}`")
-    note = ("Model GFLOP/s: steady tokens/s times the model's training FLOPs per counted token (`benchmarks/costs.py`: "
-            "6 x the forward multiply-adds, padding's work left out). Translation counts each pair's source tokens "
-            "(with </s>) and decoder inputs (<s> + target); its FLOPs per token are those of all the run's tokenized "
-            "training pairs over all their counted tokens (`seq2seq_multiply_adds`, self-attention's full square "
-            "counted).")
+    note = ("Model GFLOP/s: steady tokens/s times the model's training FLOPs per counted token "
+            "(`benchmarks/common/costs.py`: 6 x the forward multiply-adds, padding's work left out). Translation "
+            "counts each pair's source tokens (with </s>) and decoder inputs (<s> + target); its FLOPs per token are "
+            "those of all the run's tokenized training pairs over all their counted tokens (`seq2seq_multiply_adds`, "
+            "self-attention's full square counted).")
     body = "\n".join(lines + ["", note, "", "Training commands (each run in a fresh process and a fresh --model_dir):",
                               *commands])
     write_section("CPU allocator", body)

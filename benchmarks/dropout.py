@@ -13,7 +13,7 @@ import time
 
 from absl import app, flags
 
-from benchmarks.report import median_seconds, paired, write_section
+from benchmarks.common.report import median_seconds, paired, write_section
 
 flags.DEFINE_float("rate", 0.1, "Dropout rate.")
 flags.DEFINE_integer("calls", 10, "Steps per timed run.")

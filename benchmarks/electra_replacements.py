@@ -1,4 +1,4 @@
-r"""Why ELECTRA's discriminator stays at its prior on this machine's budgets: the same ELECTRA pretraining
+r"""What ELECTRA's discriminator learns from each kind of replacement: the same ELECTRA pretraining
 (benchmarks.objectives' shorter budget, --steps steps) with the masked positions filled three ways, each run
 evaluated on the held-out split with its own kind of replacement:
 - generator: ELECTRA's own, samples from the generator's masked-LM softmax;
@@ -16,8 +16,8 @@ import sys
 
 from absl import app, flags
 
-from benchmarks.recipe_flags import PRETRAIN, PRETRAIN_SHORT, with_values
-from benchmarks.report import ROOT, finished_run, write_section
+from benchmarks.common.recipe_flags import PRETRAIN, PRETRAIN_SHORT, with_values
+from benchmarks.common.report import ROOT, finished_run, write_section
 
 KINDS = ("generator", "uniform", "unigram")
 WORKER = "--replacements="  # the worker's first argument: `recipes.pretrain` with the proposals replaced

@@ -20,9 +20,9 @@ the counted work per second as a share of the chip's bfloat16 matmul peak, measu
 Mixed bfloat16; each training step (a stateless Keras call, jax.value_and_grad, Adam) is one XLA program
 compiled by jax.jit, its state buffers donated. Attention that is neither returned nor dropped goes
 through `keras.ops.dot_product_attention` (layers.MultiHeadAttention): cuDNN flash attention on a recent
-NVIDIA GPU, where a one-step check here shows it trains. Work is counted as `benchmarks/costs.py` counts
+NVIDIA GPU, where a one-step check here shows it trains. Work is counted as `benchmarks/common/costs.py` counts
 it (6 x the forward multiply-adds of the real tokens: padding's work is left out); the peak is the best
-rate of bfloat16 products of random square matrices (8192 on a GPU), timed as `benchmarks/peak.py` times.
+rate of bfloat16 products of random square matrices (8192 on a GPU), timed as `benchmarks/common/peak.py` times.
 On a CPU the default preset is `tiny`, a smoke run that writes nothing into BENCHMARKS.md.
 """
 
@@ -35,8 +35,8 @@ import time
 
 from absl import app, flags
 
-from benchmarks import costs
-from benchmarks.report import command_line, write_section
+from benchmarks.common import costs
+from benchmarks.common.report import command_line, write_section
 
 flags.DEFINE_list("models", ["base", "txl"], "Models to train: base, txl.")
 flags.DEFINE_string("preset", None, "Sizes: base (the default on a GPU or TPU) or tiny (the default on a CPU).")

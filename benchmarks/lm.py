@@ -13,7 +13,7 @@ r"""Transformer-XL language modelling: quality, and what the memory buys in spee
    while the context fits in the memory).
 `--seeds=0,1` also trains the same flags with seed 1 in <run_dir>_seed1 and tabulates the test
 figures of both (how robust the recipe is); the speed rows use the first seed's run.
-Each speed-up but the vanilla baseline's (timed once: it is two orders of magnitude slower) is
+Each speed-up but the vanilla baseline's (timed once: it is by far the slowest) is
 the median ratio over pairs of runs taken alternately (`report.paired`).
 A `bench_notes.md` in the run directory (how the run was chosen on validation) goes into the
 section as it is.
@@ -29,10 +29,10 @@ import time
 
 from absl import app, flags
 
-from benchmarks import recipe_flags
-from benchmarks.costs import multiply_adds
-from benchmarks.peak import training_share
-from benchmarks.report import ROOT, finished_run, median_seconds, paired, write_section
+from benchmarks.common import recipe_flags
+from benchmarks.common.costs import multiply_adds
+from benchmarks.common.peak import training_share
+from benchmarks.common.report import ROOT, finished_run, median_seconds, paired, write_section
 from recipes.lm import load_trained  # also defines the recipes' flags, --dataset among them
 from zoo.runs.run_dir import RunDir
 
@@ -86,7 +86,7 @@ def evaluation_speed(run_dir, dataset, context, segment_lengths, tokens, windows
     memory evaluation (memory context - T) against sliding windows of `context` tokens
     recomputed from scratch by the same weights without memory, scoring T tokens per window;
     and, once, windows scoring 1 token each (Al-Rfou et al.)."""
-    from benchmarks.baselines import evaluate_sliding_window
+    from tests.zoo._baselines import evaluate_sliding_window
     from zoo.data import datasets
     from zoo.language_model.inference import evaluate_streams
     from zoo.language_model.preprocessor import stream_layout
@@ -133,7 +133,7 @@ def generation_speed(run_dir, repeats, new_tokens=300):
     import numpy as np
     import tensorflow as tf
 
-    from benchmarks.baselines import generate_recomputing
+    from tests.zoo._baselines import generate_recomputing
     from zoo.language_model.inference import generate
 
     # A memory long enough for the whole text, so both see the same context and must agree.
@@ -225,7 +225,7 @@ def main(argv):
         "same weights without memory (each window projects only its T scored positions onto the vocabulary). "
         f"Tokens/s: each method's median run. Speed-up: the median of the ratios of {FLAGS.speed_repeats} pairs "
         "of runs taken alternately, so both methods see the same spells of this noisy machine. Compute ratio: the window's multiply-adds per scored token over "
-        f"the memory's (`multiply_adds` in benchmarks/costs.py); the model was trained with T = {segment}.",
+        f"the memory's (`multiply_adds` in benchmarks/common/costs.py); the model was trained with T = {segment}.",
         "",
         "| T | memory, tokens/s | window, tokens/s | memory's speed-up | compute ratio | mean NLL, memory / window |",
         "|---|---|---|---|---|---|",

@@ -3,8 +3,8 @@ about the same wall clock on the same corpus, each encoder fine-tuned with the s
 on validation splits only (IMDB's held-out 5% of train; sst2_tune, SST-2's train with every 20th
 sentence held out). No test split is read.
 
-A shorter budget than benchmarks.transfer's (sequences of 128 tokens, an ELECTRA step costing
-about 1.5 masked-LM steps, hence its fewer steps), so that both objectives fit one session.
+A shorter budget than benchmarks.transfer's (sequences of 128 tokens; fewer ELECTRA steps, since each one
+also runs the generator), so that both objectives fit one session.
 
   python -m benchmarks.objectives
 """
@@ -14,8 +14,8 @@ import time
 
 from absl import app, flags
 
-from benchmarks.recipe_flags import PRETRAIN_SHORT, with_values
-from benchmarks.report import ROOT, finished_run, write_section
+from benchmarks.common.recipe_flags import PRETRAIN_SHORT, with_values
+from benchmarks.common.report import ROOT, finished_run, write_section
 from benchmarks.transfer import FINE_TUNE_FLAGS, PRETRAIN_FLAGS, recipe
 
 flags.DEFINE_list("objectives", ["mlm", "electra"], "Objectives to compare.")

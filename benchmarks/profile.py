@@ -5,9 +5,9 @@ Each benchmark model (`recipe_flags.step_flags`) trains --steps steps in a fresh
 time (each op's self time on TensorFlow's compute threads, summed over the threads) is grouped by kind:
 matrix products, softmax, layout (transposes, slices, gathers, scatters), the optimizer's updates, the
 other element-wise ops and reductions, and the runtime (the executor's own work between kernels). The
-model's counted training FLOPs (`benchmarks/costs.py`, all of them matrix products) over the share of
+model's counted training FLOPs (`benchmarks/common/costs.py`, all of them matrix products) over the share of
 time spent in matrix products gives the rate the matrix products themselves ran at, against the matmul
-peak of the same dtype measured in the same program (`benchmarks/peak.py`).
+peak of the same dtype measured in the same program (`benchmarks/common/peak.py`).
 
   python -m benchmarks.profile
   python -m benchmarks.profile --recipes=lm --steps=40 --profiled=10
@@ -21,11 +21,11 @@ import tempfile
 
 from absl import app, flags
 
-from benchmarks import recipe_flags
-from benchmarks.costs import flops_per_token
-from benchmarks.peak import matmul_flops
-from benchmarks.report import ROOT, write_section
-from benchmarks.traces import KINDS, OTHER_PART, PARTS, by_kind, by_part, by_type, self_times
+from benchmarks.common import recipe_flags
+from benchmarks.common.costs import flops_per_token
+from benchmarks.common.peak import matmul_flops
+from benchmarks.common.report import ROOT, write_section
+from zoo.training.traces import KINDS, OTHER_PART, PARTS, by_kind, by_part, by_type, self_times
 from zoo.runs.run_dir import RunDir
 
 DEFAULT_RECIPES = ["translate", "lm", "pretrain"]
@@ -94,9 +94,9 @@ def main(argv):
     body = "\n".join([
         f"Kernel time of {FLAGS.profiled} traced training steps (after {FLAGS.steps - FLAGS.profiled} untraced), "
         "each op's self time on TensorFlow's compute threads summed over the threads, by kind of work. Matrix "
-        "products' rate: the model's counted training FLOPs (`benchmarks/costs.py`, all in matrix products) at the "
-        "run's steady tokens/s (every untraced log interval after the first), over the matrix products' share of "
-        "the summed time (an estimate: it takes that share of thread time for a share of wall time); matmul peak "
+        "products' rate: the model's counted training FLOPs (`benchmarks/common/costs.py`, all in matrix products) "
+        "at the run's steady tokens/s (every untraced log interval after the first), over the matrix products' share "
+        "of the summed time (an estimate: it takes that share of thread time for a share of wall time); matmul peak "
         f"(2048³, this program): {peak_text}. Optimizer: the ops under Adam's or AdamW's name scope (Keras 3 runs the update "
         "as plain element-wise ops); runtime: the executor's work between kernels and waits for the input.",
         "",

@@ -4,14 +4,14 @@ encoder against keras-hub's BertBackbone on it, both in one program.
   python -m benchmarks.published                      # the MiniLM folder's speed, zoo vs keras-hub
   python -m benchmarks.published --checkpoint=hf:google/electra-small-discriminator --steps=10
 
-The default checkpoint is sentence-transformers' all-MiniLM-L6-v2 (`benchmarks.minilm`).
+The default checkpoint is sentence-transformers' all-MiniLM-L6-v2 (`benchmarks.common.minilm`).
 """
 
 from absl import app, flags
 
-from benchmarks.finetune_speed import speed_lines
-from benchmarks.minilm import minilm_folder
-from benchmarks.report import write_section
+from benchmarks.common.finetune_speed import speed_lines
+from benchmarks.common.minilm import minilm_folder
+from benchmarks.common.report import write_section
 
 flags.DEFINE_string("checkpoint", None, "A published checkpoint (folder, hf:..., keras_hub:...); default: MiniLM.")
 flags.DEFINE_integer("batch_size", 32, "Sequences per step.")

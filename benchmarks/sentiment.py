@@ -16,7 +16,7 @@ import time
 
 from absl import app, flags
 
-from benchmarks.report import ROOT, write_section
+from benchmarks.common.report import ROOT, write_section
 from zoo.runs.run_dir import RunDir
 
 flags.DEFINE_enum("dataset", "imdb", ["imdb", "sst2"], "Dataset to benchmark.")

@@ -1,4 +1,4 @@
-r"""Transfer learning: fine-tune a published checkpoint (default: all-MiniLM-L6-v2, `benchmarks.minilm`),
+r"""Transfer learning: fine-tune a published checkpoint (default: all-MiniLM-L6-v2, `benchmarks.common.minilm`),
 or an encoder the zoo pretrains itself on unlabeled IMDB text, on IMDB and SST-2, against the
 strongest peers a user would pick instead, in the same run.
 
@@ -26,9 +26,9 @@ import time
 
 from absl import app, flags
 
-from benchmarks import recipe_flags
-from benchmarks.minilm import minilm_folder
-from benchmarks.report import ROOT, finished_run, write_section
+from benchmarks.common import recipe_flags
+from benchmarks.common.minilm import minilm_folder
+from benchmarks.common.report import ROOT, finished_run, write_section
 from zoo.runs.run_dir import RunDir
 
 flags.DEFINE_string("checkpoint", "minilm", "The published checkpoint to fine-tune (a folder, hf:ORG/NAME, "
@@ -43,16 +43,13 @@ flags.DEFINE_list("peers", ["nbsvm", "scratch", "pretrained"], "Peers to run in 
                   "pretrained (the zoo's own pretrained encoder fine-tuned); empty for none.")
 FLAGS = flags.FLAGS
 
-# `small`: `medium` pretrained for 80 min (2,800 steps at 5e-4) fine-tuned no better on IMDB's validation split
-# (89.4% against 89.7%, at 4 times the fine-tuning time; BENCHMARKS.md, transfer notes).
-# The compute dtype is --mixed_precision=auto's: bfloat16 on CPUs with AVX512-BF16 (the machine of the first
-# figures), float32 where bfloat16 would be emulated.
+# The compute dtype is --mixed_precision=auto's: bfloat16 where the CPU runs it natively, float32 where it would be
+# emulated.
 PRETRAIN_FLAGS = recipe_flags.PRETRAIN
-# Both within the issue's 90 minutes of pretraining here: an ELECTRA step (generator + discriminator) costs
-# about 1.5 masked-LM steps (17,000 against 26,000 tokens/s, BENCHMARKS.md transfer notes).
+# Fewer ELECTRA steps: each one runs the generator besides the discriminator, so both fit one pretraining budget.
 PRETRAIN_STEPS = {"mlm": 6000, "electra": 5000}
 FINE_TUNE_FLAGS = {
-    # Chosen on IMDB's validation split (BENCHMARKS.md, transfer notes): the from-scratch recipe's rate, no layer decay.
+    # Chosen on IMDB's validation split: the from-scratch recipe's rate, no layer decay.
     "imdb": ["--epochs=2", "--batch_size=32", "--learning_rate=1.5e-3", "--warmup_steps=300", "--label_smoothing=0"],
     "sst2": ["--epochs=2", "--batch_size=32", "--learning_rate=3e-4", "--warmup_steps=400", "--schedule=cosine",
              "--layer_decay=0.8", "--label_smoothing=0"],
@@ -109,8 +106,7 @@ def fine_tune_with(flags_, dataset, run_dir):
 def evaluation(run_dir, key, *eval_flags):
     """metrics.json's `key` entry of the run in run_dir (eval_validation, eval_test, eval_sst2_validation...),
     evaluated by the recipe with eval_flags unless the run already holds it for its last training step and
-    its last checkpoint alone: evaluation is deterministic, and IMDB's test split at 512 tokens takes about
-    half an hour here."""
+    its last checkpoint alone: evaluation is deterministic, and long (IMDB's test split at 512 tokens)."""
     metrics = RunDir(run_dir).read_metrics()
     entry = metrics.get(key)
     if entry is None or entry.get("step") != metrics["train"]["step"] or entry.get("average_checkpoints") != 1:
@@ -135,8 +131,8 @@ def nbsvm(dataset):
         held_out = datasets.load_classification(dataset, "validation")
         train = datasets.Classification(train.texts + held_out.texts, np.concatenate([train.labels, held_out.labels]),
                                         train.class_names)
-    # Words of one letter kept ("a", "i": "not a", "i loved"): with scikit-learn's default pattern, which drops
-    # them, SST-2 dev read 81.31% instead of the 83.14% STACK_NOTES gives for this peer (83.03% with this one).
+    # Words of one letter kept ("a", "i": "not a", "i loved"), which scikit-learn's default pattern drops: the
+    # peer as STACK_NOTES measured it.
     vectorizer = CountVectorizer(ngram_range=(1, 2), binary=True, token_pattern=r"(?u)\b\w+\b")
     x_train = vectorizer.fit_transform(train.texts)
     y = train.labels
@@ -169,7 +165,7 @@ def pretrained_peer(dataset):
 
 def published_main(checkpoint):
     """Fine-tunes the published checkpoint on each task beside the peers; then its speed against keras-hub."""
-    from benchmarks.finetune_speed import speed_lines
+    from benchmarks.common.finetune_speed import speed_lines
 
     folder = minilm_folder() if checkpoint == "minilm" else checkpoint
     fine_tune_dir = FLAGS.fine_tune_dir or os.path.join(ROOT, "runs", "bench_transfer_published")
@@ -205,7 +201,7 @@ def latency_line(run_dir):
     (trained one step: latency does not depend on the weights), each in a fresh TensorFlow process."""
     import tempfile
 
-    from benchmarks.latency import export_latency
+    from benchmarks.common.latency import export_latency
     from zoo.data import datasets
 
     reviews = datasets.load_classification("imdb", "test").texts[:64]

@@ -23,9 +23,9 @@ import time
 
 from absl import app, flags
 
-from benchmarks import recipe_flags
-from benchmarks.peak import training_share
-from benchmarks.report import ROOT, finished_run, paired, write_section
+from benchmarks.common import recipe_flags
+from benchmarks.common.peak import training_share
+from benchmarks.common.report import ROOT, finished_run, paired, write_section
 from zoo.runs.run_dir import RunDir
 
 flags.DEFINE_string("run_dir", "runs/bench_m30k_de_en", "Run directory of the benchmarked model.")
@@ -33,7 +33,7 @@ flags.DEFINE_integer("throughput_steps", 40, "Timed training steps per side for 
 flags.DEFINE_integer("throughput_rounds", 4, "The timed steps run in this many rounds, the zoo and the peer taking "
                      "turns (the machine is noisy).")
 flags.DEFINE_integer("uncached_beam_sentences", 200, "Beam search without the cache is timed on this many test "
-                     "sentences (with the cached search on the same ones): it takes ~1 s per sentence here.")
+                     "sentences (with the cached search on the same ones): it is the slowest search.")
 flags.DEFINE_bool("reuse_decoding", False, "Keep the decoding timings saved by an earlier run of this program.")
 flags.DEFINE_bool("reuse_eval", False, "Keep the BLEU figures already in the run's metrics.json (and the "
                   "validation BLEU of each choice tried, from bench_choices.json).")
@@ -97,7 +97,7 @@ def choice_line(tried, test):
 
 
 def decoding_speed(model_dir, uncached_beam_sentences):
-    from benchmarks import baselines
+    from tests.zoo import _baselines as baselines
     from recipes.translate import load_trained, translate_corpus
     from zoo.data import datasets
     from zoo.translation.search import DecodeConfig

@@ -1,6 +1,6 @@
 import pytest
 
-from benchmarks.costs import multiply_adds, seq2seq_multiply_adds
+from benchmarks.common.costs import multiply_adds, seq2seq_multiply_adds
 
 CONFIG = {"hidden_dim": 4, "intermediate_dim": 8, "num_layers": 2}
 
@@ -19,7 +19,7 @@ def test_a_window_costs_context_over_t_times_the_memory_when_the_output_layer_is
 
 
 def test_encoder_multiply_adds_by_hand_for_one_small_configuration():
-    from benchmarks.costs import encoder_multiply_adds, training_flops
+    from benchmarks.common.costs import encoder_multiply_adds, training_flops
 
     # Per layer and position: Q, K, V, O 4 * 4 * 4 = 64; feed-forward 2 * 4 * 8 = 64; scores and weighted
     # values over 5 keys 2 * 5 * 4 = 40: 168, two layers, 5 positions. Two positions through the head:
@@ -40,7 +40,7 @@ def test_seq2seq_multiply_adds_by_hand_for_one_small_configuration():
 
 
 def test_flops_per_token_of_a_language_model_run_by_hand():
-    from benchmarks.costs import flops_per_token
+    from benchmarks.common.costs import flops_per_token
 
     # A segment of 3 new positions over 3 + 7 keys (the memory), every position scored: per position and layer
     # 248 (the first test), two layers, 3 positions, 3 * 7 * 4 = 84 for the output layer: 1572 multiply-adds,
@@ -50,7 +50,7 @@ def test_flops_per_token_of_a_language_model_run_by_hand():
 
 
 def test_flops_per_token_of_a_masked_lm_run_by_hand_and_none_for_electra():
-    from benchmarks.costs import flops_per_token
+    from benchmarks.common.costs import flops_per_token
 
     # 5 positions, ceil(0.3 * 5) = 2 through the head: 5 * 2 * 168 + 2 * 44 = 1768 (the encoder test's count).
     encoder = {**CONFIG, "vocab_size": 7}
@@ -62,7 +62,7 @@ def test_flops_per_token_of_a_masked_lm_run_by_hand_and_none_for_electra():
 def test_fine_tuning_flops_per_token_by_hand():
     """One layer, width 4, FFN 8, rows of 2 tokens: per position 4*4*4 (Q, K, V, O) + 2*4*8 (FFN)
     + 2*2*4 (scores and values over 2 keys) = 144 multiply-adds forward, 6 FLOPs each in training."""
-    from benchmarks.costs import flops_per_token
+    from benchmarks.common.costs import flops_per_token
 
     run = {"model": {"hidden_dim": 4, "intermediate_dim": 8, "num_layers": 1, "max_length": 2, "vocab_size": 99}}
     assert flops_per_token("finetune", run, None) == 6 * 144

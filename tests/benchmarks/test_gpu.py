@@ -1,5 +1,5 @@
 """benchmarks/gpu.py's CPU path: the tiny preset trains both models on Keras's JAX backend, in a subprocess
-(Keras fixes its backend per process), counts their work as benchmarks/costs.py does and times base's
+(Keras fixes its backend per process), counts their work as benchmarks/common/costs.py does and times base's
 step in parts (--breakdown)."""
 
 import json
@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from benchmarks import costs
+from benchmarks.common import costs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

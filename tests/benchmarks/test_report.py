@@ -1,4 +1,4 @@
-from benchmarks import report
+from benchmarks.common import report
 
 
 def test_paired_alternates_the_sides_and_takes_the_median_of_the_pairs_ratios(monkeypatch):

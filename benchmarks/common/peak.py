@@ -1,12 +1,12 @@
 """The machine's matrix-multiply peak, measured in the program whose figures it judges.
 
-  from benchmarks.peak import matmul_flops
+  from benchmarks.common.peak import matmul_flops
   matmul_flops("float32")  # FLOP/s of a 2048 x 2048 x 2048 product on TensorFlow's default device
 """
 
 import time
 
-from benchmarks.costs import flops_per_token
+from benchmarks.common.costs import flops_per_token
 
 
 def matmul_flops(dtype, size=2048, seconds=3.0):
@@ -16,7 +16,7 @@ def matmul_flops(dtype, size=2048, seconds=3.0):
 
     a = tf.cast(tf.random.stateless_normal((size, size), seed=[1, 2]), dtype)
     # Five different right-hand sides: five products of the same operands would be merged into one
-    # by the graph optimizer (common subexpression elimination), and the rate read 5 times too high.
+    # by the graph optimizer (common subexpression elimination), and the work counted five times over.
     bs = [tf.cast(tf.random.stateless_normal((size, size), seed=[3, i]), dtype) for i in range(5)]
 
     @tf.function
@@ -37,11 +37,11 @@ def matmul_flops(dtype, size=2048, seconds=3.0):
 
 def training_share(recipe, run, model_dir, train):
     """A sentence: the run's steady training tokens/s (`train`, metrics.json's entry) as FLOP/s of the model's
-    counted work (`benchmarks.costs.flops_per_token` of `recipe`'s run in `model_dir`, config `run`) and as a share
-    of the matmul peak of the run's dtype, measured here and now."""
+    counted work (`benchmarks.common.costs.flops_per_token` of `recipe`'s run in `model_dir`, config `run`) and as a
+    share of the matmul peak of the run's dtype, measured here and now."""
     dtype = run["train"]["mixed_precision"]
     rate = train["steady_tokens_per_second"]
     achieved, peak = rate * flops_per_token(recipe, run, model_dir), matmul_flops(dtype)
     return (f"Training at {rate:.0f} tokens/s once traced: {achieved / 1e9:.0f} GFLOP/s of the model's counted work "
-            f"(`benchmarks/costs.py`), {achieved / peak:.0%} of this machine's {dtype} matmul peak "
+            f"(`benchmarks/common/costs.py`), {achieved / peak:.0%} of this machine's {dtype} matmul peak "
             f"({peak / 1e9:.0f} GFLOP/s, 2048³, measured by this program).")

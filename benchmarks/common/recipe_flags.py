@@ -7,8 +7,7 @@ TRANSLATE = [
     "--learning_rate=1e-3", "--warmup_steps=400", "--dropout=0.2", "--checkpoint_every=200", "--keep_checkpoints=5",
 ]
 
-# benchmarks.lm: each dataset's flags (--dataset=<key> besides). The dtype is --mixed_precision=auto's (bfloat16
-# on the AVX512-BF16 machines of the recorded Tiny Shakespeare figures, which named it).
+# benchmarks.lm: each dataset's flags (--dataset=<key> besides). The dtype is --mixed_precision=auto's.
 LM = {
     "ptb": ["--preset=medium", "--batch_size=32", "--dropout=0.25", "--attention_dropout=0.1", "--weight_decay=0.1",
             "--learning_rate=1e-3", "--warmup_steps=400", "--schedule=cosine", "--train_steps=5600",
@@ -50,9 +49,9 @@ PUBLISHED = {
 def step_flags(name):
     """(recipe module, flags) of a benchmark model, for the programs that time its training steps
     (`benchmarks.allocator`, `benchmarks.profile`): the flags less the step count and any fixed dtype (auto decides).
-    "finetune" is IMDB's fine-tuning of the published MiniLM checkpoint (benchmarks.minilm)."""
+    "finetune" is IMDB's fine-tuning of the published MiniLM checkpoint (benchmarks.common.minilm)."""
     if name == "finetune":
-        from benchmarks.minilm import minilm_folder
+        from benchmarks.common.minilm import minilm_folder
 
         module, flags_ = "sentiment", [*PUBLISHED["imdb"], f"--init_from={minilm_folder()}"]
     else:

@@ -9,7 +9,7 @@ import time
 if os.environ.get("ZOO_TF_ALLOCATOR") != "1":
     os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "1")
 
-from benchmarks.report import ROOT  # noqa: E402
+from benchmarks.common.report import ROOT  # noqa: E402
 
 
 def fine_tuning_rates(checkpoint, batch_size, length, steps, dtype):
@@ -70,8 +70,8 @@ def fine_tuning_rates(checkpoint, batch_size, length, steps, dtype):
 def speed_lines(checkpoint, batch_size, length, steps, dtype=None):
     """Markdown lines: the zoo's and keras-hub's fine-tuning tokens/s on `checkpoint`, their ratio and
     their shares of the dtype's matmul peak, all measured in this program."""
-    from benchmarks.costs import encoder_multiply_adds, training_flops
-    from benchmarks.peak import matmul_flops
+    from benchmarks.common.costs import encoder_multiply_adds, training_flops
+    from benchmarks.common.peak import matmul_flops
     from zoo.training import precision
 
     dtype = dtype or precision.choose("auto")[0]
@@ -85,6 +85,6 @@ def speed_lines(checkpoint, batch_size, length, steps, dtype=None):
              "| model | tokens/s | share of the matmul peak |", "|---|---|---|"]
     lines += [f"| {name} | {rate:,.0f} | {rate * flops / peak:.0%} |" for name, rate in rates.items()]
     lines += ["", f"zoo / keras-hub: **{rates['zoo'] / rates['keras-hub']:.2f}x**. {flops / 1e6:.0f} MFLOP per token "
-              f"(`benchmarks/costs.py`, forward and backward); {dtype} matmul peak {peak / 1e9:.0f} GFLOP/s "
+              f"(`benchmarks/common/costs.py`, forward and backward); {dtype} matmul peak {peak / 1e9:.0f} GFLOP/s "
               "(2048³, measured by this program)."]
     return lines

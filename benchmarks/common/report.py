@@ -9,7 +9,7 @@ import statistics
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCHMARKS = os.path.join(ROOT, "BENCHMARKS.md")
 HEADER = (
     "# Benchmarks\n\nFigures written by the programs in `benchmarks/`; each section names the command that "

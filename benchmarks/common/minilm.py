@@ -7,7 +7,7 @@ import importlib.util
 import os
 import zipfile
 
-from benchmarks.report import ROOT
+from benchmarks.common.report import ROOT
 
 MINILM_PACKAGE = "all_minilm_l6_v2"
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"

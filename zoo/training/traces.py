@@ -1,5 +1,6 @@
-"""Reading TensorFlow profiler traces (`--profile_steps` of the recipes): op self times and the kind of work
-each op does. No flags here, so tests and programs can import it."""
+"""Reading TensorFlow profiler traces, such as the recipes' `--profile_steps` write under
+`model_dir/train/plugins/profile`: each op's self time, the kind of work it does and the part of the
+training step it belongs to."""
 
 import collections
 import re
