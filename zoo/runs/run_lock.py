@@ -29,6 +29,7 @@ import time
 LOCK_FILE = "run.lock"
 HEARTBEAT_SECONDS = 30
 STALE_SECONDS = 10 * HEARTBEAT_SECONDS
+PID_MAX = 2**31 - 1  # the largest pid_t
 UNFINISHED_CHECKPOINT = re.compile(r"ckpt-\d+_temp$")  # zoo.runs.checkpoints' names, as TensorFlow writes them
 
 
@@ -57,8 +58,8 @@ def _boot_id():
 
 def pid_runs(pid):
     """Whether this host has a process `pid` that is not a zombie (it may be a later one with a reused pid)."""
-    if pid <= 0:
-        return False
+    if not 0 < pid <= PID_MAX:
+        return False  # no process has it (os.kill would overflow past PID_MAX)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -87,6 +88,10 @@ def _record(content):
         return None
     valid = isinstance(record, dict) and isinstance(record.get("host"), str) and isinstance(record.get("pid"), int)
     return record if valid and record["pid"] > 0 else None
+
+
+def _process(record):
+    return f"process {record['pid']} on {record['host']}"
 
 
 def own_record():
@@ -173,6 +178,12 @@ class RunLock:
             age = time.time() - os.stat(self.path).st_mtime
         except FileNotFoundError:
             return  # released meanwhile
+        except IsADirectoryError:
+            raise RunLockError(f"{self.path} is a folder, not a lock file (no run makes one): remove it, or move it "
+                               "away, then run again.") from None
+        except OSError as error:
+            raise RunLockError(f"Cannot read {self.path}, another run's lock ({error.strerror}): give this user read "
+                               "access to it, or use another --model_dir.") from None
         record = _record(content)
         why = self._stale(record, age)
         if why is None:
@@ -184,7 +195,8 @@ class RunLock:
             os.remove(self.path)
         except FileNotFoundError:
             return  # another run took it over first
-        holder = f"process {record['pid']} on {record['host']} (since {record.get('started')})" if record else "a run"
+        since = f" (since {record['started']})" if record and record.get("started") else ""
+        holder = f"{_process(record)}{since}" if record else "a run"
         self.log(f"Note: took over {self.folder} from {holder}, {why}.")
 
     def _stale(self, record, age):
@@ -201,7 +213,8 @@ class RunLock:
         if record is None:
             return (f"{self.folder} is being taken by another run just now ({self.path} is being written): use "
                     "another --model_dir, or run again in a minute.")
-        command = " ".join(str(record.get("command", "")).split())  # one line, whatever the flags held
+        command = " ".join(str(record.get("command") or "").split())  # one line, whatever the flags held
         command = command if len(command) <= 160 else command[:157] + "..."
-        return (f"{self.folder} is in use by another run: process {record['pid']} on {record['host']}, since "
-                f"{record.get('started')} ({command}). Let it finish (or stop it), or use another --model_dir.")
+        since = f", since {record['started']}" if record.get("started") else ""
+        return (f"{self.folder} is in use by another run: {_process(record)}{since}{f' ({command})' if command else ''}"
+                ". Let it finish (or stop it), or use another --model_dir.")

@@ -20,7 +20,7 @@ from zoo.runs.run_lock import LOCK_FILE, RunLock, RunLockError
 # A second process holding a folder: zoo/runs/run_lock.py alone (standard library only, so no TensorFlow to load).
 HOLDER = (
     "import importlib.util, sys, time\n"
-    f"spec = importlib.util.spec_from_file_location('run_lock', {os.path.join(ROOT, 'zoo', 'run_lock.py')!r})\n"
+    f"spec = importlib.util.spec_from_file_location('run_lock', {os.path.join(ROOT, 'zoo', 'runs', 'run_lock.py')!r})\n"
     "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
     "module.RunLock(sys.argv[1]).acquire()\n"
     "print('held', flush=True)\n"
@@ -157,6 +157,42 @@ def test_a_run_whose_lock_was_taken_over_leaves_the_new_holders_lock(tmp_path):
 def test_a_folder_where_no_lock_can_be_made_is_named(tmp_path):
     with pytest.raises(RunLockError, match="Cannot create .*run.lock"):
         RunLock(str(tmp_path / "missing")).acquire()
+
+
+
+@pytest.mark.parametrize("pid", [4294967296, 2**63])
+def test_a_pid_no_process_can_have_does_not_hold(tmp_path, pid):
+    assert not run_lock.pid_runs(pid)
+    write_lock(tmp_path, pid=pid, boot=run_lock._boot_id())
+    said = []
+    with RunLock(str(tmp_path), log=said.append):
+        assert held_by(tmp_path)["pid"] == os.getpid()
+    assert said == [f"Note: took over {tmp_path} from process {pid} on {socket.gethostname()} (since 2026-01-01 "
+                    "00:00:00 UTC), which no longer runs."]
+
+
+def test_a_lock_that_is_a_folder_is_refused_naming_it(tmp_path):
+    (tmp_path / LOCK_FILE).mkdir()
+    with pytest.raises(RunLockError) as refused:
+        RunLock(str(tmp_path)).acquire()
+    message = str(refused.value)
+    assert message.startswith(f"{tmp_path / LOCK_FILE} is a folder, not a lock file") and "remove it" in message
+    assert (tmp_path / LOCK_FILE).is_dir()  # not ours to delete
+
+
+def test_a_holder_is_named_by_what_its_record_holds(tmp_path):
+    path = tmp_path / LOCK_FILE
+    path.write_text(json.dumps({"host": "elsewhere", "pid": 15805}))
+    with pytest.raises(RunLockError) as refused:
+        RunLock(str(tmp_path)).acquire()
+    assert "in use by another run: process 15805 on elsewhere. Let it finish" in str(refused.value)
+    path.write_text(json.dumps({"host": "elsewhere", "pid": 15805, "command": "recipes.lm --mode=train"}))
+    with pytest.raises(RunLockError, match=r"process 15805 on elsewhere \(recipes.lm --mode=train\)\. Let"):
+        RunLock(str(tmp_path)).acquire()
+    os.utime(path, (time.time() - run_lock.STALE_SECONDS - 5,) * 2)
+    said = []
+    with RunLock(str(tmp_path), log=said.append):
+        assert said[0].startswith(f"Note: took over {tmp_path} from process 15805 on elsewhere, whose lock")
 
 
 # ---------------------------------------------------------------- end to end: the data loss of two runs
