@@ -15,8 +15,6 @@ r"""Transformer-XL language modelling: quality, and what the memory buys in spee
 figures of both (how robust the recipe is); the speed rows use the first seed's run.
 Each speed-up but the vanilla baseline's (timed once: it is by far the slowest) is
 the median ratio over pairs of runs taken alternately (`report.paired`).
-A `bench_notes.md` in the run directory (how the run was chosen on validation) goes into the
-section as it is.
 
   python -m benchmarks.lm --dataset=ptb --run_dir=runs/ptb
   python -m benchmarks.lm --dataset=tinyshakespeare --run_dir=runs/shakespeare
@@ -191,9 +189,6 @@ def main(argv):
         lines += [f"Checkpoints averaged (`--average_checkpoints`), chosen on validation ({unit} with the training "
                   "memory): " + ", ".join(f"{n}: {v:.3f}" for n, v in tried.items())
                   + f"; the test rows use {metrics['eval_test'].get('average_checkpoints', 1)}.", ""]
-    notes = os.path.join(run_dir, "bench_notes.md")  # how the run was chosen, kept with the run
-    if os.path.exists(notes):
-        lines += [open(notes).read().strip(), ""]
     lines += [
         f"| test set, {unit} | memory | value | evaluation time |",
         "|---|---|---|---|",

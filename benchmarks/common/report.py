@@ -12,9 +12,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCHMARKS = os.path.join(ROOT, "BENCHMARKS.md")
 HEADER = (
-    "# Benchmarks\n\nFigures written by the programs in `benchmarks/`; each section names the command that "
-    "made it and the machine it ran on. Peers run in the same program, on the same data, since these "
-    "machines are noisy.\n"
+    "# Benchmarks\n\nFigures written by the programs in `benchmarks/` (benchmarks/README.md lists them); each "
+    "section names the command that made it, the day and the machine. Peers run in the same program, on the "
+    "same data.\n"
 )
 
 
