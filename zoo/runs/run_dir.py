@@ -12,6 +12,7 @@ holds the run asked for, says what is wrong with a damaged file, and keeps a sec
 
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import time
@@ -248,6 +249,10 @@ class RunDir:
                 data = json.load(f)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as error:  # a name longer than the file system takes, a folder in the file's place ...
+            advice = ("choose a --model_dir with shorter folder names" if error.errno == errno.ENAMETOOLONG else
+                      "it must be a file this user can read; put it right, or choose another --model_dir")
+            raise RunDirError(f"Cannot read {path} ({error.strerror}): {advice}.") from None
         except ValueError as error:
             raise RunDirError(f"{path} is damaged ({error}): {advice}") from None
         if not isinstance(data, dict):

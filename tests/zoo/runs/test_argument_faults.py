@@ -122,3 +122,12 @@ def test_a_model_dir_under_a_file_is_refused_in_one_line(tmp_path, probe_recipe)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith(f"error: Could not write the run folder: {path} is a file")
     assert path.read_text() == "mine"
+
+
+def test_a_model_dir_name_longer_than_the_file_system_takes_is_refused_in_one_line(tmp_path, probe_recipe):
+    model_dir = tmp_path / ("x" * 300)
+    result = probe_recipe("sentiment", "--dataset=sst2", f"--model_dir={model_dir}")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (f"error: Cannot read {model_dir}/config.json (File name too "
+                                                      "long): choose a --model_dir with shorter folder names.")
+    assert os.listdir(tmp_path) == []

@@ -66,6 +66,24 @@ def test_a_damaged_file_is_named_with_what_to_do(tmp_path, name, content, advice
     assert (tmp_path / name).read_text() == content  # nothing written over it
 
 
+def test_a_folder_name_longer_than_the_file_system_takes_is_refused_when_read(tmp_path):
+    folder = RunDir(str(tmp_path / ("x" * 300)))
+    for read, name in ((folder.trained_dtype, CONFIG_FILE), (folder.read_config, CONFIG_FILE),
+                       (folder.read_metrics, METRICS_FILE)):
+        with pytest.raises(RunDirError) as refused:
+            read()
+        assert str(refused.value) == (f"Cannot read {folder.file(name)} (File name too long): choose a --model_dir "
+                                      "with shorter folder names.")
+
+
+def test_a_record_that_cannot_be_read_is_named(tmp_path):
+    (tmp_path / CONFIG_FILE).mkdir()
+    with pytest.raises(RunDirError) as refused:
+        RunDir(str(tmp_path)).read_config()
+    assert str(refused.value) == (f"Cannot read {tmp_path / CONFIG_FILE} (Is a directory): it must be a file this "
+                                  "user can read; put it right, or choose another --model_dir.")
+
+
 def test_metrics_sections_are_updated_atomically(tmp_path, monkeypatch):
     folder = RunDir(str(tmp_path))
     assert folder.read_metrics() == {}
