@@ -208,7 +208,8 @@ def run(recipe):
             result = main(recipe)
             ended_well = True
             return result
-        except (DatasetError, RunDirError, CheckpointError, FileNotFoundError, ValueError, NonFiniteLossError) as error:
+        except (DatasetError, RunDirError, CheckpointError, FileNotFoundError, ValueError, NonFiniteLossError,
+                app.UsageError) as error:  # a missing flag too: its line, not absl's page of usage before it
             if os.environ.get("ZOO_DEBUG"):
                 raise
             fail(error, 2)

@@ -131,3 +131,18 @@ def test_a_model_dir_name_longer_than_the_file_system_takes_is_refused_in_one_li
     assert result.stderr.strip().splitlines()[-1] == (f"error: Cannot read {model_dir}/config.json (File name too "
                                                       "long): choose a --model_dir with shorter folder names.")
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "recipe, flags, message",
+    [
+        ("sentiment", ["--mode=export"], "error: --mode=export needs --export_dir."),
+        ("translate", ["--mode=export"], "error: --mode=export needs --export_dir."),
+        ("lm", ["--model_dir="], "error: --model_dir is required."),
+        ("pretrain", ["--mode=train"], "error: --corpus is required to train"),
+    ],
+)
+def test_a_missing_flag_is_one_line_without_the_usage_text(recipe, flags, message, tmp_path, probe_recipe):
+    result = probe_recipe(recipe, f"--model_dir={tmp_path / 'run'}", *flags)
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith(message), result.stderr
