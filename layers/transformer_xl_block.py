@@ -118,7 +118,7 @@ class TransformerXLBlock(BlockBase):
         x = self.attention_add_norm(inputs, attended, training=training)
         outputs = self.feed_forward_sublayer(x, training=training)
         context = inputs if memory is None else ops.concatenate([memory, inputs], axis=1)
-        new_memory = ops.stop_gradient(context[:, _first_kept(ops.shape(context)[1], self.memory_length) :])
+        new_memory = ops.stop_gradient(_last(context, self.memory_length, axis=1))
         if return_attention_scores:
             return outputs, scores, new_memory
         return outputs, new_memory
@@ -142,8 +142,8 @@ class TransformerXLBlock(BlockBase):
         )
         x = self.attention_add_norm(inputs, attended)
         outputs = self.feed_forward_sublayer(x)
-        length = ops.shape(keys_values[0])[2]  # (batch, heads, length, key_dim)
-        return outputs, tuple(t[:, :, _first_kept(length, self.memory_length) :] for t in keys_values)
+        # keys and values: (batch, heads, length, key_dim)
+        return outputs, tuple(_last(t, self.memory_length, axis=2) for t in keys_values)
 
     def get_config(self):
         config = super().get_config()
@@ -151,9 +151,9 @@ class TransformerXLBlock(BlockBase):
         return config
 
 
-def _first_kept(length, count):
-    """Where the last `count` of `length` positions begin: 0 when there are fewer than `count` (a
-    negative start would count from the end and keep too few). `length` is an int or a scalar tensor."""
-    if isinstance(length, int):
-        return max(length - count, 0)
-    return ops.maximum(length - count, 0)
+def _last(x, count, axis):
+    """The last `count` positions of `x` along `axis`, all of them when there are fewer. The start is the
+    constant -count, which every backend clamps to the first position: no length is needed, and under JAX a
+    length left None in a functional model is symbolic and takes no computed start."""
+    kept = slice(-count, None) if count else slice(0, 0)
+    return x[(slice(None),) * axis + (kept,)]

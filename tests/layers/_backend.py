@@ -1,7 +1,7 @@
 """What the layer tests need from the Keras backend they run on (TensorFlow or JAX).
 
-Keras fixes its backend per process: the suite runs on TensorFlow, and
-`test_backends.py` runs these same files again in a process with KERAS_BACKEND=jax.
+Keras fixes its backend per process: the suite runs on TensorFlow, and `.ci/run` runs
+these same files again as `KERAS_BACKEND=jax python -m pytest -q tests/layers`.
 """
 
 import keras

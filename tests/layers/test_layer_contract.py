@@ -4,7 +4,7 @@ Config round trip with every constructor argument public and in the config,
 eager and symbolic calls, an exact `.keras` save/load round trip, a finite
 mixed_bfloat16 call, gradients reaching every trainable weight, and a
 docstring with Args, Call arguments, Example and Reference. Backend-neutral:
-`test_backends.py` runs it on JAX too.
+`.ci/run` runs it on JAX too.
 """
 
 import inspect

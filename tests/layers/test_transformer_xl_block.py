@@ -9,7 +9,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import keras  # noqa: E402
 
 import layers  # noqa: E402
-from _backend import gradients  # noqa: E402
+from _backend import compiled, gradients  # noqa: E402
 from _np_ref import randomize, to_np  # noqa: E402
 
 B, HID, HEADS, INTER = 2, 12, 3, 24
@@ -101,6 +101,50 @@ def test_fewer_positions_than_memory_length_are_all_kept():
     assert all(tuple(t.shape) == (B, HEADS, 3, HID // HEADS) for t in cache)
     _, longer = block(seg1, memory=np.concatenate([seg1, seg2], axis=1))  # 11 positions: the last 9
     np.testing.assert_allclose(to_np(longer), np.concatenate([seg1, seg2, seg1], axis=1)[:, -9:], atol=0)
+
+
+def _any_length_model(block, make_outputs):
+    """A functional model of `make_outputs(inputs, memory)` with both lengths left None, as a `.keras` file
+    rebuilds it, and `block` built on those inputs with non-trivial biases."""
+    inputs, memory = keras.Input((None, HID)), keras.Input((None, HID))
+    block(inputs, memory)
+    model = keras.Model([inputs, memory], keras.layers.Lambda(lambda both: make_outputs(*both))([inputs, memory]))
+    _nontrivial(block, np.random.default_rng(8))
+    return model
+
+
+# (m_len, q_len) of two calls of one model: 7 positions keep the last 5, 3 positions keep all of them.
+ANY_LENGTHS = [(L1, L2), (2, 1)]
+
+
+def test_lengths_left_none_build_and_run():
+    """Built with None lengths (under JAX a symbolic length, which takes no computed slice start) and
+    called, eagerly and compiled, at two lengths: the outputs are the full context's run over the same
+    positions and the memory is the tail of [memory; inputs] (test_memory_equals_concatenated_run)."""
+    block = _block(8, memory_length=5)
+    model = _any_length_model(block, lambda inputs, memory: block(inputs, memory))
+    rng = np.random.default_rng(8)
+    for m_len, q_len in ANY_LENGTHS:
+        context = rng.normal(size=(B, m_len + q_len, HID)).astype("float32")
+        full, _ = block(context)
+        for run in (model, compiled(model)):
+            out, new_mem = run([context[:, m_len:], context[:, :m_len]])
+            np.testing.assert_allclose(to_np(out), to_np(full)[:, m_len:], atol=2e-5, rtol=1e-4)
+            np.testing.assert_allclose(to_np(new_mem), context[:, -5:], atol=0)
+
+
+def test_step_with_lengths_left_none_equals_call():
+    block = _block(9, memory_length=5)
+    model = _any_length_model(block, lambda inputs, memory: block.step(inputs, block.memory_keys_values(memory)))
+    rng = np.random.default_rng(9)
+    for m_len, q_len in ANY_LENGTHS:
+        context = rng.normal(size=(B, m_len + q_len, HID)).astype("float32")
+        expected, new_mem = block(context[:, m_len:], memory=context[:, :m_len])
+        for run in (model, compiled(model)):
+            out, cache = run([context[:, m_len:], context[:, :m_len]])
+            np.testing.assert_allclose(to_np(out), to_np(expected), atol=2e-5, rtol=1e-4)
+            for got, want in zip(cache, block.memory_keys_values(new_mem)):
+                np.testing.assert_allclose(to_np(got), to_np(want), atol=2e-5, rtol=1e-4)
 
 
 def _is_zero_or_none(g):
