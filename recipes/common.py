@@ -19,10 +19,11 @@ from absl import flags  # noqa: E402
 from zoo.training import precision  # noqa: E402
 from zoo.training.distribute import STRATEGIES  # noqa: E402
 from zoo.training.optimization import SCHEDULES  # noqa: E402
-from zoo.runs.run_dir import RunDir  # noqa: E402
+from zoo.runs.run_dir import RunDir, RunDirError  # noqa: E402
 from zoo.training.loop import TrainConfig  # noqa: E402
 
-flags.DEFINE_string("dataset", None, "Dataset name, or tfds:<catalog name> for a TensorFlow Datasets set.")
+flags.DEFINE_string("dataset", None, "Dataset name, tfds:<catalog name> for a TensorFlow Datasets set, or your own "
+                    "files as FORM:PATTERN (csv:, tsv:, jsonl:, folder:, text:; globs, .gz and {split} allowed).")
 flags.DEFINE_string("preset", "small", "Model preset (see the recipe's model file for the list).")
 flags.DEFINE_string("model_dir", None, "Run directory: checkpoints, tokenizer, config.json, metrics.json, TensorBoard.")
 flags.DEFINE_string("export_dir", None, "Where to export in TF Serving's layout (<export_dir>/<version>/).")
@@ -57,6 +58,10 @@ flags.DEFINE_list("profile_steps", None, "Trace these training steps with Tensor
 flags.DEFINE_integer("max_examples", None, lower_bound=1,
                      help="Train on at most this many training examples (quick runs).")
 flags.DEFINE_integer("seed", 0, "Seed for initialization, data order and the tokenizer's sample.")
+flags.DEFINE_string("text_column", "text", "Your own data (csv:, tsv:, jsonl:): the column or key of the text.")
+flags.DEFINE_string("label_column", "label", "Your own data (csv:, tsv:, jsonl:): the column or key of the label.")
+flags.DEFINE_enum("bad_rows", "error", ["error", "skip"], "Your own data: refuse rows that do not parse (naming "
+                  "the first few, file:line), or skip them (counted in the log and config.json).")
 
 flags.register_validator("epochs", lambda value: value is None or value > 0, "--epochs must be positive.")
 FLAGS = flags.FLAGS
@@ -165,3 +170,12 @@ def with_epochs(config, epochs, num_examples, per_batch=None):
 
 TRAINING_MODES = ("train", "train_and_eval")
 
+
+def check_same_files(model_dir, recipe, digest):
+    """A resumed run must read the files it started with (`digest`: zoo.data.cache.files_digest of them, None
+    for a built-in dataset): a changed file is refused, not trained on."""
+    run = RunDir(model_dir).read_run(recipe) if digest else None
+    started = (run or {}).get("files", {}).get("digest")
+    if started and started != digest:
+        raise RunDirError(f"The files of {run['dataset']} changed since {model_dir} started training on them: "
+                          "resuming would read other data. Restore them, or train in another --model_dir.")

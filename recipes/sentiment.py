@@ -14,8 +14,8 @@ import os
 from absl import app, flags
 
 from recipes import common, driver
-from zoo.data import batching, datasets, tokenizer
-from zoo.classifier import model as classifier
+from zoo.data import batching, cache, datasets, tokenizer
+from zoo.classifier import data as classifier_data, model as classifier
 from zoo.pretraining import pretrained, published
 from zoo.classifier.preprocessor import ClassifierPreprocessor
 from zoo.training.distribute import is_chief
@@ -61,15 +61,16 @@ class Settings:
     init_from: str | None
     eval_split: str
     text: str | None  # --mode=explain
+    columns: classifier_data.Columns | None  # your own files' columns; None: the trained run's
 
 
 def model_config(preset, **overrides):
     return common.preset_config(classifier.PRESETS, preset, **overrides)
 
 
-def prepare_run(model_dir, dataset, model, texts, seed, chief, init_from=None):
-    """The run's record and tokenizer: read back when resuming, else made now (trained on
-    `texts`, or the pretrained run's or published checkpoint's with `init_from`).
+def prepare_run(model_dir, dataset, model, data, seed, chief, init_from=None):
+    """The run's record and tokenizer: read back when resuming, else made now (trained on a sample
+    of `data`'s texts, or the pretrained run's or published checkpoint's with `init_from`).
 
     Only the chief writes the tokenizer; other workers wait for it.
     """
@@ -99,7 +100,8 @@ def prepare_run(model_dir, dataset, model, texts, seed, chief, init_from=None):
                 proto = f.read()
             tokenizer.save_tokenizer(proto, model_dir)
         else:
-            tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, model.vocab_size, seed=seed), model_dir)
+            sample = data.tokenizer_sample(tokenizer.MAX_TRAINING_CHARACTERS, seed)
+            tokenizer.save_tokenizer(tokenizer.train_tokenizer(sample, model.vocab_size, seed=seed), model_dir)
     else:
         last = tokenizer.WORDPIECE_CONFIG_FILE if wordpiece else tokenizer.TOKENIZER_FILE
         run_dir.wait_for(last)
@@ -111,18 +113,20 @@ def prepare(settings, strategy):
     """The training run (`driver.Prepared`): its record and tokenizer, the batch plan over the training
     texts, and the Task; with `init_from`, the encoder starts from the pretrained run's or checkpoint's weights."""
     shared = settings.run
-    data = datasets.subsample(datasets.load_classification(settings.dataset, "train"), shared.max_examples,
-                              shared.train.seed)
+    data = classifier_data.load(settings.dataset, "train", settings.columns, max_examples=shared.max_examples,
+                                seed=shared.train.seed)  # every row read: a bad one is refused before any write
     model = dataclasses.replace(settings.model, num_classes=len(data.class_names))
-    train_config = common.with_epochs(shared.train, shared.epochs, len(data.texts))  # refused before any write
-    run, tok = prepare_run(shared.model_dir, settings.dataset, model, data.texts, shared.train.seed,
+    train_config = common.with_epochs(shared.train, shared.epochs, data.count)  # refused before any write
+    common.check_same_files(shared.model_dir, RECIPE, data.key["files"] if data.paths else None)
+    run, tok = prepare_run(shared.model_dir, settings.dataset, model, data, shared.train.seed,
                            is_chief(strategy), settings.init_from)
     config = classifier.ClassifierConfig(**run["model"])
-    rows = ClassifierPreprocessor.for_tokenizer(tok, config.max_length).rows(data.texts)
+    rows = classifier_data.token_rows(data, ClassifierPreprocessor.for_tokenizer(tok, config.max_length),
+                                      tokenizer_key(shared.model_dir))
     replicas = strategy.num_replicas_in_sync
-    plan = batching.training_plan([len(r) for r in rows], train_config.train_steps, train_config.batch_size,
+    plan = batching.training_plan(rows.lengths, train_config.train_steps, train_config.batch_size,
                                   train_config.seed, replicas)
-    fields = {"token_ids": rows, "label": data.labels}
+    fields = {"token_ids": rows, "label": rows.labels}
     task = Task(
         build_model=lambda: classifier.build_classifier(config),
         dataset=batching.planned_dataset_fn(plan, replicas, lambda part, skip, _: batching.plan_dataset(
@@ -131,8 +135,19 @@ def prepare(settings, strategy):
         initialize=pretrained.encoder_initializer(settings.init_from) if settings.init_from else None,
         layer_depths=classifier.layer_depths,
     )
-    return driver.Prepared({**run, "class_names": list(data.class_names)}, train_config,
-                           {"max_examples": shared.max_examples}, task)
+    record = {**run, "class_names": list(data.class_names)}
+    if data.paths:  # your own files: which ones, read how; a resumed run must find the same contents
+        record["files"] = {"digest": data.key["files"], "columns": dataclasses.asdict(settings.columns),
+                          "bad_rows_skipped": data.skipped}
+        if data.skipped:
+            print(f"Skipped {data.skipped} bad rows of {settings.dataset} (--bad_rows=skip).")
+    return driver.Prepared(record, train_config, {"max_examples": shared.max_examples}, task)
+
+
+def tokenizer_key(model_dir):
+    """The run's tokenizer files' contents: the tokenizer's part of the token cache's key."""
+    names = (tokenizer.TOKENIZER_FILE, tokenizer.VOCABULARY_FILE, tokenizer.WORDPIECE_CONFIG_FILE)
+    return cache.files_digest([p for p in (os.path.join(model_dir, n) for n in names) if os.path.exists(p)])
 
 
 def load_trained(model_dir, average=1):
@@ -146,15 +161,15 @@ def preprocessor(loaded):
     return ClassifierPreprocessor.for_tokenizer(loaded.tokenizer, loaded.config.max_length)
 
 
-def run_eval(model_dir, split, dataset=None, batch_size=64, average=1):
+def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=None):
     loaded = load_trained(model_dir, average)
     dataset = dataset or loaded.run["dataset"]
-    data = datasets.load_classification(dataset, split)
-    if list(data.class_names) != loaded.run["class_names"]:
-        raise ValueError(f"{dataset} has classes {data.class_names}; the model knows {loaded.run['class_names']}.")
-    rows = preprocessor(loaded).rows(data.texts)
-    plan = batching.evaluation_plan([len(r) for r in rows], batch_size)
-    batches = batching.plan_dataset(plan, {"token_ids": rows, "label": data.labels},
+    if columns is None:  # the columns the run trained with
+        columns = classifier_data.Columns(**loaded.run.get("files", {}).get("columns", {}))
+    data = classifier_data.load(dataset, split, columns, class_names=loaded.run["class_names"])
+    rows = classifier_data.token_rows(data, preprocessor(loaded), tokenizer_key(model_dir))
+    plan = batching.evaluation_plan(rows.lengths, batch_size)
+    batches = batching.plan_dataset(plan, {"token_ids": rows, "label": rows.labels},
                                     max_length=loaded.config.max_length)
     totals = evaluate(classifier.classification_metrics(loaded.model), batches, len(plan), description=split)
     result = {"accuracy": totals["correct"] / totals["examples"], "loss": totals["loss"] / totals["examples"]}
@@ -240,7 +255,8 @@ def config_from_flags(mode):
     model, defaults = None, DEFAULTS
     if training:
         if not FLAGS.dataset:
-            raise app.UsageError("--dataset is required to train (imdb, sst2 or tfds:<name>).")
+            raise app.UsageError("--dataset is required to train (imdb, sst2, tfds:<name>, or your own files: csv:, "
+                                 "tsv:, jsonl:, folder:).")
         model = model_from_flags(init_from)
         if init_from is not None and published.is_published(init_from):
             defaults = PUBLISHED_DEFAULTS  # the checkpoint's framing ([CLS] ... [SEP]) is checked by its config
@@ -251,8 +267,11 @@ def config_from_flags(mode):
             defaults = dataclasses.replace(defaults, layer_decay=FLAGS.layer_decay)
     shared = common.run_settings(defaults)
     if training and shared.evaluating:
-        datasets.check_split(FLAGS.dataset, FLAGS.eval_split)
-    return Settings(shared, FLAGS.dataset, model, init_from, FLAGS.eval_split, FLAGS.text)
+        classifier_data.check_split(FLAGS.dataset, FLAGS.eval_split)
+    given = any(FLAGS[name].present for name in ("text_column", "label_column", "bad_rows"))
+    columns = classifier_data.Columns(FLAGS.text_column, FLAGS.label_column, FLAGS.bad_rows)
+    return Settings(shared, FLAGS.dataset, model, init_from, FLAGS.eval_split, FLAGS.text,
+                    columns if training or given else None)
 
 
 SENTIMENT = driver.Recipe(
@@ -262,7 +281,8 @@ SENTIMENT = driver.Recipe(
     load=lambda settings: load_trained(settings.run.model_dir, settings.run.average_checkpoints),
     server=server,
     evaluate=lambda settings: run_eval(settings.run.model_dir, settings.eval_split, settings.dataset,
-                                       settings.run.batch_size or 64, settings.run.average_checkpoints),
+                                       settings.run.batch_size or 64, settings.run.average_checkpoints,
+                                       settings.columns),
     modes={"explain": lambda settings: run_explain(settings.run.model_dir, settings.text,
                                                    settings.run.average_checkpoints)},
 )

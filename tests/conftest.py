@@ -5,6 +5,7 @@ import os
 import select
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -18,6 +19,8 @@ os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "1")
 # One thread per op in this process and the recipes it starts: pytest runs one worker per core, and the tiny
 # models' ops are too small to gain from a second thread that the other worker is using.
 os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
+# The token cache (zoo.data.cache) of this test session, not the user's ~/.cache.
+os.environ.setdefault("ZOO_CACHE_DIR", tempfile.mkdtemp(prefix="zoo-test-cache-"))
 
 
 def run_recipe(module, *args, timeout=300, env=None, check=True, input=None):

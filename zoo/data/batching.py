@@ -121,18 +121,25 @@ def plan_dataset(plan, fields, skip=0, max_length=None):
 
     Args:
         plan: list of int arrays of example indices.
-        fields: dict name -> list of 1-D int arrays (token rows, padded) or a
-            NumPy array with one value per example (labels, gathered as is).
+        fields: dict name -> token rows (padded): a zoo.data.cache.TokenRows, read from disk a batch
+            at a time, or a list of 1-D int arrays; or a NumPy array with one value per example
+            (labels, gathered as is).
         skip: number of leading plan entries to leave out (resumption).
         max_length: the model's positions, if rounding up must not pass them.
     """
-    tables = {name: ragged(v) if isinstance(v, list) else tf.constant(v) for name, v in fields.items()}
+    tables = {name: v if hasattr(v, "gather") else ragged(v) if isinstance(v, list) else tf.constant(v)
+              for name, v in fields.items()}
     dataset = tf.data.Dataset.from_tensor_slices(ragged([np.asarray(p, np.int64) for p in plan[skip:]]))
 
     def gather(indices):
         batch = {}
         for name, table in tables.items():
-            rows = tf.gather(table, indices)
+            if hasattr(table, "gather"):  # zoo.data.cache.TokenRows: read from disk, the batch's rows alone
+                values, lengths = tf.numpy_function(table.gather, [indices], (tf.int32, tf.int64), stateful=False)
+                rows = tf.RaggedTensor.from_row_lengths(tf.ensure_shape(values, [None]),
+                                                        tf.ensure_shape(lengths, [None]))
+            else:
+                rows = tf.gather(table, indices)
             batch[name] = padded(rows, max_length=max_length) if isinstance(rows, tf.RaggedTensor) else rows
         return batch
 

@@ -1,0 +1,270 @@
+"""The user's own files as datasets: `FORM:PATTERN` (csv:, tsv:, jsonl:, folder:, text:), read row by row.
+
+A PATTERN may hold globs (`*`, `**`), `.gz` files and `{split}` (train, validation, test); translation's
+`text:` form also holds `{lang}`. Without `{split}` every file is training data and validation is a seeded
+1 in HELD_OUT_EVERY of the rows, as IMDB's held-out share. Rows are read streaming, never a whole file:
+
+- csv: Python's `csv` module (RFC 4180: quoted commas, doubled quotes, newlines inside quoted fields),
+  a header row naming the columns, UTF-8 with or without a BOM, CRLF or LF line ends;
+- tsv: the same reader with TAB as the delimiter and no quoting (GLUE's files hold bare quotes);
+- jsonl: one JSON object per line (`json`);
+- folder: one sub-folder per class, one text per file (keras.utils.text_dataset_from_directory's layout);
+- text: one row per line.
+
+Every row carries where it came from (`file:line`), so a bad one is named; `BadRows` gathers them.
+"""
+
+import codecs
+import csv
+import dataclasses
+import glob
+import gzip
+import io
+import json
+import os
+import zlib
+
+from zoo.data.datasets import DatasetError
+
+FORMS = ("csv", "tsv", "jsonl", "folder", "text")
+SPLITS = ("train", "validation", "test")
+HELD_OUT_EVERY = 20
+HELD_OUT_SEED = 0  # the held-out rows are a function of their position alone: eval finds the same ones
+SHOWN_BAD_ROWS = 5
+BAD_ROWS = ("error", "skip")
+
+csv.field_size_limit(2**31 - 1)  # a long review is one field; the module's default stops at 128 KiB
+
+
+@dataclasses.dataclass(frozen=True)
+class FileSpec:
+    """A `FORM:PATTERN` dataset name, parsed."""
+
+    form: str
+    pattern: str
+
+    @property
+    def has_splits(self):
+        return "{split}" in self.pattern
+
+    def __str__(self):
+        return f"{self.form}:{self.pattern}"
+
+
+def parse(name, forms):
+    """The FileSpec of `name` when it names files (`FORM:PATTERN`), else None (a built-in or tfds: name).
+    A form this recipe does not read is refused, naming those it does."""
+    form, colon, pattern = (name or "").partition(":")
+    if not colon or form not in FORMS:
+        return None
+    if form not in forms:
+        raise DatasetError(f"--dataset={name}: this recipe reads {', '.join(f + ':' for f in forms)} files, "
+                           f"not {form}:.")
+    if not pattern:
+        raise DatasetError(f"--dataset={name} names no files: give a path or glob after '{form}:'.")
+    return FileSpec(form, pattern)
+
+
+def paths(spec, split, **fields):
+    """The files (or, for folder:, the folders) of `split`, sorted; none is an error naming the pattern."""
+    pattern = spec.pattern.replace("{split}", split) if spec.has_splits else spec.pattern
+    for name, value in fields.items():
+        pattern = pattern.replace("{" + name + "}", value)
+    pattern = os.path.expanduser(pattern)
+    wanted = os.path.isdir if spec.form == "folder" else os.path.isfile
+    found = sorted(p for p in glob.glob(pattern, recursive=True) if wanted(p))
+    if not found:
+        kind = "folder" if spec.form == "folder" else "file"
+        raise DatasetError(f"{pattern} matches no {kind} (--dataset={spec}, split {split!r}): check the path, "
+                           "or the {split} field's files (train, validation, test).")
+    return found
+
+
+def check_split(spec, split):
+    """A split the files do not have is refused: a test split needs {split} in the pattern."""
+    if split not in SPLITS:
+        raise DatasetError(f"split={split!r} is not one of {SPLITS}.")
+    if not spec.has_splits and split == "test":
+        raise DatasetError(f"--dataset={spec} has no test split: without {{split}} in its pattern every file is "
+                           f"training data and validation is a held-out 1 in {HELD_OUT_EVERY} of its rows. Use "
+                           "--eval_split=validation, or name the files with {split} (train, validation, test).")
+    if spec.has_splits:
+        paths(spec, split)
+
+
+def held_out(index):
+    """Whether row `index` (counted over all files, in order) is in the validation share."""
+    return zlib.crc32(f"{HELD_OUT_SEED}:{index}".encode()) % HELD_OUT_EVERY == 0
+
+
+def in_split(spec, split):
+    """A predicate on a row's index: which rows of the matched files belong to `split`."""
+    if spec.has_splits:
+        return lambda index: True
+    return held_out if split == "validation" else (lambda index: not held_out(index))
+
+
+class BadRows:
+    """Rows that do not parse: the first few named, all counted. With policy "error" (the default)
+    `check` refuses them, with "skip" they are left out and counted."""
+
+    def __init__(self, policy="error"):
+        if policy not in BAD_ROWS:
+            raise ValueError(f"--bad_rows={policy!r} is not one of {BAD_ROWS}.")
+        self.policy, self.count, self.shown = policy, 0, []
+
+    def add(self, where, why):
+        self.count += 1
+        if len(self.shown) < SHOWN_BAD_ROWS:
+            self.shown.append(f"{where}: {why}")
+
+    def check(self, what):
+        if self.count and self.policy == "error":
+            more = f" (and {self.count - len(self.shown)} more)" if self.count > len(self.shown) else ""
+            raise DatasetError(f"{self.count} bad row(s) in {what}: " + "; ".join(self.shown) + more
+                               + ". Fix them, or pass --bad_rows=skip to leave them out.")
+
+
+def open_binary(path):
+    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+
+
+def open_text(path, bom=True):
+    """The file as UTF-8 text, its newlines kept as they are (csv needs newline=""); a BOM dropped."""
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8-sig" if bom else "utf-8", newline="")
+
+
+def first_invalid_utf8(path):
+    """The byte offset (of the decompressed data) where `path` stops being UTF-8, or None."""
+    decoder, offset = codecs.getincrementaldecoder("utf-8")(), 0
+    with open_binary(path) as f:
+        while chunk := f.read(1 << 20):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as error:
+                return offset + error.start
+            offset += len(chunk)
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError as error:
+        return offset + error.start
+    return None
+
+
+def reading(path):
+    """A context that turns a file's decoding or reading failure into one DatasetError naming it."""
+    return _Reading(path)
+
+
+class _Reading:
+    def __init__(self, path):
+        self.path = path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        if isinstance(error, UnicodeDecodeError):
+            offset = first_invalid_utf8(self.path)
+            raise DatasetError(f"{self.path} is not UTF-8 (an invalid byte at offset {offset}): convert it, e.g. "
+                               f"iconv -f latin1 -t utf-8.") from None
+        if isinstance(error, (OSError, EOFError, zlib.error, csv.Error)) and not isinstance(error, DatasetError):
+            raise DatasetError(f"{self.path} cannot be read ({type(error).__name__}: {error}).") from None
+        return False
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    values: dict  # column -> value (str, or a JSON value for jsonl)
+    where: str  # "file:line"
+
+
+def rows(spec, split, bad_rows, **fields):
+    """Every row of `split`'s files as a Row, in file order; rows that do not parse go to `bad_rows`."""
+    read = {"csv": _table_rows, "tsv": _table_rows, "jsonl": _jsonl_rows, "folder": _folder_rows,
+            "text": _line_rows}[spec.form]
+    keep = in_split(spec, split)
+    index = 0
+    for path in paths(spec, split, **fields):
+        with reading(path):
+            for row in read(spec, path, bad_rows):
+                if keep(index):
+                    yield row
+                index += 1
+
+
+def _table_rows(spec, path, bad_rows):
+    dialect = {"delimiter": ","} if spec.form == "csv" else {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
+    with open_text(path) as f:
+        reader = csv.reader(f, **dialect)
+        header = next(reader, None)
+        if header is None:
+            return
+        last_line = reader.line_num
+        for values in reader:
+            where = f"{path}:{last_line + 1}"
+            last_line = reader.line_num
+            if values == [] or values == [""] and len(header) > 1:
+                continue  # a blank line
+            if len(values) != len(header):
+                bad_rows.add(where, f"{len(values)} fields where the header has {len(header)} ({header})")
+                continue
+            yield Row(dict(zip(header, values)), where)
+
+
+def _jsonl_rows(spec, path, bad_rows):
+    with open_text(path) as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                values = json.loads(line)
+            except json.JSONDecodeError as error:
+                bad_rows.add(f"{path}:{number}", f"not JSON ({error.msg})")
+                continue
+            if not isinstance(values, dict):
+                bad_rows.add(f"{path}:{number}", f"a JSON {type(values).__name__}, not an object")
+                continue
+            yield Row(values, f"{path}:{number}")
+
+
+def _folder_rows(spec, path, bad_rows):
+    for label in sorted(os.listdir(path)):
+        folder = os.path.join(path, label)
+        if label.startswith(".") or not os.path.isdir(folder):
+            continue
+        for name in sorted(os.listdir(folder)):
+            file = os.path.join(folder, name)
+            if name.startswith(".") or not os.path.isfile(file):
+                continue
+            with reading(file), open_text(file) as f:
+                yield Row({"text": f.read(), "label": label}, file)
+
+
+def _line_rows(spec, path, bad_rows):
+    with open_text(path, bom=False) as f:
+        for number, line in enumerate(f, start=1):
+            yield Row({"text": line}, f"{path}:{number}")
+
+
+def check_columns(spec, split, names, **fields):
+    """The columns `names` exist in the first file's header (csv, tsv) or first object (jsonl);
+    a missing one is refused naming those the file has."""
+    if spec.form not in ("csv", "tsv", "jsonl"):
+        return
+    path = paths(spec, split, **fields)[0]
+    with reading(path), open_text(path) as f:
+        if spec.form == "jsonl":
+            first = next((line for line in f if line.strip()), None)
+            try:
+                have = list(json.loads(first)) if first else []
+            except (json.JSONDecodeError, TypeError):
+                return  # the row itself is reported as bad
+        else:
+            dialect = {"delimiter": ","} if spec.form == "csv" else {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
+            have = next(csv.reader(f, **dialect), [])
+    missing = [name for name in names if name not in have]
+    if missing:
+        flag = {n: f for f, n in zip(("--text_column", "--label_column"), names)}
+        raise DatasetError(f"{path} has no column {', '.join(repr(m) for m in missing)}: its columns are {have}. "
+                           f"Name the right ones with {' and '.join(flag[m] for m in missing)}.")
