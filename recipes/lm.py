@@ -13,7 +13,7 @@ from absl import app, flags
 
 from recipes import common, driver
 from zoo.data import datasets
-from zoo.language_model import inference as lm_inference, preprocessor as lm_preprocessing
+from zoo.language_model import data as lm_data, inference as lm_inference, preprocessor as lm_preprocessing
 from zoo.language_model import model as lm
 from zoo.training.distribute import is_chief
 from zoo.training.evaluation import write_summaries
@@ -21,7 +21,6 @@ from zoo.language_model.server import LanguageModelServer
 from zoo.core.progress import Progress
 from zoo.runs.run_dir import RunDir, RunDirError
 from zoo.training.loop import Task, TrainConfig
-from zoo.language_model.vocabulary import VOCABULARY_FILE, Vocabulary
 
 RECIPE = "lm"
 MODES = ("train", "eval", "train_and_eval", "export", "generate")
@@ -38,6 +37,9 @@ DEFAULTS = TrainConfig(
 
 flags.DEFINE_enum("mode", "train_and_eval", MODES, "What to do.")
 flags.DEFINE_enum("eval_split", "test", datasets.SPLITS, "Split to evaluate (tune on validation).")
+flags.DEFINE_enum("level", None, list(lm_data.FILE_LEVELS), "Tokens of your own text: subword (SentencePiece, "
+                  "--vocab_size pieces; the default), word, char or byte. A built-in corpus has its own.")
+flags.DEFINE_integer("vocab_size", 8000, "Pieces of a subword vocabulary (--level=subword).")
 flags.DEFINE_integer("segment_length", None, "Tokens per segment. Default: the preset's.")
 flags.DEFINE_integer("memory_length", None, "Cached positions per layer in training. Default: the preset's.")
 flags.DEFINE_integer("eval_memory_length", None, "Cached positions per layer at evaluation (longer helps).")
@@ -76,6 +78,10 @@ class Settings:
     run: common.RunSettings
     dataset: str | None  # training only
     model: lm.LMConfig | None  # training only
+    level: str | None  # your own files' tokens (None: subword, or a built-in corpus's own)
+    vocab_size: int  # pieces of a subword vocabulary
+    text_column: str  # csv:, jsonl:
+    bad_rows: str
     random_offset: bool
     eval_split: str
     eval_memory_length: int | None
@@ -88,8 +94,9 @@ def model_config(preset, **overrides):
     return common.preset_config(lm.PRESETS, preset, **overrides)
 
 
-def prepare_run(model_dir, dataset, model, corpus, chief):
-    """The run's record and vocabulary: read back when resuming, else built from the training text."""
+def prepare_run(model_dir, dataset, model, corpus, chief, vocab_size=None, seed=0):
+    """The run's record and vocabulary: read back when resuming, else built from the training text (a sample
+    of it for a subword vocabulary of `vocab_size` pieces)."""
     run_dir = RunDir(model_dir)
     run = run_dir.read_run(RECIPE)
     if run is not None:
@@ -102,25 +109,32 @@ def prepare_run(model_dir, dataset, model, corpus, chief):
                 "--attention_dropout/--activation, "
                 "or use another --model_dir."
             )
-        return run, Vocabulary.load(model_dir)
+        return run, lm_data.load_vocabulary(model_dir)
     if chief:
-        Vocabulary.build(corpus.text, corpus.level).save(model_dir)
+        lm_data.build_vocabulary(corpus, vocab_size, seed).save(model_dir)
     else:
-        run_dir.wait_for(VOCABULARY_FILE)
-    vocabulary = Vocabulary.load(model_dir)
+        run_dir.wait_for(lm_data.vocabulary_file(corpus.level))
+    vocabulary = lm_data.load_vocabulary(model_dir)
     model = dataclasses.replace(model, vocab_size=len(vocabulary))
-    return {"recipe": RECIPE, "dataset": dataset, "model": dataclasses.asdict(model)}, vocabulary
+    run = {"recipe": RECIPE, "dataset": dataset, "model": dataclasses.asdict(model), "level": corpus.level}
+    return run, vocabulary
 
 
 def prepare(settings, strategy):
     """The training run (`driver.Prepared`): its record and vocabulary, the training text laid out as
     batch_size streams read segment after segment, and the Task (its memory carried from step to step)."""
     shared = settings.run
-    corpus = datasets.load_corpus(settings.dataset, "train")
-    run, vocabulary = prepare_run(shared.model_dir, settings.dataset, settings.model, corpus, is_chief(strategy))
+    # Every line read now: a bad one is refused before anything is written.
+    corpus = lm_data.load(settings.dataset, "train", settings.level, settings.text_column, settings.bad_rows)
+    common.check_same_files(shared.model_dir, RECIPE, corpus.key.get("files"))
+    run, vocabulary = prepare_run(shared.model_dir, settings.dataset, settings.model, corpus, is_chief(strategy),
+                                  settings.vocab_size, shared.train.seed)
+    if corpus.paths:
+        run = {**run, "files": {"digest": corpus.key["files"], "text_column": settings.text_column}}
     config = lm.LMConfig(**run["model"])
     replicas = strategy.num_replicas_in_sync
-    streams = lm_preprocessing.stream_layout(vocabulary.encode(corpus.text), shared.train.batch_size)
+    ids = lm_data.token_stream(corpus, vocabulary, lm_data.vocabulary_key(shared.model_dir))
+    streams = lm_preprocessing.stream_layout(ids, shared.train.batch_size)
     per_pass = lm_preprocessing.segments_per_pass(streams, config.segment_length, settings.random_offset)
     train_config = common.with_epochs(shared.train, shared.epochs, per_pass, per_batch=1)
     per_replica = train_config.batch_size // replicas
@@ -151,18 +165,22 @@ def load_trained(model_dir, memory_length=None, average=1):
         return config if memory_length is None else lm.with_memory_length(config, memory_length)
 
     return RunDir(model_dir).load_run(RECIPE, make_config, lm.build_language_model,
-                                      lambda run_dir, _: Vocabulary.load(run_dir.path), average)
+                                      lambda run_dir, _: lm_data.load_vocabulary(run_dir.path), average)
 
 
 def report(nll, count, level):
-    """Perplexity for words, bits per character (or byte) otherwise."""
+    """Perplexity for words (and subword pieces), bits per character (or byte) otherwise."""
     mean = nll / count
-    return {"perplexity": math.exp(mean)} if level == "word" else {"bits_per_character": mean / math.log(2)}
+    if level in ("word", "subword"):
+        return {"perplexity": math.exp(mean)}
+    return {"bits_per_character": mean / math.log(2)}
 
 
-def run_eval(model_dir, split, eval_memory_length, batch_size, average=1):
+def run_eval(model_dir, split, eval_memory_length, batch_size, average=1, bad_rows="error"):
     run = RunDir(model_dir).require_run(RECIPE)
-    corpus = datasets.load_corpus(run["dataset"], split)
+    corpus = lm_data.load(run["dataset"], split, run.get("level"), run.get("files", {}).get("text_column", "text"),
+                          bad_rows)
+    ids = None
     trained_memory = run["model"]["memory_length"]
     memories = {"train_memory": trained_memory, "no_memory": 0}
     if eval_memory_length and eval_memory_length != trained_memory:
@@ -170,7 +188,8 @@ def run_eval(model_dir, split, eval_memory_length, batch_size, average=1):
     results = {}
     for name, memory_length in memories.items():
         loaded = load_trained(model_dir, memory_length, average)
-        streams = lm_preprocessing.stream_layout(loaded.tokenizer.encode(corpus.text), batch_size)
+        ids = ids or lm_data.token_stream(corpus, loaded.tokenizer, lm_data.vocabulary_key(model_dir))
+        streams = lm_preprocessing.stream_layout(ids, batch_size)
         segment = loaded.config.segment_length
         per_pass = lm_preprocessing.segments_per_pass(streams, segment)
         progress = Progress(per_pass, unit=f"{split} segment (memory {memory_length})")
@@ -195,7 +214,7 @@ def server(loaded, settings):
     generation, vocabulary = settings.generation, loaded.tokenizer
     module = LanguageModelServer(loaded.model, vocabulary, generation.max_new_tokens, generation.temperature,
                                  generation.top_k)
-    example = "the company said" if vocabulary.level == "word" else "ROMEO:"
+    example = "the company said" if vocabulary.level in ("word", "subword") else "ROMEO:"
     return driver.Serving(
         module, {"serving_default": module.serve, "generate": module.generate, "score": module.score},
         {"prompt": [example, ""]},
@@ -238,10 +257,13 @@ def config_from_flags(mode):
     model = None
     if mode in common.TRAINING_MODES:
         if not FLAGS.dataset:
-            raise app.UsageError(f"--dataset is required to train (one of {sorted(datasets.CORPORA)}).")
-        if FLAGS.dataset not in datasets.CORPORA:
+            raise app.UsageError(f"--dataset is required to train (one of {sorted(datasets.CORPORA)}, or your own "
+                                 "files: text:, csv:, jsonl:).")
+        if FLAGS.dataset not in datasets.CORPORA and lm_data.files.parse(FLAGS.dataset, lm_data.FORMS) is None:
             raise datasets.DatasetError(f"Unknown language-modelling dataset {FLAGS.dataset!r}: use one of "
-                                        f"{sorted(datasets.CORPORA)}.")
+                                        f"{sorted(datasets.CORPORA)}, or your own files (text:PATTERN, csv:, jsonl:).")
+        if FLAGS.level is not None and FLAGS.dataset in datasets.CORPORA:
+            lm_data.load(FLAGS.dataset, "validation", FLAGS.level)  # a built-in corpus has its own level
         if FLAGS.max_examples is not None:
             raise ValueError("--max_examples picks training examples (sentiment, translation); a language model "
                              "trains on the whole text: shorten a quick run with --train_steps instead.")
@@ -250,10 +272,15 @@ def config_from_flags(mode):
             clamp_length=FLAGS.clamp_length, same_length=FLAGS.same_length, dropout=FLAGS.dropout,
             attention_dropout=FLAGS.attention_dropout, activation=FLAGS.activation,
         )
-        if mode == "train_and_eval":  # a missing or damaged evaluation file fails now, not after training
-            datasets.load_corpus(FLAGS.dataset, FLAGS.eval_split)
-    return Settings(common.run_settings(DEFAULTS), FLAGS.dataset, model, FLAGS.random_offset, FLAGS.eval_split,
-                    FLAGS.eval_memory_length, FLAGS.eval_batch_size, FLAGS.prompt, generation)
+    eval_split = FLAGS.eval_split
+    spec = lm_data.files.parse(FLAGS.dataset, lm_data.FORMS)
+    if spec is not None and not spec.has_splits and not FLAGS["eval_split"].present:
+        eval_split = "validation"  # files without {split}: no test split, validation is their held-out share
+    if mode == "train_and_eval":  # a missing or damaged evaluation file fails now, not after training
+        lm_data.check_split(FLAGS.dataset, eval_split)
+    return Settings(common.run_settings(DEFAULTS), FLAGS.dataset, model, FLAGS.level, FLAGS.vocab_size,
+                    FLAGS.text_column, FLAGS.bad_rows, FLAGS.random_offset, eval_split, FLAGS.eval_memory_length,
+                    FLAGS.eval_batch_size, FLAGS.prompt, generation)
 
 
 LM = driver.Recipe(
@@ -263,7 +290,8 @@ LM = driver.Recipe(
     load=lambda settings: load_trained(settings.run.model_dir, average=settings.run.average_checkpoints),
     server=server,
     evaluate=lambda settings: run_eval(settings.run.model_dir, settings.eval_split, settings.eval_memory_length,
-                                       settings.eval_batch_size, settings.run.average_checkpoints),
+                                       settings.eval_batch_size, settings.run.average_checkpoints,
+                                       settings.bad_rows),
     modes={"generate": lambda settings: run_generate(settings.run.model_dir, settings.prompt, settings.generation,
                                                      settings.run.seed, settings.run.average_checkpoints)},
 )

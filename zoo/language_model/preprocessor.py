@@ -20,12 +20,28 @@ def text_ids(vocabulary, texts):
 
 def stream_layout(ids, num_streams):
     """The corpus as `num_streams` contiguous rows (the tail that does not fill a row is dropped):
-    (num_streams, n) int32. Row r continues where row r - 1's text ends."""
-    ids = np.asarray(ids, np.int32)
-    per_stream = len(ids) // num_streams
+    (num_streams, n) int32. Row r continues where row r - 1's text ends. `ids` is an array, or the
+    token cache's rows (zoo.data.cache.TokenRows) laid end to end: then the layout is `Streams`, read
+    from disk a window at a time."""
+    total = ids.num_tokens if hasattr(ids, "num_tokens") else len(ids)
+    per_stream = total // num_streams
     if per_stream < 2:
-        raise ValueError(f"{len(ids)} tokens are too few for {num_streams} streams: use a smaller --batch_size.")
-    return ids[: per_stream * num_streams].reshape(num_streams, per_stream)
+        raise ValueError(f"{total} tokens are too few for {num_streams} streams: use a smaller --batch_size.")
+    if hasattr(ids, "num_tokens"):
+        return Streams(ids, (num_streams, per_stream))
+    return np.asarray(ids, np.int32)[: per_stream * num_streams].reshape(num_streams, per_stream)
+
+
+class Streams:
+    """A stream layout on disk: indexing it (`streams[rows, columns]`) reads that window alone."""
+
+    def __init__(self, token_rows, shape):
+        self.token_rows, self.shape = token_rows, shape
+
+    def __getitem__(self, key):
+        # A fresh map per window (zoo.data.cache.TokenRows.ids says why).
+        layout = self.token_rows.ids()[: self.shape[0] * self.shape[1]].reshape(self.shape)
+        return np.asarray(layout[key], np.int32)
 
 
 def segments_per_pass(streams, segment_length, random_offset=False):
@@ -62,17 +78,19 @@ def stream_dataset(streams, segment_length, replicas, first_replica, num_local, 
                          + (" and its random offset" if random_offset else "")
                          + ": lower --batch_size or --segment_length.")
     per_replica = streams.shape[0] // replicas
-    table = tf.constant(streams)
+
+    def read(first_row, begin):  # the replica's rows, one segment (and the next token) from `begin`
+        return streams[first_row : first_row + per_replica, begin : begin + segment_length + 1]
 
     def element(i):
         step, local = i // num_local, i % num_local
         replica = first_replica + tf.cast(local, tf.int32)
         segment = tf.cast(step % per_pass, tf.int32)
-        rows = table[replica * per_replica : (replica + 1) * per_replica]
         begin = segment * segment_length
         if random_offset:
             begin += pass_offset(offset_seed, step // per_pass, segment_length)
-        window = tf.ensure_shape(rows[:, begin : begin + segment_length + 1], [per_replica, segment_length + 1])
+        window = tf.numpy_function(read, [replica * per_replica, begin], tf.int32, stateful=False)
+        window = tf.ensure_shape(window, [per_replica, segment_length + 1])
         return {"inputs": window[:, :-1], "labels": window[:, 1:], "reset": tf.equal(segment, 0)}
 
     dataset = tf.data.Dataset.range(start_step * num_local, steps * num_local).map(element)

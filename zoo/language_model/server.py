@@ -32,7 +32,7 @@ class LanguageModelServer(tf.Module):
         check_generation_settings(max_new_tokens, temperature, top_k, len(vocabulary), limit)
         self.model = model
         self.vocabulary = vocabulary
-        self.table = vocabulary.lookup_table()
+        self.table = vocabulary.resource()  # tracked, so the export holds the tokenizer's table or model
         self.defaults = (max_new_tokens, temperature, top_k)
         self.limit = limit
 

@@ -60,7 +60,11 @@ class Vocabulary:
     @classmethod
     def build(cls, text, level, max_size=None):
         """The vocabulary of a training text (`max_size` keeps the most frequent tokens)."""
-        counts = collections.Counter(split(text, level))
+        return cls.from_counts(collections.Counter(split(text, level)), level, max_size)
+
+    @classmethod
+    def from_counts(cls, counts, level, max_size=None):
+        """The vocabulary of token counts (a collections.Counter, e.g. gathered a line at a time)."""
         for special in (PAD, UNK):
             counts.pop(special, None)
         ordered = sorted(counts, key=lambda token: (-counts[token], token))
@@ -101,6 +105,10 @@ class Vocabulary:
             return cls(data["tokens"], data["level"])
 
     # --- in graph ------------------------------------------------------------------------------------
+
+    def resource(self):
+        """What an export must track for `tokenize` to work: the lookup table."""
+        return self.lookup_table()
 
     def lookup_table(self):
         """A tf.lookup.StaticHashTable token -> id (<unk> for the rest); made once."""

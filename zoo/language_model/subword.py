@@ -1,0 +1,79 @@
+"""A subword vocabulary for language modelling (`--level=subword`): a SentencePiece unigram model trained
+on the training text (zoo.data.tokenizer's settings, case kept), so a user's text needs no pre-tokenization
+and has no out-of-vocabulary words.
+
+A line end is the piece <n> (id 4), as <eos> ends a word-level line: the text's "\n" are written as <n>
+before SentencePiece sees them (its normalization would make them spaces) and <n> is a newline again when
+ids become text. It has the interface of zoo.language_model.vocabulary.Vocabulary.
+"""
+
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from zoo.data import tokenizer as sentence_piece
+
+NEWLINE = "<n>"
+LEVEL = "subword"
+
+
+class SubwordVocabulary:
+    """Pieces <-> ids, in graph (TF Text's SentencePiece ops, so an export imports tensorflow_text)."""
+
+    level = LEVEL
+
+    def __init__(self, proto):
+        self.proto = proto
+        self.tokenizer = sentence_piece.load_tokenizer(proto)
+        self.newline_id = self.tokenizer.token_to_id(NEWLINE)
+
+    @classmethod
+    def build(cls, lines, vocab_size, seed=0):
+        """Trained on `lines` (strings, newlines or not), a sample of the training text."""
+        pieces = (line.rstrip("\n") for line in lines)
+        proto = sentence_piece.train_tokenizer(list(pieces), vocab_size, lowercase=False, seed=seed,
+                                               user_symbols=(NEWLINE,))
+        return cls(proto)
+
+    def __len__(self):
+        return self.tokenizer.vocabulary_size()
+
+    @property
+    def unk_id(self):
+        return sentence_piece.UNK_ID
+
+    @property
+    def boundary_id(self):
+        """What precedes the first token of a text: a line end."""
+        return self.newline_id
+
+    def save(self, directory):
+        return sentence_piece.save_tokenizer(self.proto, directory)
+
+    @classmethod
+    def load(cls, directory):
+        path = os.path.join(directory, sentence_piece.TOKENIZER_FILE)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path} does not exist: the run's subword vocabulary is missing.")
+        with open(path, "rb") as f:
+            return cls(f.read())
+
+    def resource(self):
+        """What an export must track for `tokenize` to work: the SentencePiece tokenizer."""
+        return self.tokenizer
+
+    def tokenize(self, texts):
+        """tf.string (batch,) -> ragged int32 ids (batch, None)."""
+        texts = tf.strings.regex_replace(texts, "\n", NEWLINE)
+        return tf.cast(self.tokenizer.tokenize(texts), tf.int32)
+
+    def encode(self, text):
+        """int32 NumPy ids of a whole text."""
+        return np.asarray(self.tokenize(tf.constant([text]))[0].numpy(), np.int32)
+
+    def detokenize(self, ids):
+        """int ids (batch, n), dense or ragged -> tf.string (batch,)."""
+        text = self.tokenizer.detokenize(ids)
+        # A line's first piece has SentencePiece's word-start mark: the space it becomes is not the text's.
+        return tf.strings.regex_replace(text, NEWLINE + " ?", "\n")
