@@ -79,7 +79,8 @@ def continued_fixture(tmp_path_factory, checkpoint):
 
 def test_continued_pretraining_trains_evaluates_and_keeps_the_vocabulary(continued):
     model_dir, _, result = continued
-    assert "and its masked-LM head." in result.stdout and "step 4/4" in result.stdout
+    assert "and its masked-LM head; not used: cls.seq_relationship, pooler.dense." in result.stdout
+    assert "step 4/4" in result.stdout
     assert "held-out: masked_accuracy" in result.stdout
     with open(os.path.join(model_dir, "vocab.txt"), encoding="utf-8") as f:
         assert f.read().split("\n")[:-1] == vocabulary()
@@ -121,3 +122,39 @@ def test_electra_cannot_continue_a_published_checkpoint(checkpoint, tmp_path, pr
     result = probe_recipe("pretrain", *QUICK, "--objective=electra", f"--init_from={checkpoint}",
                           f"--model_dir={tmp_path / 'run'}")
     assert result.returncode == 2 and "--init_from continues masked-LM training" in result.stderr
+
+
+@pytest.mark.parametrize("fault", list(fixtures.FAULTS))
+def test_a_faulty_checkpoint_is_refused_before_anything_is_written(fault, tmp_path, probe_recipe):
+    folder = fixtures.write_small_bert(tmp_path / "bert", vocabulary(), fault)
+    result = probe_recipe("pretrain", *QUICK, f"--init_from={folder}", f"--model_dir={tmp_path / 'run'}")
+    assert result.returncode == 2 and fixtures.FAULTS[fault] in result.stderr, result.stderr[-2000:]
+    assert not os.path.exists(tmp_path / "run") or not os.listdir(tmp_path / "run")
+
+
+def test_the_corrected_checkpoint_trains_in_the_folder_the_faulty_one_was_refused_in(tmp_path, run_recipe):
+    folder, model_dir = tmp_path / "bert", tmp_path / "run"
+    fixtures.write_small_bert(folder, vocabulary(), "nan_weight")
+    refused = run_recipe("pretrain", *QUICK, f"--init_from={folder}", "--mode=train", f"--model_dir={model_dir}",
+                         check=False)
+    assert refused.returncode == 2 and fixtures.FAULTS["nan_weight"] in refused.stderr, refused.stderr[-2000:]
+    fixtures.write_small_bert(folder, vocabulary())
+    trained = run_recipe("pretrain", *QUICK, f"--init_from={folder}", "--mode=train", f"--model_dir={model_dir}")
+    assert "step 4/4" in trained.stdout
+    assert "and its masked-LM head; not used: cls.seq_relationship, pooler.dense." in trained.stdout
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("missing", "does not exist"),
+    ("file", "is a file, not a folder"),
+    ("hf_folder_without_config", "is a folder without config.json"),
+])
+def test_an_init_from_that_is_no_checkpoint_says_what_it_is(kind, message, tmp_path, probe_recipe):
+    path = tmp_path / kind
+    if kind == "file":
+        path.write_text("x")
+    elif kind == "hf_folder_without_config":
+        fixtures.write_small_bert(path, vocabulary())
+        (path / "config.json").unlink()
+    result = probe_recipe("pretrain", *QUICK, f"--init_from={path}", f"--model_dir={tmp_path / 'run'}")
+    assert result.returncode == 2 and message in result.stderr, result.stderr[-2000:]

@@ -121,3 +121,55 @@ def test_another_architecture_is_refused_with_the_supported_types(tmp_path, prob
     (folder / "config.json").write_text(json.dumps({"model_type": "gpt2", "vocab_size": 50257}))
     result = probe_recipe("sentiment", "--dataset=sst2", f"--init_from={folder}", f"--model_dir={tmp_path / 'run'}")
     assert result.returncode == 2 and "'gpt2'" in result.stderr and "bert, electra" in result.stderr
+
+
+@pytest.mark.parametrize("fault", list(fixtures.FAULTS))
+def test_a_faulty_checkpoint_is_refused_before_anything_is_written(fault, tmp_path, probe_recipe):
+    """The checkpoint is checked whole when the flags are read: one `error:` line naming the file or tensor,
+    and no file in --model_dir that would bind it to this checkpoint."""
+    folder = fixtures.write_small_bert(tmp_path / "bert", fixtures.vocabulary(120), fault)
+    result = probe_recipe("sentiment", *QUICK, f"--init_from={folder}", f"--model_dir={tmp_path / 'run'}")
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2 and len(errors) == 1 and fixtures.FAULTS[fault] in errors[0], result.stderr[-2000:]
+    assert not os.path.exists(tmp_path / "run") or not os.listdir(tmp_path / "run")
+
+
+def test_the_corrected_checkpoint_trains_in_the_folder_the_faulty_one_was_refused_in(tmp_path, run_recipe):
+    folder, model_dir = tmp_path / "bert", tmp_path / "run"
+    fixtures.write_small_bert(folder, fixtures.vocabulary(120), "hidden_size_of_another_model")
+    refused = run_recipe("sentiment", *QUICK, f"--init_from={folder}", "--train_steps=2", "--mode=train",
+                         f"--model_dir={model_dir}", check=False)
+    assert refused.returncode == 2 and "config.json (hidden_size=8)" in refused.stderr, refused.stderr[-2000:]
+    fixtures.write_small_bert(folder, fixtures.vocabulary(120))
+    trained = run_recipe("sentiment", *QUICK, f"--init_from={folder}", "--train_steps=2", "--mode=train",
+                         f"--model_dir={model_dir}")
+    assert "step 2/2" in trained.stdout
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("missing", "does not exist"),
+    ("file", "is a file, not a folder"),
+    ("hf_folder_without_config", "is a folder that is neither a zoo pretraining run"),
+])
+def test_an_init_from_that_is_no_checkpoint_says_what_it_is(kind, message, tmp_path, probe_recipe):
+    path = tmp_path / kind
+    if kind == "file":
+        path.write_text("x")
+    elif kind == "hf_folder_without_config":
+        fixtures.write_small_bert(path, fixtures.vocabulary(120))
+        (path / "config.json").unlink()
+    result = probe_recipe("sentiment", "--dataset=sst2", f"--init_from={path}", f"--model_dir={tmp_path / 'run'}")
+    assert result.returncode == 2 and message in result.stderr, result.stderr[-2000:]
+    assert "holds no pretraining run" not in result.stderr
+
+
+def test_a_run_whose_vocabulary_was_deleted_says_so(trained, tmp_path, run_recipe):
+    import shutil
+
+    model_dir, _, _, _ = trained
+    copy = tmp_path / "run"
+    shutil.copytree(model_dir, copy)
+    (copy / "vocab.txt").unlink()
+    result = run_recipe("sentiment", "--mode=eval", f"--model_dir={copy}", check=False)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert f"{copy / 'vocab.txt'} is missing" in result.stderr and "tokenizer.model" not in result.stderr

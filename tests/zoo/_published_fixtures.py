@@ -168,6 +168,45 @@ def write_checkpoint(folder, config, weights, vocab, vocab_files=("vocab.txt",),
     return folder
 
 
+# What a small BERT's checkpoint may have wrong, each refused when the checkpoint is read, before a recipe
+# writes anything: fault -> a part of the message, which names the file or tensor.
+FAULTS = {
+    "nan_weight": "of the tensor encoder.layer.1.output.dense.weight are not finite",
+    "duplicate_piece": "vocab.txt cannot be used: it holds",
+    "empty_vocabulary": "vocab.txt cannot be used: it is empty",
+    "config_with_fewer_layers": "num_hidden_layers is 1, but the weights hold layer 1",
+    "unknown_tensor_in_a_layer": "encoder.layer.0.attention.self.extra.weight in its encoder",
+    "hidden_size_of_another_model": "config.json (hidden_size=8)",
+    "missing_weight": "lacks the tensor encoder.layer.0.output.dense.weight",
+}
+
+
+def write_small_bert(folder, vocab, fault=None, vocab_files=("vocab.txt",)):
+    """A small random BERT (2 layers, 16 wide, 32 positions, the `bert.` prefix) over `vocab` in Hugging
+    Face's layout, with one of FAULTS (or none); a folder written before is written over."""
+    config = bert_config(vocab_size=len(vocab), max_positions=32)
+    weights = random_weights(config, prefix="bert.")
+    if fault == "nan_weight":
+        weights["bert.encoder.layer.1.output.dense.weight"][3, 5] = np.nan
+    elif fault == "duplicate_piece":
+        vocab = [*vocab[:-1], vocab[-2]]
+    elif fault == "empty_vocabulary":
+        vocab = []
+    elif fault == "config_with_fewer_layers":
+        config = {**config, "num_hidden_layers": 1}
+    elif fault == "unknown_tensor_in_a_layer":
+        weights["bert.encoder.layer.0.attention.self.extra.weight"] = np.ones((16, 16), np.float32)
+    elif fault == "hidden_size_of_another_model":
+        config = {**config, "hidden_size": 8}
+    elif fault == "missing_weight":
+        del weights["bert.encoder.layer.0.output.dense.weight"]
+    else:
+        assert fault is None, fault
+    for name in ("vocab.txt", "tokenizer.json"):  # none of another write stays behind
+        (folder / name).unlink(missing_ok=True)
+    return write_checkpoint(folder, config, weights, vocab, vocab_files=vocab_files)
+
+
 # ---------------------------------------------------------------- NumPy forward pass (float64)
 
 

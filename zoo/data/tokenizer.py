@@ -28,6 +28,8 @@ PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
 TOKENIZER_FILE = "tokenizer.model"
 VOCABULARY_FILE = "vocab.txt"  # a WordPiece vocabulary, one piece per line, id = line number
 WORDPIECE_CONFIG_FILE = "tokenizer_config.json"
+# keras-hub's BertTokenizer needs each of these pieces in a WordPiece vocabulary.
+WORDPIECE_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 # SentencePiece learns as good a vocabulary from a sample: this caps the time.
 MAX_TRAINING_CHARACTERS = 10_000_000
 
@@ -100,10 +102,28 @@ def save_tokenizer(proto, directory, name=TOKENIZER_FILE):
     return disk.write_atomically(os.path.join(directory, name), proto, "the tokenizer")
 
 
+def wordpiece_problem(vocabulary):
+    """What makes `vocabulary` (a list of pieces, id = line number - 1) unusable by `wordpiece_tokenizer`,
+    in words ("it holds 'the' twice, on lines 23 and 40"); None when nothing does. TF Text refuses a
+    piece written twice, and keras-hub a vocabulary without BERT's special pieces, without naming the file."""
+    if not vocabulary:
+        return "it is empty"
+    first_line = {}
+    for line, piece in enumerate(vocabulary, start=1):
+        if piece in first_line:
+            return f"it holds {piece!r} twice, on lines {first_line[piece]} and {line}"
+        first_line[piece] = line
+    missing = [piece for piece in WORDPIECE_SPECIALS if piece not in first_line]
+    if missing:
+        return f"it lacks {', '.join(missing)}, which BERT's tokenizer needs"
+    return None
+
+
 def wordpiece_tokenizer(vocabulary, lowercase, strip_accents=None):
     """keras-hub's BertTokenizer (BERT's basic tokenization, then WordPiece, in TF Text ops) over
-    `vocabulary` (a list of pieces). strip_accents=None follows `lowercase`, as in BERT. Special
-    pieces written in a text ("[MASK]") are those pieces, as Hugging Face's tokenizers read them."""
+    `vocabulary` (a list of pieces, which `wordpiece_problem` finds usable). strip_accents=None follows
+    `lowercase`, as in BERT. Special pieces written in a text ("[MASK]") are those pieces, as Hugging
+    Face's tokenizers read them."""
     return keras_hub.models.BertTokenizer(
         vocabulary=list(vocabulary),
         lowercase=lowercase,
@@ -121,15 +141,25 @@ def save_wordpiece(vocabulary, lowercase, strip_accents, directory):
 
 
 def holds_wordpiece(directory):
-    return os.path.exists(os.path.join(directory, VOCABULARY_FILE))
+    """Whether `directory` is a run that keeps a WordPiece vocabulary (either of its two files is there)."""
+    return any(os.path.exists(os.path.join(directory, name)) for name in (VOCABULARY_FILE, WORDPIECE_CONFIG_FILE))
 
 
 def load_wordpiece(directory):
-    """The tokenizer `save_wordpiece` wrote into `directory`; a file of it that no longer reads is
-    one zoo.core.disk.DamagedFileError naming it."""
+    """The tokenizer `save_wordpiece` wrote into `directory`; a file of it that is missing or no longer
+    reads is one zoo.core.disk.DamagedFileError naming it."""
+    role = "the run's WordPiece vocabulary, whose ids the model was trained on"
     path = os.path.join(directory, VOCABULARY_FILE)
-    with disk.reading(path, "the run's WordPiece vocabulary"), open(path, encoding="utf-8") as f:
+    if not os.path.exists(path):
+        raise disk.DamagedFileError(
+            f"{path} is missing: it is {role} ({WORDPIECE_CONFIG_FILE} is there). Restore it from a backup or "
+            "copy the vocab.txt of the checkpoint or run this one started from (its --init_from), or train again "
+            "in a new --model_dir.")
+    with disk.reading(path, role), open(path, encoding="utf-8") as f:
         vocabulary = f.read().split("\n")[:-1]
+        problem = wordpiece_problem(vocabulary)
+        if problem:
+            raise ValueError(problem)
     path = os.path.join(directory, WORDPIECE_CONFIG_FILE)
     with disk.reading(path, "the run's WordPiece settings"), open(path, encoding="utf-8") as f:
         settings = json.load(f)

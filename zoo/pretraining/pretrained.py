@@ -8,6 +8,7 @@ to fine-tune, and the export that serves it.
 """
 
 import dataclasses
+import os
 
 import numpy as np
 import tensorflow as tf
@@ -52,6 +53,7 @@ def load_encoder(source):
             encoder = classifier.build_encoder(checkpoint.config)
         copy_encoder_weights(published.encoder_weights(checkpoint, encoder), encoder)
         return encoder, checkpoint_tokenizer(checkpoint)
+    check_run_source(source)
     trained = load_pretrained(source)
     return trained.model.encoder, trained.tokenizer
 
@@ -60,8 +62,26 @@ def checkpoint_tokenizer(checkpoint):
     return tokenizer.wordpiece_tokenizer(checkpoint.vocabulary, checkpoint.lowercase, checkpoint.strip_accents)
 
 
+def check_run_source(source):
+    """Refuses a `source` that is not published (`published.is_published`) and cannot be a pretraining run
+    either, saying what it is: no such path, a file, or a folder without config.json."""
+    if not os.path.exists(source):
+        raise PretrainedRunError(f"{source} does not exist: give a finished recipes.pretrain run folder, or a "
+                                 f"published checkpoint (a folder with {published.LAYOUT}, hf:ORG/NAME or "
+                                 "keras_hub:PRESET).")
+    if not os.path.isdir(source):
+        raise PretrainedRunError(f"{source} is a file, not a folder: give a finished recipes.pretrain run folder, "
+                                 f"or a published checkpoint's folder ({published.LAYOUT}).")
+    if not os.path.exists(os.path.join(source, "config.json")):
+        raise PretrainedRunError(
+            f"{source} is a folder that is neither a zoo pretraining run (the config.json that recipes.pretrain "
+            f"writes, and its checkpoints) nor a published checkpoint ({published.LAYOUT}): run recipes.pretrain "
+            "there, or give the checkpoint's folder.")
+
+
 def pretrained_encoder_config(model_dir):
     """The encoder config (a ClassifierConfig) of the finished pretraining run in `model_dir`."""
+    check_run_source(model_dir)
     return pretraining.PretrainConfig(**RunDir(model_dir).read_finished(RECIPE)["model"]).encoder
 
 
@@ -103,7 +123,9 @@ def pretrainer_initializer(source):
             model.mlm_head.norm.set_weights(head["norm"])
             model.mlm_head.bias.assign(head["bias"][0])
         said = "its masked-LM head" if head is not None else "a new masked-LM head (the checkpoint has none)"
-        print(f"Initialized the encoder from {source} ({count} published weights) and {said}.", flush=True)
+        unused = published.unused_parts(checkpoint, head=head is not None)
+        print(f"Initialized the encoder from {source} ({count} published weights) and {said}"
+              + (f"; not used: {', '.join(unused)}." if unused else "."), flush=True)
 
     return initialize
 
@@ -170,6 +192,7 @@ class EncoderServer(tf.Module):
         self.tokenizer = tokenizer_
         self.max_length = config.encoder.max_length
         self.mask_id, self.first_regular_id, self.start_id = config.mask_id, config.first_regular_id, config.start_id
+        self.proposable = config.encoder.vocab_size - config.first_regular_id  # the pieces fill_mask may propose
         pieces = [tokenizer_.id_to_token(i) for i in range(tokenizer_.vocabulary_size())]
         self.space_id = tokenizer_.token_to_id("▁") if "▁" in pieces else -1
         self.words = tf.constant([p.removeprefix("▁") for p in pieces])
@@ -196,8 +219,15 @@ class EncoderServer(tf.Module):
     def fill_mask(self, text, top_k):
         """tokens (batch, masks, top_k) string and probabilities (batch, masks, top_k) float32,
         masks = the most <mask>s of any text (within the first max_length - 1 pieces); a
-        text's unused rows are "" and 0, and mask_count (batch,) says how many are its own."""
-        with tf.control_dependencies([tf.debugging.assert_greater(top_k, 0, message="top_k must be at least 1")]):
+        text's unused rows are "" and 0, and mask_count (batch,) says how many are its own.
+        top_k is at least 1 and at most the regular pieces of the vocabulary (special ones are never proposed)."""
+        with tf.control_dependencies([
+            tf.debugging.assert_greater(top_k, 0, message="top_k must be at least 1"),
+            tf.debugging.assert_less_equal(
+                top_k, self.proposable, message=f"top_k must be <= {self.proposable}, the pieces of the vocabulary "
+                f"fill_mask can propose (its {self.proposable + self.first_regular_id} less the "
+                f"{self.first_regular_id} special ones)"),
+        ]):
             top_k = tf.identity(top_k)
         token_ids = self._token_ids(text)
         is_mask = token_ids == self.mask_id
@@ -211,8 +241,7 @@ class EncoderServer(tf.Module):
         logits = tf.cast(logits, tf.float32)
         special = tf.range(tf.shape(logits)[-1]) < self.first_regular_id
         probabilities = tf.nn.softmax(tf.where(special, -1e9, logits))
-        k = tf.minimum(top_k, tf.shape(logits)[-1])
-        best, ids = tf.math.top_k(probabilities, k)
+        best, ids = tf.math.top_k(probabilities, top_k)
         keep = used[..., None]
         return {
             "tokens": tf.where(keep, tf.gather(self.words, ids), ""),

@@ -10,17 +10,23 @@ A checkpoint is named by a spec:
     encoder = classifier.build_encoder(encoder_config(checkpoint))
     pretrained.copy_encoder_weights(encoder_weights(checkpoint, encoder), encoder)
 
-Every encoder weight of the checkpoint goes into the zoo's layers; BERT's token-type
-embedding (type 0, the only one a single text uses) is folded into the positions.
+A checkpoint is checked whole when it is read (`check_checkpoint`), before anything is made from
+it: its vocabulary, config.json against the weights' shapes and layer count, every value finite.
+Every encoder weight of the checkpoint goes into the zoo's layers (an encoder tensor the zoo's
+encoder has no place for is refused); the tensors outside the encoder (pooler, heads) are named by
+`unused_parts`. BERT's token-type embedding (type 0, the only one a single text uses) is folded
+into the positions.
 """
 
 import dataclasses
 import json
 import os
+import re
 
 import numpy as np
 
 from zoo.classifier import model as classifier
+from zoo.data import tokenizer
 
 MODEL_TYPES = ("bert", "electra")
 HF_PREFIX = "hf:"
@@ -29,6 +35,12 @@ KERAS_HUB_PREFIX = "keras_hub:"
 ACTIVATIONS = {"gelu": "gelu", "relu": "relu", "gelu_new": "gelu_approximate", "gelu_pytorch_tanh": "gelu_approximate"}
 HF_FILES = ["config.json", "*.safetensors", "model.safetensors.index.json", "vocab.txt", "tokenizer.json",
             "tokenizer_config.json"]
+# What a local folder holds to be read as a published checkpoint.
+LAYOUT = "config.json with model_type bert or electra, model.safetensors, and vocab.txt or tokenizer.json"
+ENCODER_PARTS = ("embeddings.", "embeddings_project.", "encoder.")
+# Index buffers that older transformers versions saved beside the weights: the zoo's encoder makes its own.
+BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
+HEAD_PREFIX = "cls.predictions."  # BERT's masked-LM head
 
 
 class PublishedCheckpointError(ValueError):
@@ -47,6 +59,7 @@ class Checkpoint:
     vocabulary: list
     lowercase: bool
     strip_accents: bool | None  # None: follows lowercase, as in BERT
+    vocabulary_source: str  # the file the vocabulary was read from (vocab.txt, tokenizer.json), or the preset
 
 
 def is_published(spec):
@@ -63,24 +76,50 @@ def normalize(spec):
 
 
 def read_checkpoint(spec):
-    """The Checkpoint that `spec` names, or PublishedCheckpointError."""
+    """The Checkpoint that `spec` names, checked whole (`check_checkpoint`), or PublishedCheckpointError."""
     if spec.startswith(KERAS_HUB_PREFIX):
-        return _read_keras_hub(spec, spec[len(KERAS_HUB_PREFIX):])
-    directory = _download(spec) if spec.startswith(HF_PREFIX) else spec
-    if not os.path.isdir(directory):
-        raise PublishedCheckpointError(f"{spec} is not a folder: give a checkpoint folder, hf:ORG/NAME or "
-                                       "keras_hub:PRESET.")
-    config = _read_json(os.path.join(directory, "config.json"))
+        checkpoint = _read_keras_hub(spec, spec[len(KERAS_HUB_PREFIX):])
+    else:
+        checkpoint = _read_folder(spec, _download(spec) if spec.startswith(HF_PREFIX) else _local_folder(spec))
+    check_checkpoint(checkpoint)
+    return checkpoint
+
+
+def _local_folder(spec):
+    if not os.path.exists(spec):
+        raise PublishedCheckpointError(f"{spec} does not exist: give a checkpoint folder ({LAYOUT}), hf:ORG/NAME "
+                                       "or keras_hub:PRESET.")
+    if not os.path.isdir(spec):
+        raise PublishedCheckpointError(f"{spec} is a file, not a folder: give the checkpoint's folder ({LAYOUT}), "
+                                       "hf:ORG/NAME or keras_hub:PRESET.")
+    return spec
+
+
+def _read_folder(spec, directory):
+    config = _read_json(os.path.join(directory, "config.json"), missing_ok=True)
+    if config is None:
+        raise PublishedCheckpointError(f"{spec} is a folder without config.json: a published checkpoint's folder "
+                                       f"holds {LAYOUT}.")
     if "class_name" in config:
         return _read_keras_hub(spec, directory)
     model_type = config.get("model_type")
+    if model_type is None and "recipe" in config:
+        raise PublishedCheckpointError(f"{spec} holds a zoo {config['recipe']!r} run, not a published checkpoint "
+                                       f"({LAYOUT}).")
     if model_type not in MODEL_TYPES:
         raise PublishedCheckpointError(
             f"{spec} holds a {model_type!r} model: the zoo's encoder takes model types {', '.join(MODEL_TYPES)} "
             "(BERT, MiniLM, the sentence-transformers BERT models, ELECTRA's discriminator).")
     weights = _strip_prefix(_read_safetensors(directory, spec), model_type)
-    vocabulary, lowercase, strip_accents = _read_vocabulary(directory, spec)
-    return Checkpoint(spec, model_type, _encoder_config(config, spec), weights, vocabulary, lowercase, strip_accents)
+    vocabulary, lowercase, strip_accents, source = _read_vocabulary(directory, spec)
+    return Checkpoint(spec, model_type, _encoder_config(config, spec), weights, vocabulary, lowercase, strip_accents,
+                      vocabulary_source=source)
+
+
+def _one_line(error):
+    """A library's error message whole, its lines joined into one sentence."""
+    message = " ".join(str(error).split()) or type(error).__name__
+    return message if message.endswith((".", "!", "?")) else f"{message}."
 
 
 def _download(spec):
@@ -95,10 +134,9 @@ def _download(spec):
         return huggingface_hub.snapshot_download(name, revision=revision or None, allow_patterns=HF_FILES)
     except Exception as error:  # offline, unknown repository or revision, network errors
         raise PublishedCheckpointError(
-            f"Could not fetch {spec} from the Hugging Face Hub ({type(error).__name__}: "
-            f"{str(error).splitlines()[0][:200] if str(error) else ''}). Check the name and the network, or download "
-            "the checkpoint elsewhere and give its local folder (config.json, model.safetensors, vocab.txt or "
-            "tokenizer.json).") from None
+            f"Could not fetch {spec} from the Hugging Face Hub: {type(error).__name__}: {_one_line(error)} Check "
+            f"the name and the network, or download the checkpoint elsewhere and give its local folder ({LAYOUT}).") \
+            from None
 
 
 def _read_json(path, missing_ok=False):
@@ -143,25 +181,34 @@ def _strip_prefix(weights, model_type):
 
 
 def _read_vocabulary(directory, spec):
-    """(pieces, lowercase, strip_accents) from vocab.txt or tokenizer.json, casing from the tokenizer config."""
+    """(pieces, lowercase, strip_accents, the file read) from vocab.txt or tokenizer.json, casing from the
+    tokenizer config."""
     settings = _read_json(os.path.join(directory, "tokenizer_config.json"), missing_ok=True) or {}
-    tokenizer_json = _read_json(os.path.join(directory, "tokenizer.json"), missing_ok=True) or {}
+    json_path = os.path.join(directory, "tokenizer.json")
+    tokenizer_json = _read_json(json_path, missing_ok=True) or {}
     normalizer = tokenizer_json.get("normalizer") or {}
     lowercase = settings.get("do_lower_case", normalizer.get("lowercase", True))
     strip_accents = settings.get("strip_accents", normalizer.get("strip_accents"))
-    path = os.path.join(directory, "vocab.txt")
+    path = os.path.join(directory, tokenizer.VOCABULARY_FILE)
     if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            return [line.rstrip("\n").rstrip("\r") for line in f], lowercase, strip_accents
+        try:
+            with open(path, encoding="utf-8") as f:
+                return [line.rstrip("\n").rstrip("\r") for line in f], lowercase, strip_accents, path
+        except UnicodeDecodeError as error:
+            raise PublishedCheckpointError(f"{path} is not UTF-8 text ({error}): download it again.") from None
     model = tokenizer_json.get("model") or {}
     if model.get("type") != "WordPiece" or not isinstance(model.get("vocab"), dict):
         raise PublishedCheckpointError(
             f"{spec} holds no WordPiece vocabulary: it needs vocab.txt, or a tokenizer.json whose model is "
             "WordPiece.")
     by_id = sorted(model["vocab"].items(), key=lambda item: item[1])
-    if [i for _, i in by_id] != list(range(len(by_id))):
-        raise PublishedCheckpointError(f"{spec}'s tokenizer.json numbers its pieces with gaps: it cannot be used.")
-    return [piece for piece, _ in by_id], lowercase, strip_accents
+    for i, (piece, piece_id) in enumerate(by_id):
+        if piece_id != i:
+            said = f"gives id {piece_id} to both {by_id[i - 1][0]!r} and {piece!r}" if piece_id == i - 1 else \
+                f"has no piece with id {i}"
+            raise PublishedCheckpointError(f"{json_path} {said}: ids must run from 0 without gaps; download it "
+                                           "again.")
+    return [piece for piece, _ in by_id], lowercase, strip_accents, json_path
 
 
 def _encoder_config(config, spec):
@@ -201,11 +248,10 @@ def _read_keras_hub(spec, preset):
 
     try:
         backbone = keras_hub.models.Backbone.from_preset(preset, dtype="float32")
-        tokenizer = keras_hub.tokenizers.Tokenizer.from_preset(preset)
+        preset_tokenizer = keras_hub.tokenizers.Tokenizer.from_preset(preset)
     except Exception as error:  # unknown names, no network, damaged files
-        raise PublishedCheckpointError(
-            f"keras-hub could not load {spec} ({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}). "
-            "Check the preset name and the network, or give a local preset folder.") from None
+        raise PublishedCheckpointError(f"keras-hub could not load {spec}: {_keras_hub_reason(error, preset)}") \
+            from None
     kinds = {keras_hub.models.BertBackbone: "bert", keras_hub.models.ElectraBackbone: "electra"}
     model_type = kinds.get(type(backbone))
     if model_type is None:
@@ -222,8 +268,22 @@ def _read_keras_hub(spec, preset):
         epsilon=backbone.get_layer("embeddings_layer_norm").epsilon,
     )
     weights = _keras_hub_weights(backbone, settings["num_layers"], keras)
-    return Checkpoint(spec, model_type, config, weights, list(tokenizer.vocabulary), tokenizer.lowercase,
-                      tokenizer.strip_accents)
+    return Checkpoint(spec, model_type, config, weights, list(preset_tokenizer.vocabulary), preset_tokenizer.lowercase,
+                      preset_tokenizer.strip_accents, vocabulary_source=f"the tokenizer of {spec}")
+
+
+def _keras_hub_reason(error, preset):
+    """Why keras-hub could not load `preset`, in one line: its network and unknown-name errors in our words (the
+    first is a long repr of a connection, the second a numbered list), any other whole."""
+    message = _one_line(error)
+    host = re.search(r"host='([^']+)'", message)
+    if host and "Connection" in type(error).__name__:
+        return (f"it could not reach {host.group(1)} to download the preset ({type(error).__name__}). Check the "
+                "network, or give a local preset folder (keras_hub:/path/to/folder, as save_to_preset writes it).")
+    if message.startswith("Unknown preset identifier"):
+        return (f"it knows no preset {preset!r}. Give a name of keras_hub.models.Backbone.presets (e.g. "
+                "bert_tiny_en_uncased), a kaggle://, hf:// or modelscope:// handle, or a local preset folder.")
+    return f"{type(error).__name__}: {message} Check the preset name and the network, or give a local preset folder."
 
 
 def _keras_hub_weights(backbone, num_layers, keras):
@@ -273,12 +333,127 @@ def encoder_config(checkpoint, max_length=None, dropout=None):
                                dropout=config.dropout if dropout is None else dropout)
 
 
-ENCODER_PARTS = ("embeddings.", "embeddings_project.", "encoder.layer.")
+def check_checkpoint(checkpoint):
+    """Refuses (PublishedCheckpointError) a checkpoint that the zoo could not load whole, naming the file or
+    tensor and what to do: a vocabulary that the tokenizer refuses or whose size is not config.json's
+    vocab_size; weights with another number of layers than num_hidden_layers, or a tensor missing or of
+    another shape than config.json gives it; an encoder tensor the zoo's encoder has no place for; a NaN or
+    an infinity in any tensor."""
+    _check_vocabulary(checkpoint)
+    _check_layers(checkpoint)
+    _check_tensors(checkpoint)
+    for name, value in checkpoint.weights.items():
+        if np.issubdtype(value.dtype, np.floating) and not np.isfinite(value).all():
+            bad = int(np.size(value) - np.isfinite(value).sum())
+            raise PublishedCheckpointError(
+                f"{checkpoint.source}: {bad} of the {np.size(value)} values of the tensor {name} are not finite (NaN "
+                "or infinity): the weights are damaged; download the checkpoint again.")
 
 
-def unused_parts(checkpoint):
-    """The checkpoint's parts outside the encoder (pooler, masked-LM or detection head), by name."""
-    return sorted({".".join(name.split(".")[:2]) for name in checkpoint.weights if not name.startswith(ENCODER_PARTS)})
+def _check_vocabulary(checkpoint):
+    problem = tokenizer.wordpiece_problem(checkpoint.vocabulary)
+    if problem:
+        raise PublishedCheckpointError(f"{checkpoint.vocabulary_source} cannot be used: {problem}. Use the "
+                                       "vocabulary published with these weights (download it again).")
+    if len(checkpoint.vocabulary) != checkpoint.config.vocab_size:
+        raise PublishedCheckpointError(
+            f"{checkpoint.vocabulary_source} holds {len(checkpoint.vocabulary)} pieces, but config.json's "
+            f"vocab_size is {checkpoint.config.vocab_size}: use the vocabulary published with these weights.")
+
+
+def _check_layers(checkpoint):
+    """The weights hold layers 0 .. num_hidden_layers - 1, no more, no fewer."""
+    held = {}  # layer index -> its first tensor's name
+    for name in sorted(checkpoint.weights):
+        match = re.match(r"encoder\.layer\.(\d+)\.", name)
+        if match:
+            held.setdefault(int(match.group(1)), name)
+    count = checkpoint.config.num_layers
+    extra = sorted(i for i in held if i >= count)
+    if extra:
+        raise PublishedCheckpointError(
+            f"{checkpoint.source}: config.json's num_hidden_layers is {count}, but the weights hold layer {extra[0]} "
+            f"too ({held[extra[0]]}), {len(held)} layers in all: use the config.json published with these weights.")
+    missing = [i for i in range(count) if i not in held]
+    if missing:
+        raise PublishedCheckpointError(
+            f"{checkpoint.source}: config.json's num_hidden_layers is {count}, but the weights hold no layer "
+            f"{missing[0]} (no encoder.layer.{missing[0]}.* tensor), {len(held)} layers in all: use the config.json "
+            "published with these weights.")
+
+
+def _check_tensors(checkpoint):
+    """Each tensor of the encoder (and of BERT's masked-LM head, where there is one) is there with the shape
+    config.json gives it; the encoder holds no tensor besides them."""
+    config, weights, source = checkpoint.config, checkpoint.weights, checkpoint.source
+    sizes = {"vocab_size": config.vocab_size, "hidden_size": config.hidden_dim,
+             "intermediate_size": config.intermediate_dim, "max_position_embeddings": config.max_length,
+             "embedding_size": config.embedding_dim, None: None}
+    expected = _tensor_shapes(config, head=f"{HEAD_PREFIX}transform.dense.weight" in weights)
+    for name, fields in expected.items():
+        found = _find(weights, name)
+        if found is None:
+            raise PublishedCheckpointError(f"{source} lacks the tensor {name}: it is not a complete "
+                                           f"{checkpoint.model_type} checkpoint; download it again.")
+        shape, needed = tuple(weights[found].shape), tuple(sizes[field] for field in fields)
+        wrong = [f"{field}={sizes[field]}" for field, size, given in zip(fields, needed, shape)
+                 if size is not None and size != given]
+        if len(shape) != len(needed) or wrong:
+            said = f"config.json ({', '.join(wrong)}) gives" if wrong else "the zoo needs"
+            raise PublishedCheckpointError(
+                f"{source}: the tensor {found} has shape {shape}, but {said} {tuple(n or '*' for n in needed)}: "
+                "config.json and the weights disagree; use the config.json published with these weights.")
+    known = {_find(weights, name) for name in expected} | set(BUFFERS)
+    unknown = sorted(name for name in weights if name.startswith(ENCODER_PARTS) and name not in known)
+    if unknown:
+        raise PublishedCheckpointError(
+            f"{source} holds {', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''} in its encoder, which "
+            f"the zoo's {checkpoint.model_type} encoder has no place for: it would compute without "
+            f"{'them' if len(unknown) > 1 else 'it'}. The zoo loads plain BERT and ELECTRA encoders.")
+
+
+def _tensor_shapes(config, head):
+    """{Hugging Face tensor name: its shape as config.json's fields (None: any size)} of the encoder that
+    `config` (a ClassifierConfig) describes, and of BERT's masked-LM head with `head`."""
+    width = "embedding_size" if config.embedding_dim else "hidden_size"  # the embedding's
+    hidden, inner = "hidden_size", "intermediate_size"
+
+    def linear(name, out_dim, in_dim):  # PyTorch's Linear: weight (out, in)
+        return {f"{name}.weight": (out_dim, in_dim), f"{name}.bias": (out_dim,)}
+
+    def norm(name, dim):
+        return {f"{name}.weight": (dim,), f"{name}.bias": (dim,)}
+
+    shapes = {"embeddings.word_embeddings.weight": ("vocab_size", width),
+              "embeddings.position_embeddings.weight": ("max_position_embeddings", width),
+              "embeddings.token_type_embeddings.weight": (None, width), **norm("embeddings.LayerNorm", width)}
+    if config.embedding_dim:
+        shapes.update(linear("embeddings_project", hidden, width))
+    for i in range(config.num_layers):
+        layer = f"encoder.layer.{i}"
+        for part in ("query", "key", "value"):
+            shapes.update(linear(f"{layer}.attention.self.{part}", hidden, hidden))
+        shapes.update({**linear(f"{layer}.attention.output.dense", hidden, hidden),
+                       **norm(f"{layer}.attention.output.LayerNorm", hidden),
+                       **linear(f"{layer}.intermediate.dense", inner, hidden),
+                       **linear(f"{layer}.output.dense", hidden, inner), **norm(f"{layer}.output.LayerNorm", hidden)})
+    if head:
+        shapes.update({**linear(f"{HEAD_PREFIX}transform.dense", width, hidden),
+                       **norm(f"{HEAD_PREFIX}transform.LayerNorm", width), f"{HEAD_PREFIX}bias": ("vocab_size",)})
+    return shapes
+
+
+def _find(weights, name):
+    """The name under which `weights` holds `name`: itself, or with LayerNorm's older gamma and beta; else None."""
+    legacy = name.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
+    return next((candidate for candidate in (name, legacy) if candidate in weights), None)
+
+
+def unused_parts(checkpoint, head=False):
+    """The checkpoint's parts outside the encoder (pooler, masked-LM or detection head), by name; with `head`
+    (BERT's masked-LM head is loaded: `mlm_head_weights`, its output tied to the embedding), less that head."""
+    used = ENCODER_PARTS + ((HEAD_PREFIX,) if head else ())
+    return sorted({".".join(name.split(".")[:2]) for name in checkpoint.weights if not name.startswith(used)})
 
 
 def encoder_weights(checkpoint, model):
@@ -289,13 +464,11 @@ def encoder_weights(checkpoint, model):
     w, source = checkpoint.weights, checkpoint.source
 
     def get(name):
-        # Older BERT checkpoints name LayerNorm's scale and offset gamma and beta.
-        legacy = name.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
-        for candidate in (name, legacy):
-            if candidate in w:
-                return np.asarray(w[candidate], np.float32)
-        raise PublishedCheckpointError(f"{source} lacks the weight {name!r}: it is not a complete "
-                                       f"{checkpoint.model_type} encoder checkpoint; download it again.")
+        found = _find(w, name)  # older BERT checkpoints name LayerNorm's scale and offset gamma and beta
+        if found is None:
+            raise PublishedCheckpointError(f"{source} lacks the weight {name!r}: it is not a complete "
+                                           f"{checkpoint.model_type} encoder checkpoint; download it again.")
+        return np.asarray(w[found], np.float32)
 
     values = {}  # id(variable) -> array
 
@@ -311,12 +484,7 @@ def encoder_weights(checkpoint, model):
         put(layer_norm.beta, get(f"{name}.bias"))
 
     embedding = model.get_layer("embedding")
-    word = get("embeddings.word_embeddings.weight")
-    if word.shape[0] != len(checkpoint.vocabulary):
-        raise PublishedCheckpointError(
-            f"{source}: the vocabulary holds {len(checkpoint.vocabulary)} pieces but the embedding has "
-            f"{word.shape[0]} rows: use the vocabulary published with these weights.")
-    put(embedding.token_embedding.embeddings, word)
+    put(embedding.token_embedding.embeddings, get("embeddings.word_embeddings.weight"))
     positions = get("embeddings.position_embeddings.weight")[: embedding.max_length]
     put(embedding.position_embedding.position_embeddings, positions + get("embeddings.token_type_embeddings.weight")[0])
     put_norm(embedding.layer_norm, "embeddings.LayerNorm")
@@ -351,13 +519,7 @@ def encoder_weights(checkpoint, model):
 def special_ids(checkpoint):
     """The PretrainConfig fields of the checkpoint's WordPiece vocabulary: [MASK], the first id after
     every bracketed special piece ([PAD], [unused...], [UNK], [CLS], [SEP], [MASK]), [CLS] and [SEP]."""
-    import re
-
-    vocabulary = checkpoint.vocabulary
-    missing = [piece for piece in ("[CLS]", "[SEP]", "[MASK]") if piece not in vocabulary]
-    if missing:
-        raise PublishedCheckpointError(f"{checkpoint.source}'s vocabulary lacks {', '.join(missing)}: masked-LM "
-                                       "training needs BERT's special tokens.")
+    vocabulary = checkpoint.vocabulary  # holds [CLS], [SEP] and [MASK] (`check_checkpoint`)
     special = [i for i, piece in enumerate(vocabulary) if re.fullmatch(r"\[[^\[\]]+\]", piece)]
     first_regular = max(special) + 1
     if first_regular >= len(vocabulary):
@@ -372,11 +534,10 @@ def mlm_head_weights(checkpoint):
     "norm": [gamma, beta], "bias": [vocabulary bias]} (its output matrix is the token embedding, tied);
     None when the checkpoint has no such head (ELECTRA's discriminator, sentence-transformers models)."""
     w = checkpoint.weights
-    prefix = "cls.predictions."
+    prefix = HEAD_PREFIX
     if f"{prefix}transform.dense.weight" not in w:
         return None
-    norm = [w.get(f"{prefix}transform.LayerNorm.{a}", w.get(f"{prefix}transform.LayerNorm.{b}"))
-            for a, b in (("weight", "gamma"), ("bias", "beta"))]
+    norm = [w[_find(w, f"{prefix}transform.LayerNorm.{part}")] for part in ("weight", "bias")]
     return {
         "dense": [np.asarray(w[f"{prefix}transform.dense.weight"]).T, np.asarray(w[f"{prefix}transform.dense.bias"])],
         "norm": [np.asarray(v) for v in norm],
