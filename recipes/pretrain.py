@@ -13,12 +13,13 @@ pretraining, Gururangan et al. 2020) with its WordPiece vocabulary and [MASK].
 """
 
 import dataclasses
+import os
 
 import tensorflow as tf
 from absl import app, flags
 
 from recipes import common, driver
-from zoo.data import batching, tokenizer
+from zoo.data import batching, cache, tokenizer
 from zoo.pretraining import pretrained, model as pretraining, data as pretraining_data, masks as pretraining_masks, published
 from zoo.training.distribute import is_chief
 from zoo.training.evaluation import evaluate, write_summaries
@@ -34,7 +35,8 @@ DEFAULTS = TrainConfig(
 
 flags.DEFINE_enum("mode", "train_and_eval", MODES, "What to do.")
 flags.DEFINE_list("corpus", None, "Comma-separated corpora: imdb_unsup, imdb, sst2 (training texts), "
-                  "text:<glob>, tfds:<name>.")
+                  "tfds:<name>, or your own files: text:<glob> (a document a line), csv:<glob>, jsonl:<glob> "
+                  "(a document a row, --text_column).")
 flags.DEFINE_bool("document_per_file", False, "text:<glob> files hold one document each (else one per line).")
 flags.DEFINE_enum("objective", None, list(pretraining.OBJECTIVES), "mlm (masked LM) or electra (replaced-token "
                   "detection). Default: mlm. Caution: in every electra run here (small encoder, at most 2,000 steps, about "
@@ -66,6 +68,8 @@ class Settings:
     document_per_file: bool
     eval_fraction: float
     init_from: str | None  # a published checkpoint to continue from
+    text_column: str  # csv:, jsonl: corpora
+    bad_rows: str
 
 
 def pretrain_config(preset, objective, sequence_length, mask_rate, generator_scale, **encoder):
@@ -95,14 +99,15 @@ def published_config(spec, objective, sequence_length, mask_rate, max_length, dr
     )
 
 
-def documents_of(run):
-    """(train, eval) documents of a run: its corpora, split by its seed and eval fraction."""
-    documents = pretraining_data.load_corpora(run["corpus"], run["document_per_file"])
-    train_ids, eval_ids = pretraining_data.held_out(len(documents), run["eval_fraction"], run["seed"])
-    return [documents[i] for i in train_ids], [documents[i] for i in eval_ids]
+def documents_of(run, bad_rows="error"):
+    """(documents, held-out mask) of a run: its corpora, split by its seed and eval fraction."""
+    documents = pretraining_data.load_corpora(run["corpus"], run["document_per_file"],
+                                              run.get("text_column", "text"), bad_rows)
+    return documents, pretraining_data.held_out_mask(documents.count, run["eval_fraction"], run["seed"])
 
 
-def prepare_run(model_dir, model, corpus, document_per_file, eval_fraction, seed, chief, init_from=None):
+def prepare_run(model_dir, model, corpus, document_per_file, eval_fraction, seed, chief, init_from=None,
+                text_column="text", bad_rows="error"):
     """The run's record, training documents and tokenizer: read back when resuming, else made now
     (trained on the corpus, or the published checkpoint's with `init_from`)."""
     run_dir = RunDir(model_dir)
@@ -111,6 +116,8 @@ def prepare_run(model_dir, model, corpus, document_per_file, eval_fraction, seed
              "eval_fraction": eval_fraction, "seed": seed, "model": dataclasses.asdict(model)}
     if init_from:
         fresh["init_from"] = init_from
+    if any(name.partition(":")[0] in ("csv", "jsonl") for name in corpus):
+        fresh["text_column"] = text_column
     if run is not None:
         differ = [k for k in fresh if run.get(k) != fresh[k]]
         if differ:
@@ -119,24 +126,36 @@ def prepare_run(model_dir, model, corpus, document_per_file, eval_fraction, seed
                 f"({', '.join(f'{k}={run.get(k)!r}' for k in differ)}): resume it with the same flags, "
                 "or use another --model_dir."
             )
-    train_documents, _ = documents_of(fresh)
+    documents, held = documents_of(fresh, bad_rows)  # every row read: a bad one is refused before any write
+    common.check_same_files(model_dir, RECIPE, documents.digest)
     last = tokenizer.WORDPIECE_CONFIG_FILE if init_from else tokenizer.TOKENIZER_FILE
     if run is None or not run_dir.holds(last):
         if chief and init_from:
             checkpoint = published.read_checkpoint(init_from)
             tokenizer.save_wordpiece(checkpoint.vocabulary, checkpoint.lowercase, checkpoint.strip_accents, model_dir)
         elif chief:
-            proto = tokenizer.train_tokenizer(train_documents, model.encoder.vocab_size, seed=seed,
+            if documents.digest is None:  # named corpora, in memory: the tokenizer samples all training texts
+                sample = [d for d, h in zip(documents, held) if not h]
+            else:
+                sample = documents.sample(~held, tokenizer.MAX_TRAINING_CHARACTERS, seed)
+            proto = tokenizer.train_tokenizer(sample, model.encoder.vocab_size, seed=seed,
                                               user_symbols=(pretraining.MASK_TOKEN,))
             tokenizer.save_tokenizer(proto, model_dir)
         else:
             run_dir.wait_for(last)
-    return run or fresh, train_documents, run_dir.tokenizer()
+    run = run or fresh
+    if documents.digest:
+        run = {**run, "files": {"digest": documents.digest}}
+    return run, (documents, held), run_dir.tokenizer()
 
 
-def packed_rows(tok, documents, config):
-    return pretraining_data.pack(tokenizer.tokenize(tok, documents), config.sequence_length, config.start_id,
-                                 config.separator_id)
+def packed_rows(tok, documents, keep, config, model_dir, name):
+    """The kept documents packed into rows of config.sequence_length (`pretraining_data.PackedRows`), their ids
+    from the token cache."""
+    names = (tokenizer.TOKENIZER_FILE, tokenizer.VOCABULARY_FILE, tokenizer.WORDPIECE_CONFIG_FILE)
+    tokenizer_key = cache.files_digest([p for p in (os.path.join(model_dir, n) for n in names) if os.path.exists(p)])
+    rows = pretraining_data.token_rows(documents, keep, tok.tokenize, tokenizer_key, config.separator_id, name)
+    return pretraining_data.PackedRows(rows, config.sequence_length, config.start_id)
 
 
 def masked_dataset(rows, plan, config, seed, stream_id, skip=0):
@@ -158,14 +177,15 @@ def prepare(settings, strategy):
     into sequences, the batch plan and the Task. With `init_from` (a published checkpoint), a fresh run
     starts from its encoder and masked-LM head."""
     shared = settings.run
-    run, documents, tok = prepare_run(shared.model_dir, settings.model, settings.corpus, settings.document_per_file,
-                                      settings.eval_fraction, shared.train.seed, is_chief(strategy), settings.init_from)
+    run, (documents, held), tok = prepare_run(
+        shared.model_dir, settings.model, settings.corpus, settings.document_per_file, settings.eval_fraction,
+        shared.train.seed, is_chief(strategy), settings.init_from, settings.text_column, settings.bad_rows)
     config = pretraining.PretrainConfig(**run["model"])
-    print(f"Packing {len(documents)} documents into sequences of {config.sequence_length} tokens.", flush=True)
-    rows = packed_rows(tok, documents, config)
+    print(f"Packing {int((~held).sum())} documents into sequences of {config.sequence_length} tokens.", flush=True)
+    rows = packed_rows(tok, documents, ~held, config, shared.model_dir, "training")
     train_config = common.with_epochs(shared.train, shared.epochs, len(rows))
     replicas = strategy.num_replicas_in_sync
-    plan = batching.training_plan([len(r) for r in rows], train_config.train_steps, train_config.batch_size,
+    plan = batching.training_plan(rows.lengths, train_config.train_steps, train_config.batch_size,
                                   train_config.seed, replicas)
     task = Task(
         build_model=lambda: pretraining.build_pretrainer(config),
@@ -180,14 +200,14 @@ def prepare(settings, strategy):
 def run_eval(model_dir, batch_size=64, average=1):
     """Masked-token accuracy and perplexity (and ELECTRA's detection accuracy) on the held-out documents."""
     trained = pretrained.load_pretrained(model_dir, finished=False, average=average)
-    _, documents = documents_of(trained.run)
-    rows = packed_rows(trained.tokenizer, documents, trained.config)
-    plan = batching.evaluation_plan([len(r) for r in rows], batch_size)
+    documents, held = documents_of(trained.run)
+    rows = packed_rows(trained.tokenizer, documents, held, trained.config, model_dir, "held-out")
+    plan = batching.evaluation_plan(rows.lengths, batch_size)
     batches = masked_dataset(rows, plan, trained.config, seed=trained.run["seed"] + 1, stream_id=0)
     totals = evaluate(pretraining.pretraining_metrics(trained.model), batches, len(plan), description="held-out")
     result = pretraining.summarize(totals)
     write_summaries(model_dir, "eval_held_out", trained.step, result)
-    result.update(sequences=len(rows), documents=len(documents), step=trained.step, average_checkpoints=average)
+    result.update(sequences=len(rows), documents=int(held.sum()), step=trained.step, average_checkpoints=average)
     RunDir(model_dir).update_metrics(eval_held_out=result)
     print("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items() if isinstance(v, float)))
     return result
@@ -220,7 +240,7 @@ def config_from_flags(mode):
                 vocab_size=FLAGS.vocab_size, max_length=FLAGS.max_length, dropout=FLAGS.dropout,
             )
     return Settings(common.run_settings(DEFAULTS), model, FLAGS.corpus, FLAGS.document_per_file, FLAGS.eval_fraction,
-                    init_from)
+                    init_from, FLAGS.text_column, FLAGS.bad_rows)
 
 
 PRETRAIN = driver.Recipe(

@@ -17,7 +17,7 @@ from absl import app, flags
 from recipes import common, driver
 from zoo.data import batching, datasets, tokenizer
 from zoo.core import disk
-from zoo.translation import model as translation, preprocessor as translation_preprocessing
+from zoo.translation import data as translation_data, model as translation, preprocessor as translation_preprocessing
 from zoo.training.distribute import is_chief, uses_xla
 from zoo.training.evaluation import evaluate, write_summaries
 from zoo.core.progress import Progress
@@ -71,6 +71,7 @@ class Settings:
     eval_split: str
     eval_batch_size: int
     jit_compile: bool
+    bad_rows: str  # your own files: "error" or "skip"
 
 
 def model_config(preset, **overrides):
@@ -110,9 +111,13 @@ def prepare(settings, strategy):
     """The training run (`driver.Prepared`): its record and tokenizers, the batch plan over the
     training pairs (batches of at most max_tokens tokens) and the Task."""
     shared, names = settings.run, settings.data
-    data = datasets.load_translation(names["dataset"], "train", names["source"], names["target"])
+    data = translation_data.load(names["dataset"], "train", names["source"], names["target"], settings.bad_rows)
     data = datasets.subsample_pairs(data, shared.max_examples, shared.train.seed)
+    digest = translation_data.files_digest(names["dataset"], "train", names["source"], names["target"])
+    common.check_same_files(shared.model_dir, RECIPE, digest)
     run, tokenizers = prepare_run(shared.model_dir, names, settings.model, data, shared.train.seed, is_chief(strategy))
+    if digest:
+        run = {**run, "files": {"digest": digest}}
     config = translation.TranslatorConfig(**run["model"])
     sources = translation_preprocessing.source_rows(tokenizers.source, data.sources, config.max_length)
     targets = translation_preprocessing.target_rows(tokenizers.target, data.targets, config.max_length)
@@ -172,12 +177,12 @@ def translate_corpus(loaded, sources, decode, batch_size, jit_compile=False, sea
     return hypotheses
 
 
-def run_eval(model_dir, split, decode, batch_size, jit_compile=False, average=1):
+def run_eval(model_dir, split, decode, batch_size, jit_compile=False, average=1, bad_rows="error"):
     import sacrebleu
 
     loaded = load_trained(model_dir, average)
     run = loaded.run
-    data = datasets.load_translation(run["dataset"], split, run["source"], run["target"])
+    data = translation_data.load(run["dataset"], split, run["source"], run["target"], bad_rows)
     began = time.time()
     hypotheses = translate_corpus(loaded, data.sources, decode, batch_size, jit_compile, description=split)
     seconds = time.time() - began
@@ -260,11 +265,14 @@ def config_from_flags(mode):
     defaults = DEFAULTS
     if mode in common.TRAINING_MODES:
         if not FLAGS.dataset:
-            raise app.UsageError("--dataset is required to train (multi30k or tfds:<name>).")
+            raise app.UsageError("--dataset is required to train (multi30k, tfds:<name>, or your own files: "
+                                 "text:PATTERN with {lang}, tsv:PATTERN).")
         if FLAGS.dataset == "multi30k":  # checks the pair, and a damaged evaluation file, before training
             evaluating = mode == "train_and_eval"
             for split in {"validation", FLAGS.eval_split if evaluating else "validation"}:
                 datasets.load_translation("multi30k", split, FLAGS.source, FLAGS.target)
+        elif mode == "train_and_eval":
+            translation_data.check_split(FLAGS.dataset, FLAGS.eval_split, FLAGS.source, FLAGS.target)
         data = {"dataset": FLAGS.dataset, "source": FLAGS.source, "target": FLAGS.target}
         model = model_config(
             FLAGS.preset, source_vocab_size=FLAGS.vocab_size, target_vocab_size=FLAGS.vocab_size,
@@ -278,7 +286,7 @@ def config_from_flags(mode):
                              f"--max_length={model.max_length} tokens: give at least {model.max_length}, or a "
                              "smaller --max_length.")
     return Settings(common.run_settings(defaults), data, model, decode, FLAGS.eval_split, FLAGS.eval_batch_size,
-                    FLAGS.jit_compile)
+                    FLAGS.jit_compile, FLAGS.bad_rows)
 
 
 TRANSLATE = driver.Recipe(
@@ -289,7 +297,7 @@ TRANSLATE = driver.Recipe(
     server=server,
     evaluate=lambda settings: run_eval(settings.run.model_dir, settings.eval_split, settings.decode,
                                        settings.eval_batch_size, settings.jit_compile,
-                                       settings.run.average_checkpoints),
+                                       settings.run.average_checkpoints, settings.bad_rows),
     modes={"translate": lambda settings: run_translate(settings.run.model_dir, settings.decode,
                                                        settings.eval_batch_size,
                                                        average=settings.run.average_checkpoints)},

@@ -12,6 +12,7 @@ at a time, so memory does not grow with the corpus.
 """
 
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -106,9 +107,10 @@ class TokenRows:
         return np.asarray(self.ids()[begin:end], np.int32)
 
 
-def token_rows(key, examples, encode, description, total_bytes=None):
+def token_rows(key, examples, encode, description, total_bytes=None, in_graph=True):
     """The cache entry of `key`, made now if missing: `examples` (an iterable of (text, label or None))
-    tokenized by `encode` (a batch of strings -> ragged ids) a chunk at a time. Shows progress (MB done,
+    tokenized by `encode` a chunk at a time: a batch of strings -> ragged ids, run as a tf.function, or with
+    in_graph=False a Python function of a list of strings -> a list of id lists. Shows progress (MB done,
     MB/s, time left against `total_bytes`)."""
     directory = os.path.join(cache_root(), key_name(key))
     if os.path.exists(os.path.join(directory, META_FILE)):
@@ -118,7 +120,7 @@ def token_rows(key, examples, encode, description, total_bytes=None):
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)
     try:
-        _write_entry(staging, key, examples, encode, description, total_bytes)
+        _write_entry(staging, key, examples, _batch_encoder(encode, in_graph), description, total_bytes)
         try:
             os.rename(staging, directory)
         except OSError:  # another process made the same entry first: use its
@@ -129,10 +131,27 @@ def token_rows(key, examples, encode, description, total_bytes=None):
     return TokenRows(directory)
 
 
-def _write_entry(staging, key, examples, encode, description, total_bytes):
+def _batch_encoder(encode, in_graph):
+    """`encode` as a function of a list of strings -> (flat int32 ids, int64 row lengths)."""
+    if not in_graph:
+        def lists(texts):
+            rows = encode(texts)
+            lengths = np.fromiter(map(len, rows), np.int64, len(rows))
+            return np.fromiter(itertools.chain.from_iterable(rows), np.int32, int(lengths.sum())), lengths
+
+        return lists
     import tensorflow as tf
 
-    encode = tf.function(encode, input_signature=[tf.TensorSpec([None], tf.string)])
+    graph = tf.function(encode, input_signature=[tf.TensorSpec([None], tf.string)])
+
+    def ragged(texts):
+        ids = graph(tf.constant(texts, tf.string))
+        return ids.flat_values.numpy().astype(np.int32), ids.row_lengths().numpy().astype(np.int64)
+
+    return ragged
+
+
+def _write_entry(staging, key, examples, encode, description, total_bytes):
     texts, labels, chunk_bytes, end = [], [], 0, np.int64(0)
     meter = Meter(description, total_bytes)
     files = [open(os.path.join(staging, name), "wb") for name in (IDS_FILE, OFFSETS_FILE, LABELS_FILE)]
@@ -140,9 +159,9 @@ def _write_entry(staging, key, examples, encode, description, total_bytes):
     with ids_file, offsets_file, labels_file:
 
         def flush(end):
-            ragged = encode(tf.constant(texts, tf.string))
-            ragged.flat_values.numpy().astype(np.int32).tofile(ids_file)
-            ends = end + np.cumsum(ragged.row_lengths().numpy().astype(np.int64))
+            values, lengths = encode(texts)
+            values.tofile(ids_file)
+            ends = end + np.cumsum(lengths)
             ends.tofile(offsets_file)
             np.asarray(labels, np.int32).tofile(labels_file)
             texts.clear()

@@ -80,7 +80,7 @@ def paths(spec, split, **fields):
     return found
 
 
-def check_split(spec, split):
+def check_split(spec, split, **fields):
     """A split the files do not have is refused: a test split needs {split} in the pattern."""
     if split not in SPLITS:
         raise DatasetError(f"split={split!r} is not one of {SPLITS}.")
@@ -89,7 +89,7 @@ def check_split(spec, split):
                            f"training data and validation is a held-out 1 in {HELD_OUT_EVERY} of its rows. Use "
                            "--eval_split=validation, or name the files with {split} (train, validation, test).")
     if spec.has_splits:
-        paths(spec, split)
+        paths(spec, split, **fields)
 
 
 def held_out(index):
@@ -241,9 +241,21 @@ def _folder_rows(spec, path, bad_rows):
                 yield Row({"text": f.read(), "label": label}, file)
 
 
+def lines_of(f):
+    """The lines of a text stream, each with its "\n", split at "\n" alone: iterating a stream opened with
+    newline="" also splits at a lone "\r", and `str.splitlines` at \v, \f, \x85 ..., which would shift one
+    side of a parallel corpus against the other."""
+    rest = ""
+    while chunk := f.read(1 << 20):
+        *lines, rest = (rest + chunk).split("\n")
+        yield from (line + "\n" for line in lines)
+    if rest:
+        yield rest
+
+
 def _line_rows(spec, path, bad_rows):
     with open_text(path, bom=False) as f:
-        for number, line in enumerate(f, start=1):
+        for number, line in enumerate(lines_of(f), start=1):
             yield Row({"text": line}, f"{path}:{number}")
 
 

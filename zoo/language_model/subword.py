@@ -27,6 +27,7 @@ class SubwordVocabulary:
         self.proto = proto
         self.tokenizer = sentence_piece.load_tokenizer(proto)
         self.newline_id = self.tokenizer.token_to_id(NEWLINE)
+        self.processor = None  # the SentencePiece library's own, made when first used
 
     @classmethod
     def build(cls, lines, vocab_size, seed=0):
@@ -66,7 +67,21 @@ class SubwordVocabulary:
     def tokenize(self, texts):
         """tf.string (batch,) -> ragged int32 ids (batch, None)."""
         texts = tf.strings.regex_replace(texts, "\n", NEWLINE)
-        return tf.cast(self.tokenizer.tokenize(texts), tf.int32)
+        ids = self.tokenizer.tokenize(texts)
+        if isinstance(ids, list):  # keras-hub's tokenizers answer eager calls with Python lists
+            ids = tf.ragged.constant(ids, dtype=tf.int32, ragged_rank=1)
+        return tf.cast(ids, tf.int32)
+
+    def encode_lines(self, texts):
+        """Lists of ids of a list of strings (or bytes), by the SentencePiece library itself: the ids
+        `tokenize` gives in graph (tests/zoo/language_model/test_subword.py checks), at the library's speed,
+        for tokenizing a corpus into the token cache."""
+        if self.processor is None:
+            import sentencepiece
+
+            self.processor = sentencepiece.SentencePieceProcessor(model_proto=self.proto)
+        texts = [(t.decode("utf-8") if isinstance(t, bytes) else t).replace("\n", NEWLINE) for t in texts]
+        return self.processor.encode(texts)
 
     def encode(self, text):
         """int32 NumPy ids of a whole text."""

@@ -5,24 +5,24 @@ Corpus names (`--corpus`, comma-separated, mixed):
   imdb_unsup        the 50,000 unlabeled IMDB reviews
   imdb, sst2        the training split's texts (labels unused; IMDB's held-out validation excluded)
   text:<glob>       UTF-8 files: one document per non-empty line, or per file (document_per_file)
+  csv:, jsonl:      a document per row, its --text_column (zoo.data.files reads all three forms)
   tfds:<name>       the text feature of a TensorFlow Datasets set's train split
 No test split is ever read.
 """
 
-import glob
-import os
+import hashlib
 import re
 import tarfile
 
 import numpy as np
 
-from zoo.data import datasets
+from zoo.data import cache, datasets, files
 from zoo.data.datasets import DatasetError, Source
-from zoo.data.tokenizer import END_ID, START_ID
 
 # The official archive holds train/unsup too; ../shared/data has it as a tarball of its own.
 IMDB_UNSUP = Source("imdb", "aclImdb_v1_unsup.tar.gz", "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz")
 NAMED = ("imdb_unsup", "imdb", "sst2")
+FORMS = ("text", "csv", "jsonl")
 # That copy lost its <br /> tags, joining sentences ("streets.But"): a space goes back
 # after a sentence end (a lower-case letter or a closing bracket or quote before it) followed by a capital.
 JOINED_SENTENCES = re.compile(r"([a-z)\"'][.!?]+)([A-Z])")
@@ -40,21 +40,6 @@ def _imdb_unsup():
     if not documents:
         raise DatasetError(f"{path} holds no aclImdb/train/unsup/*.txt review.")
     return [documents[i] for i in sorted(documents)]
-
-
-def _text_files(pattern, document_per_file):
-    paths = sorted(p for p in glob.glob(os.path.expanduser(pattern), recursive=True) if os.path.isfile(p))
-    if not paths:
-        raise DatasetError(f"text:{pattern} matches no file: give a glob of UTF-8 text files, e.g. text:notes/*.txt.")
-    documents = []
-    for path in paths:
-        with datasets.reading(path), open(path, encoding="utf-8") as f:
-            text = f.read()
-        if document_per_file:
-            documents.append(text.strip())
-        else:
-            documents.extend(line.strip() for line in text.splitlines())
-    return [d for d in documents if d]
 
 
 def _tfds_texts(name):
@@ -75,50 +60,137 @@ def _tfds_texts(name):
     return [example[key].decode("utf-8") for example in tfds.as_numpy(builder.as_dataset(split="train"))]
 
 
-def load_documents(name, document_per_file=False):
-    """The documents (strings) of one corpus name; see the module docstring."""
+def load_documents(name):
+    """The documents (strings) of a named corpus, in memory: imdb_unsup, imdb, sst2 or tfds:<name>."""
     if name == "imdb_unsup":
         return _imdb_unsup()
     if name in ("imdb", "sst2"):
         return list(datasets.load_classification(name, "train").texts)
-    if name.startswith("text:"):
-        return _text_files(name[len("text:") :], document_per_file)
     if name.startswith("tfds:"):
         return _tfds_texts(name[len("tfds:") :])
     raise DatasetError(
-        f"Unknown pretraining corpus {name!r}: use {', '.join(NAMED)}, text:<glob> or tfds:<name>, comma-separated."
+        f"Unknown pretraining corpus {name!r}: use {', '.join(NAMED)}, tfds:<name>, or your own files "
+        "(text:, csv:, jsonl:), comma-separated."
     )
 
 
-def load_corpora(names, document_per_file=False):
-    """Every document of the corpora `names`, corpus after corpus, each in its own order."""
+class Documents:
+    """The documents of one or more corpora, in order, readable more than once without holding those read
+    from files: iterate for strings; `count`, `size` (characters), `key` (for the token cache) and `digest`
+    (of the files read, None without files)."""
+
+    def __init__(self, parts, key, digest):
+        self.parts, self.key, self.digest = parts, key, digest
+        self.count = sum(count for _, count, _ in parts)
+        self.size = sum(size for _, _, size in parts)
+
+    def __iter__(self):
+        for read, _, _ in self.parts:
+            yield from read()
+
+    def sample(self, keep, max_characters, seed):
+        """A seeded sample of the documents whose index `keep` accepts, with about `max_characters` in all."""
+        share, rng = min(1.0, max_characters / max(self.size, 1)), np.random.default_rng(seed)
+        return [d for i, d in enumerate(self) if keep[i] and (share >= 1 or rng.random() < share)]
+
+
+def load_corpora(names, document_per_file=False, text_column="text", bad_rows="error"):
+    """The documents of the corpora `names`, corpus after corpus, each in its own order. Files are read once
+    here (a bad row is refused before any work) and again whenever the documents are iterated."""
     if not names:
         raise DatasetError("--corpus is empty: name at least one corpus (e.g. imdb_unsup,imdb).")
-    documents = []
+    parts, paths = [], []
     for name in names:
-        found = load_documents(name, document_per_file)
-        if not found:
+        spec = files.parse(name, FORMS)
+        if spec is None:
+            found = load_documents(name)
+            read = (lambda found: lambda: iter(found))(found)
+            count, size = len(found), sum(map(len, found))
+        else:
+            if spec.form != "text":
+                files.check_columns(spec, "train", (text_column,))
+            bad = files.BadRows(bad_rows)
+            read = (lambda spec: lambda: _file_documents(spec, document_per_file, text_column,  # noqa: E731
+                                                         files.BadRows("skip")))(spec)
+            count = size = 0
+            for document in _file_documents(spec, document_per_file, text_column, bad):
+                count, size = count + 1, size + len(document)
+            bad.check(str(spec))
+            paths += files.paths(spec, "train")
+        if not count:
             raise DatasetError(f"Corpus {name!r} holds no document.")
-        documents.extend(found)
-    return documents
+        parts.append((read, count, size))
+    key = {"corpus": list(names), "document_per_file": document_per_file, "text_column": text_column,
+           "files": cache.files_digest(paths) if paths else None}
+    return Documents(parts, key, key["files"])
 
 
-def held_out(num_documents, fraction, seed):
-    """(train, eval) document indices, each ascending: a seeded random `fraction` of the
-    documents (at least one when there are two or more) is held out for --mode=eval."""
+def _file_documents(spec, document_per_file, text_column, bad):
+    """A file corpus's documents: text: one per non-empty line (stripped), or per file; csv:, jsonl: a row's
+    `text_column`. Every file is training data (pretraining holds out its own share)."""
+    if spec.form == "text" and document_per_file:
+        for path in files.paths(spec, "train"):
+            with files.reading(path), files.open_text(path) as f:
+                text = f.read().strip()
+            if text:
+                yield text
+        return
+    spec = files.FileSpec(spec.form, spec.pattern.replace("{split}", "train"))
+    for row in files.rows(spec, "train", bad):
+        text = row.values.get(text_column if spec.form != "text" else "text")
+        if not isinstance(text, str):
+            bad.add(row.where, f"no text in {text_column!r}" if text is None else f"{text_column!r} is not text")
+        elif text.strip():
+            yield text.strip()
+
+
+def held_out_mask(num_documents, fraction, seed):
+    """Which documents are held out for --mode=eval: a seeded random `fraction` of them (at least one when
+    there are two or more)."""
     count = min(num_documents - 1, max(1, round(num_documents * fraction))) if num_documents > 1 else 0
     chosen = np.zeros(num_documents, bool)
     chosen[np.random.default_rng(seed).permutation(num_documents)[:count]] = True
-    return np.flatnonzero(~chosen), np.flatnonzero(chosen)
+    return chosen
 
 
-def pack(documents, sequence_length, start_id=START_ID, separator_id=END_ID):
-    """Token rows of `sequence_length`: <s> and then the next sequence_length - 1 tokens of the
-    stream doc_0 </s> doc_1 </s> ... (documents: lists of ids, in order; BERT's vocabularies
-    give [CLS] and [SEP] as start_id and separator_id). Every row is full but the last; no
-    token is dropped and no padding is spent."""
-    if not documents:
-        return []
-    stream = np.concatenate([np.append(np.asarray(d, np.int32), np.int32(separator_id)) for d in documents])
-    body = sequence_length - 1
-    return [np.concatenate([[start_id], stream[i : i + body]]).astype(np.int32) for i in range(0, len(stream), body)]
+def token_rows(documents, keep, tokenize, tokenizer_key, separator_id, name):
+    """The ids of the documents whose index `keep` accepts, each followed by `separator_id`, from the token
+    cache (tokenized once by `tokenize`, a batch of strings -> ragged ids)."""
+    import tensorflow as tf
+
+    def with_separator(texts):
+        ids = tf.cast(tokenize(texts), tf.int32)
+        return tf.concat([ids, tf.fill([tf.shape(texts)[0], 1], tf.constant(separator_id, tf.int32))], axis=1)
+
+    key = {"documents": documents.key, "part": name, "kept": hashlib.sha256(np.packbits(keep).tobytes()).hexdigest(),
+           "tokenizer": tokenizer_key, "separator": separator_id}
+    chosen = ((d, None) for i, d in enumerate(documents) if keep[i])
+    return cache.token_rows(key, chosen, with_separator, f"tokenizing {name} documents", documents.size)
+
+
+class PackedRows:
+    """Rows of `sequence_length` packed from token rows laid end to end, read from disk a batch at a time: row i
+    is the start id and then tokens [i * body, (i + 1) * body) of the stream. Every row is full but the last;
+    no token is dropped and no padding is spent."""
+
+    def __init__(self, token_rows, sequence_length, start_id):
+        self.token_rows, self.body, self.start_id = token_rows, sequence_length - 1, start_id
+        total = token_rows.num_tokens
+        count = -(-total // self.body)
+        self.lengths = np.full(count, self.body + 1, np.int32)
+        if count:
+            self.lengths[-1] = total - (count - 1) * self.body + 1
+
+    def __len__(self):
+        return len(self.lengths)
+
+    def gather(self, indices):
+        """(flat int32 ids, int64 lengths) of rows `indices`, as zoo.data.cache.TokenRows.gather."""
+        ids = self.token_rows.ids()
+        rows = [np.concatenate([[self.start_id], ids[i * self.body : (i + 1) * self.body]]) for i in indices]
+        lengths = np.asarray([len(r) for r in rows], np.int64)
+        return (np.concatenate(rows).astype(np.int32) if rows else np.zeros((0,), np.int32)), lengths
+
+    def row(self, index):
+        values, _ = self.gather([index])
+        return values
