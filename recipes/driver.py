@@ -174,13 +174,16 @@ def run(recipe):
     """absl's app.run of `main(recipe)`, with the errors a user can fix shown as one clear line
     (exit status 2) instead of a traceback; ZOO_DEBUG=1 shows the traceback.
     A multi-worker run that loses a worker ends with one line naming it (exit status 75); a multi-worker
-    training run keeps TensorFlow's own log lines in a file (recipes.native_log), named when it fails."""
+    training run keeps TensorFlow's own log lines in a file (recipes.native_log), named when it fails.
+    SIGTERM or SIGINT ends a run with one line, exit status 143 or 130 (a training run once the step it
+    reached is saved: zoo.training.loop), so that a scheduler starts a stopped job again; the folder's
+    lock is released."""
     import tensorflow as tf
     from absl import logging
 
     from zoo.runs.checkpoints import CheckpointError
     from zoo.data.datasets import DatasetError
-    from zoo.training.loop import NonFiniteLossError
+    from zoo.training.loop import NonFiniteLossError, Stopped, stop_on_signals
 
     def guarded(argv):
         del argv
@@ -205,7 +208,8 @@ def run(recipe):
         ended_well = False
         try:
             check_directories()
-            result = main(recipe)
+            with stop_on_signals():
+                result = main(recipe)
             ended_well = True
             return result
         except (DatasetError, RunDirError, CheckpointError, FileNotFoundError, ValueError, NonFiniteLossError,
@@ -218,6 +222,16 @@ def run(recipe):
             if FLAGS.strategy != "multi_worker_mirrored" or os.environ.get("ZOO_DEBUG"):
                 raise
             fail(lost_worker_message(error, own_task()), LOST_WORKER_STATUS)
+        except Stopped as stop:  # not an error: the run stopped as asked
+            if os.environ.get("ZOO_DEBUG"):
+                raise
+            if log:
+                log.close(keep=False)
+            sys.stdout.flush()
+            print(stop, file=sys.stderr, flush=True)
+            if log:
+                os._exit(stop.status)  # TensorFlow's cluster shutdown would complain of the peers stopping with it
+            sys.exit(stop.status)
         finally:
             if log and log.open:  # not closed by fail(): a clean end, or a traceback
                 kept = log.close(keep=not ended_well)

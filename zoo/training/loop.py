@@ -8,12 +8,23 @@ examples) so that any number of replicas computes the same update as one.
 
 A recipe hands the loop a `Task`: how to build the model, the training data
 for a given start step, and the loss of a batch.
+
+SIGTERM (a scheduler taking the machine back) and SIGINT (Ctrl-C) stop a run
+cleanly, as tf.distribute's PreemptionCheckpointHandler promises: while the
+loop trains they are noted, and once the call of the loop under way ends (at
+most log_every steps), every worker saves a checkpoint of the step reached and
+raises `Stopped`; elsewhere they raise `Stopped` at once (`stop_on_signals`).
+That handler itself does not fit this loop: it counts one step per call, adds
+a variable of its own to the checkpoint, restores through its own manager, and
+on a GCP CPU machine does nothing.
 """
 
 import contextlib
 import dataclasses
 import os
 import shutil
+import signal
+import threading
 import time
 from typing import Callable
 
@@ -28,6 +39,7 @@ from zoo.training.optimization import SCHEDULES, make_optimizer
 from zoo.core.progress import Progress
 
 PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +125,71 @@ class Task:
 
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN or infinite; nothing after the last checkpoint was saved."""
+
+
+class Stopped(BaseException):
+    """SIGTERM or SIGINT stopped the run. A BaseException, as KeyboardInterrupt is, so that no `except Exception`
+    on its way out takes it for an error of its own. `step`: the step the training loop stopped at, its
+    checkpoint saved (None: stopped outside the loop); `peer`: the signal came to another worker of the job."""
+
+    def __init__(self, signum, step=None, peer=False):
+        self.signum, self.step, self.peer = signum, step, peer
+        name = signal.Signals(signum).name
+        if step is None:
+            message = f"stopped by {name}; run again to continue (training resumes from its last checkpoint)"
+        else:
+            by = f"another worker's {name}" if peer else name
+            message = f"stopped at step {step} by {by}; the checkpoint is saved; run again to resume"
+        super().__init__(message)
+
+    @property
+    def status(self):
+        """The exit status a shell gives a process this signal ended (143, 130): a stopped run has not finished."""
+        return 128 + self.signum
+
+
+@contextlib.contextmanager
+def _handling_stop_signals(handler):
+    """`handler` for SIGTERM and SIGINT inside the `with` block, the handlers before it after it; off the main
+    thread (where Python cannot set them) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, previous in before.items():
+            signal.signal(signum, signal.SIG_DFL if previous is None else previous)  # None: set outside Python
+
+
+def _raise_stopped(signum, frame):
+    raise Stopped(signum)
+
+
+def stop_on_signals():
+    """A context in which SIGTERM and SIGINT raise `Stopped` wherever the run is, as Ctrl-C raises
+    KeyboardInterrupt: the run ends through its `finally` blocks and context managers (its folder's lock
+    released) instead of dying at once. While `Trainer.train` trains, they are noted instead."""
+    return _handling_stop_signals(_raise_stopped)
+
+
+@contextlib.contextmanager
+def noting_stop_signals():
+    """A context in which SIGTERM and SIGINT are noted in the list it yields, for the training loop to stop
+    at the end of its call; a second SIGINT raises `Stopped` at once (Ctrl-C twice: without waiting for the
+    checkpoint). One noted and not acted on by the end of the block raises `Stopped` then."""
+    noted = []
+
+    def note(signum, frame):
+        if noted and signum == signal.SIGINT:
+            raise Stopped(signum)
+        noted.append(signum)
+
+    with _handling_stop_signals(note):
+        yield noted
+    if noted:
+        raise Stopped(noted[0])
 
 
 @contextlib.contextmanager
@@ -219,7 +296,7 @@ class Trainer:
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         self.compiled_gradients = tf.function(self._gradients, jit_compile=config.jit_compile)
-        self.state, self.saved_state = (), None
+        self.state, self.saved_state, self.agree = (), None, None
         saved = dict(model=self.model, optimizer=self.optimizer, step=self.step,
                      random_states=random_states(self.model))
         if task.initial_state is not None:
@@ -247,10 +324,11 @@ class Trainer:
             task.initialize(self.model)
 
     def _profile_window(self, start):
-        """config.profile_steps where this process traces them (the chief, when they come after its first call
-        of the loop, which traces it), else None, saying why."""
+        """config.profile_steps when they come after the process's first call of the loop (which traces it),
+        else None, saying why. Every worker splits its calls of the loop there (the job's workers agree
+        after each call whether to stop: `_stop_signal`); the chief alone traces them."""
         window = self.config.profile_steps
-        if window is None or not self.chief:
+        if window is None:
             return None
         if window[0] - 1 <= start:
             self._log(f"Not profiling steps {window[0]}-{window[1]}: this run resumes at step {start}, and a profile "
@@ -345,11 +423,41 @@ class Trainer:
         """Trains to config.train_steps; returns {"step", "loss" (of the last steps logged),
         "tokens_per_second" (over the whole call), "steady_tokens_per_second" (leaving out
         the first log interval, which traces the loop), "seconds"}, or None when the run
-        had already reached train_steps."""
-        with dtype_policy(self.config.mixed_precision):
-            return self._train()
+        had already reached train_steps. SIGTERM or SIGINT stops it at the end of the call
+        of the loop under way, once that step's checkpoint is saved: `Stopped`."""
+        with dtype_policy(self.config.mixed_precision), noting_stop_signals() as noted:
+            return self._train(noted)
 
-    def _train(self):
+    def _save(self, step):
+        if self.saved_state is not None:
+            self._save_state()
+        self.manager.save(checkpoint_number=step)
+
+    def _stop_signal(self, noted):
+        """(signal, own): SIGTERM or SIGINT once this process or another worker of the job noted one, else
+        (0, False); `own`: this process noted it. Every worker asks after the same calls of the loop (a
+        collective on several workers), so that all of them stop after the same step."""
+        own = noted[0] if noted else 0
+        if not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            return own, bool(own)
+        if self.agree is None:
+            def count(flags):  # summed over the job's replicas: how many noted SIGTERM, how many SIGINT
+                context = tf.distribute.get_replica_context()
+                return context.all_reduce(tf.distribute.ReduceOp.SUM, tf.identity(flags))  # on the replica's device
+
+            self.agree = tf.function(
+                lambda flags: self.strategy.experimental_local_results(self.strategy.run(count, args=(flags,)))[0]
+            )
+        terms, interrupts = self.agree(tf.constant([own == signal.SIGTERM, own == signal.SIGINT], tf.int32)).numpy()
+        signum = signal.SIGTERM if terms else signal.SIGINT if interrupts else 0
+        return signum, bool(signum) and own == signum
+
+    def _remove_worker_copy(self):
+        """A non-chief worker's checkpoints (written because saving is collective) are not the run's."""
+        if not self.chief:
+            shutil.rmtree(self.write_dir, ignore_errors=True)
+
+    def _train(self, noted):
         config = self.config
         start = int(self.step.numpy())
         if start >= config.train_steps:
@@ -370,11 +478,13 @@ class Trainer:
             profiling = profile is not None and step + 1 == profile[0]
             if profiling:  # one call of the loop (the config keeps it between checkpoints): those steps alone
                 n = profile[1] - step
+            elif profile is not None and step + 1 < profile[0]:
+                n = min(n, profile[0] - 1 - step)
+            tracing = profiling and self.chief
+            if tracing:
                 # Level 3 also traces the ops TensorFlow deems cheap, else their time reads as the executor's.
                 options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=3)
                 tf.profiler.experimental.start(os.path.join(self.model_dir, "train"), options=options)
-            elif profile is not None and step + 1 < profile[0]:
-                n = min(n, profile[0] - 1 - step)
             tic = time.time()
             try:
                 losses, tokens, self.state = loop(iterator, tf.constant(n), self.state)
@@ -382,9 +492,9 @@ class Trainer:
             except tf.errors.OutOfRangeError:
                 raise ValueError(f"The training data ran out before step {step + n}.") from None
             finally:
-                if profiling:
+                if tracing:
                     tf.profiler.experimental.stop()
-            if profiling:
+            if tracing:
                 self._log(f"Profiled steps {step + 1}-{step + n} into "
                           f"{os.path.join(self.model_dir, 'train', 'plugins', 'profile')}.")
             bad = np.flatnonzero(~np.isfinite(losses))
@@ -408,12 +518,18 @@ class Trainer:
                     tf.summary.scalar("loss", loss)
                     tf.summary.scalar("learning_rate", learning_rate)
                     tf.summary.scalar("tokens_per_second", tokens_per_second)
-            if step % config.checkpoint_every == 0 or step == config.train_steps:
-                if self.saved_state is not None:
-                    self._save_state()
-                self.manager.save(checkpoint_number=step)
-        if not self.chief:
-            shutil.rmtree(self.write_dir, ignore_errors=True)
+            saved = step % config.checkpoint_every == 0 or step == config.train_steps
+            if saved:
+                self._save(step)
+            signum, own = self._stop_signal(noted)
+            if signum:
+                if not saved:
+                    self._save(step)
+                if writer:
+                    writer.flush()
+                self._remove_worker_copy()
+                raise Stopped(signum, step, peer=not own)
+        self._remove_worker_copy()
         seconds = time.time() - began
         steady = steady_tokens / steady_seconds if steady_seconds else total_tokens / seconds
         return {"step": step, "loss": loss, "tokens_per_second": total_tokens / seconds,

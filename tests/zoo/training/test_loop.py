@@ -3,6 +3,7 @@
 import dataclasses
 import os
 import re
+import signal
 
 import keras
 import numpy as np
@@ -11,7 +12,9 @@ import tensorflow as tf
 
 from zoo.data import batching
 from zoo.classifier.model import classification_loss
-from zoo.training.loop import NonFiniteLossError, Task, Trainer, TrainConfig
+from zoo.runs import checkpoints
+from zoo.training.loop import (NonFiniteLossError, Stopped, Task, Trainer, TrainConfig, noting_stop_signals,
+                               stop_on_signals)
 
 RNG = np.random.default_rng(0)
 ROWS = [RNG.integers(1, 20, size=RNG.integers(2, 12)).astype(np.int32) for _ in range(64)]
@@ -141,3 +144,61 @@ def test_a_resumed_run_past_the_profile_window_says_it_traces_nothing(tmp_path, 
     trainer(tmp_path / "run", dataclasses.replace(CONFIG, profile_steps=(5, 6))).train()
     assert "Not profiling steps 5-6: this run resumes at step 4" in capsys.readouterr().out
     assert not (tmp_path / "run" / "train" / "plugins").exists()
+
+
+# ---------------------------------------------------------------- SIGTERM and SIGINT
+
+
+@pytest.fixture(name="sigterm_kept")
+def sigterm_kept_fixture():
+    """SIGTERM noted here rather than ending pytest, should the code under test not take it."""
+    got = []
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
+    yield got
+    signal.signal(signal.SIGTERM, before)
+
+
+def test_a_sigterm_saves_the_step_reached_and_the_resumed_run_equals_an_uninterrupted_one(tmp_path, sigterm_kept):
+    full = trainer(tmp_path / "full")
+    full.train()
+    executed = []
+
+    def sigterm_at_step_three(batch):
+        def count():
+            executed.append(1)
+            if len(executed) == 3:  # within the loop's second call (steps 3 and 4)
+                os.kill(os.getpid(), signal.SIGTERM)
+            return np.float32(0.0)
+
+        return tf.py_function(count, [], tf.float32)
+
+    far = dataclasses.replace(CONFIG, checkpoint_every=100)
+    with pytest.raises(Stopped) as stopped:
+        trainer(tmp_path / "stopped", far, sigterm_at_step_three).train()
+    assert (stopped.value.step, stopped.value.signum, stopped.value.status) == (4, signal.SIGTERM, 143)
+    assert str(stopped.value) == "stopped at step 4 by SIGTERM; the checkpoint is saved; run again to resume"
+    assert checkpoints.checkpoint_steps(str(tmp_path / "stopped")) == [4] and sigterm_kept == []
+    assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL  # the fixture's again
+    resumed = trainer(tmp_path / "stopped", far)
+    assert int(resumed.step.numpy()) == 4 and resumed.train()["step"] == 8
+    for a, b in zip(full.model.weights + full.optimizer.variables, resumed.model.weights + resumed.optimizer.variables):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_ctrl_c_twice_stops_at_once_and_the_handlers_before_are_restored(sigterm_kept):
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Stopped) as stopped:
+        with noting_stop_signals() as noted:
+            signal.raise_signal(signal.SIGINT)
+            assert noted == [signal.SIGINT]  # noted, for the loop to stop once the step reached is saved
+            signal.raise_signal(signal.SIGINT)
+    assert (stopped.value.step, stopped.value.status) == (None, 130)
+    assert str(stopped.value) == "stopped by SIGINT; run again to continue (training resumes from its last checkpoint)"
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    with pytest.raises(Stopped, match="^stopped by SIGTERM; "):
+        with noting_stop_signals():
+            signal.raise_signal(signal.SIGTERM)  # noted, and not acted on by the end of the block
+    with pytest.raises(Stopped, match="^stopped by SIGTERM; "):
+        with stop_on_signals():
+            signal.raise_signal(signal.SIGTERM)
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before and sigterm_kept == []
