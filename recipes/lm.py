@@ -127,10 +127,13 @@ def prepare(settings, strategy):
     # Every line read now: a bad one is refused before anything is written.
     corpus = lm_data.load(settings.dataset, "train", settings.level, settings.text_column, settings.bad_rows)
     common.check_same_files(shared.model_dir, RECIPE, corpus.key.get("files"))
+    if shared.evaluating and corpus.paths:  # its bad rows too, before any write
+        lm_data.load(settings.dataset, settings.eval_split, corpus.level, settings.text_column, settings.bad_rows)
     run, vocabulary = prepare_run(shared.model_dir, settings.dataset, settings.model, corpus, is_chief(strategy),
                                   settings.vocab_size, shared.train.seed)
     if corpus.paths:
-        run = {**run, "files": {"digest": corpus.key["files"], "text_column": settings.text_column}}
+        run = {**run, "files": {"digest": corpus.key["files"], "text_column": settings.text_column,
+                                "bad_rows_skipped": corpus.skipped}}
     config = lm.LMConfig(**run["model"])
     replicas = strategy.num_replicas_in_sync
     ids = lm_data.token_stream(corpus, vocabulary, lm_data.vocabulary_key(shared.model_dir))

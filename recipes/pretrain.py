@@ -145,7 +145,7 @@ def prepare_run(model_dir, model, corpus, document_per_file, eval_fraction, seed
             run_dir.wait_for(last)
     run = run or fresh
     if documents.digest:
-        run = {**run, "files": {"digest": documents.digest}}
+        run = {**run, "files": {"digest": documents.digest, "bad_rows_skipped": documents.skipped}}
     return run, (documents, held), run_dir.tokenizer()
 
 

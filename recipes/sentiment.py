@@ -117,6 +117,8 @@ def prepare(settings, strategy):
                                 seed=shared.train.seed)  # every row read: a bad one is refused before any write
     model = dataclasses.replace(settings.model, num_classes=len(data.class_names))
     train_config = common.with_epochs(shared.train, shared.epochs, data.count)  # refused before any write
+    if shared.evaluating and data.paths:  # its bad rows and unknown labels too, before any write
+        classifier_data.load(settings.dataset, settings.eval_split, settings.columns, data.class_names)
     common.check_same_files(shared.model_dir, RECIPE, data.key["files"] if data.paths else None)
     run, tok = prepare_run(shared.model_dir, settings.dataset, model, data, shared.train.seed,
                            is_chief(strategy), settings.init_from)
@@ -139,8 +141,6 @@ def prepare(settings, strategy):
     if data.paths:  # your own files: which ones, read how; a resumed run must find the same contents
         record["files"] = {"digest": data.key["files"], "columns": dataclasses.asdict(settings.columns),
                           "bad_rows_skipped": data.skipped}
-        if data.skipped:
-            print(f"Skipped {data.skipped} bad rows of {settings.dataset} (--bad_rows=skip).")
     return driver.Prepared(record, train_config, {"max_examples": shared.max_examples}, task)
 
 

@@ -114,6 +114,9 @@ def prepare(settings, strategy):
     data = translation_data.load(names["dataset"], "train", names["source"], names["target"], settings.bad_rows)
     data = datasets.subsample_pairs(data, shared.max_examples, shared.train.seed)
     digest = translation_data.files_digest(names["dataset"], "train", names["source"], names["target"])
+    if shared.evaluating and digest:  # its bad rows and line counts too, before any write
+        translation_data.load(names["dataset"], settings.eval_split, names["source"], names["target"],
+                              settings.bad_rows)
     common.check_same_files(shared.model_dir, RECIPE, digest)
     run, tokenizers = prepare_run(shared.model_dir, names, settings.model, data, shared.train.seed, is_chief(strategy))
     if digest:

@@ -119,6 +119,10 @@ class BadRows:
             self.shown.append(f"{where}: {why}")
 
     def check(self, what):
+        """Refuses the bad rows (policy "error"), or says how many were skipped."""
+        if self.count and self.policy == "skip":
+            print(f"Skipped {self.count} bad row(s) of {what} (--bad_rows=skip), the first: {self.shown[0]}.",
+                  flush=True)
         if self.count and self.policy == "error":
             more = f" (and {self.count - len(self.shown)} more)" if self.count > len(self.shown) else ""
             raise DatasetError(f"{self.count} bad row(s) in {what}: " + "; ".join(self.shown) + more

@@ -26,6 +26,7 @@ class Corpus:
     def __init__(self, lines, level, key, size, paths=(), encoding="utf-8"):
         self._lines, self.level, self.key, self.size, self.paths = lines, level, key, size, tuple(paths)
         self.encoding = encoding  # byte level: how a line's characters become its bytes
+        self.skipped = 0  # bad rows left out (--bad_rows=skip)
 
     def rows(self):
         """The lines as the tokenizer reads them: bytes at byte level, else strings."""
@@ -68,7 +69,9 @@ def load(name, split, level=None, text_column="text", bad_rows="error"):
     if size == 0:
         raise DatasetError(f"--dataset={spec} has no text in its {split} split.")
     key = {"files": cache.files_digest(paths), "spec": str(spec), "split": split, "column": text_column}
-    return Corpus(lambda: _lines(spec, split, text_column, files.BadRows("skip")), level, key, size, paths)
+    corpus = Corpus(lambda: _lines(spec, split, text_column, files.BadRows("skip")), level, key, size, paths)
+    corpus.skipped = bad.count if bad_rows == "skip" else 0
+    return corpus
 
 
 def _text_lines(text):

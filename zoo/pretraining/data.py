@@ -82,6 +82,7 @@ class Documents:
     def __init__(self, parts, key, digest):
         self.parts, self.key, self.digest = parts, key, digest
         self.count = sum(count for _, count, _ in parts)
+        self.skipped = 0  # bad rows left out (--bad_rows=skip)
         self.size = sum(size for _, _, size in parts)
 
     def __iter__(self):
@@ -99,7 +100,7 @@ def load_corpora(names, document_per_file=False, text_column="text", bad_rows="e
     here (a bad row is refused before any work) and again whenever the documents are iterated."""
     if not names:
         raise DatasetError("--corpus is empty: name at least one corpus (e.g. imdb_unsup,imdb).")
-    parts, paths = [], []
+    parts, paths, skipped = [], [], 0
     for name in names:
         spec = files.parse(name, FORMS)
         if spec is None:
@@ -116,13 +117,16 @@ def load_corpora(names, document_per_file=False, text_column="text", bad_rows="e
             for document in _file_documents(spec, document_per_file, text_column, bad):
                 count, size = count + 1, size + len(document)
             bad.check(str(spec))
+            skipped += bad.count if bad_rows == "skip" else 0
             paths += files.paths(spec, "train")
         if not count:
             raise DatasetError(f"Corpus {name!r} holds no document.")
         parts.append((read, count, size))
     key = {"corpus": list(names), "document_per_file": document_per_file, "text_column": text_column,
            "files": cache.files_digest(paths) if paths else None}
-    return Documents(parts, key, key["files"])
+    documents = Documents(parts, key, key["files"])
+    documents.skipped = skipped
+    return documents
 
 
 def _file_documents(spec, document_per_file, text_column, bad):
