@@ -2,9 +2,11 @@
 the command line does), with the field's name; on the command line, one `error:` line."""
 
 import os
+import re
 
 import pytest
 
+from tests.conftest import run_recipe
 from zoo.classifier.model import ClassifierConfig
 from zoo.language_model.model import LMConfig
 from zoo.pretraining.model import PretrainConfig
@@ -146,3 +148,18 @@ def test_a_missing_flag_is_one_line_without_the_usage_text(recipe, flags, messag
     result = probe_recipe(recipe, f"--model_dir={tmp_path / 'run'}", *flags)
     assert result.returncode == 2, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith(message), result.stderr
+
+
+# TensorFlow's C++ start-up lines: a log line (glog's prefix), absl's notice before its log starts, the rest of
+# the notice of CPU instructions the binary was not built for.
+NATIVE_LINE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:\d\d|WARNING: All log messages before absl|To enable the following)")
+
+
+def test_a_recipe_starts_without_tensorflows_own_lines_unless_asked(tmp_path):
+    refused = ["--mode=export", f"--model_dir={tmp_path}"]
+    unset = {"TF_CPP_MIN_LOG_LEVEL": ""}  # as a user who has not set it
+    quiet = run_recipe("sentiment", *refused, check=False, env=unset)
+    assert quiet.returncode == 2 and quiet.stderr.splitlines() == ["error: --mode=export needs --export_dir."]
+    for asked, env in ((["--verbosity=0"], unset), ([], {**unset, "ZOO_DEBUG": "1"})):
+        shown = run_recipe("sentiment", *refused, *asked, check=False, env=env)
+        assert shown.returncode != 0 and any(NATIVE_LINE.match(line) for line in shown.stderr.splitlines())
