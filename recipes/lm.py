@@ -15,6 +15,7 @@ from recipes import common, driver
 from zoo.data import datasets
 from zoo.language_model import data as lm_data, inference as lm_inference, preprocessor as lm_preprocessing
 from zoo.language_model import model as lm
+from zoo.language_model.load import load_run as load_trained
 from zoo.training.distribute import is_chief
 from zoo.training.evaluation import write_summaries
 from zoo.language_model.server import LanguageModelServer
@@ -158,17 +159,6 @@ def prepare(settings, strategy):
     )
     setup = {"segments_per_pass": per_pass, "random_offset": settings.random_offset}
     return driver.Prepared(run, train_config, setup, task)
-
-
-def load_trained(model_dir, memory_length=None, average=1):
-    """The newest checkpoint (float32; with average=N, the mean of the newest N) as a LoadedRun whose
-    tokenizer is the Vocabulary, optionally keeping a different memory length."""
-    def make_config(model):
-        config = lm.LMConfig(**model)
-        return config if memory_length is None else lm.with_memory_length(config, memory_length)
-
-    return RunDir(model_dir).load_run(RECIPE, make_config, lm.build_language_model,
-                                      lambda run_dir, _: lm_data.load_vocabulary(run_dir.path), average)
 
 
 def report(nll, count, level):

@@ -16,6 +16,7 @@ from absl import app, flags
 from recipes import common, driver
 from zoo.data import batching, cache, datasets, tokenizer
 from zoo.classifier import data as classifier_data, model as classifier
+from zoo.classifier.load import load_run as load_trained, preprocessor
 from zoo.pretraining import pretrained, published
 from zoo.classifier.preprocessor import ClassifierPreprocessor
 from zoo.training.distribute import is_chief
@@ -150,17 +151,6 @@ def tokenizer_key(model_dir):
     return cache.files_digest([p for p in (os.path.join(model_dir, n) for n in names) if os.path.exists(p)])
 
 
-def load_trained(model_dir, average=1):
-    """The newest checkpoint of a run (with average=N, the mean of the newest N), rebuilt in float32
-    whatever it trained in: a LoadedRun."""
-    return RunDir(model_dir).load_run(RECIPE, lambda model: classifier.ClassifierConfig(**model),
-                                      classifier.build_classifier, lambda run_dir, _: run_dir.tokenizer(), average)
-
-
-def preprocessor(loaded):
-    return ClassifierPreprocessor.for_tokenizer(loaded.tokenizer, loaded.config.max_length)
-
-
 def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=None):
     loaded = load_trained(model_dir, average)
     dataset = dataset or loaded.run["dataset"]
@@ -187,7 +177,7 @@ def server(loaded, settings):
     return driver.Serving(
         module, {"serving_default": module.serve}, {"text": ["a wonderful, moving film", "dull and far too long", ""]},
         metadata={"recipe": RECIPE, "dataset": loaded.run["dataset"], "step": loaded.step,
-                  "model": loaded.run["model"]},
+                  "model": loaded.run["model"], "class_names": loaded.run["class_names"]},
     )
 
 

@@ -18,6 +18,7 @@ from recipes import common, driver
 from zoo.data import batching, datasets, tokenizer
 from zoo.core import disk
 from zoo.translation import data as translation_data, model as translation, preprocessor as translation_preprocessing
+from zoo.translation.load import load_run as load_trained
 from zoo.training.distribute import is_chief, uses_xla
 from zoo.training.evaluation import evaluate, write_summaries
 from zoo.core.progress import Progress
@@ -142,16 +143,6 @@ def prepare(settings, strategy):
                                           skip_padding=not uses_xla(strategy, train_config.jit_compile)),
     )
     return driver.Prepared(run, train_config, {"max_examples": shared.max_examples}, task)
-
-
-def load_trained(model_dir, average=1):
-    """The newest checkpoint of a run (with average=N, the mean of the newest N), rebuilt in float32
-    whatever it trained in: a LoadedRun whose tokenizer is the (source, target) pair."""
-    def make_config(model):
-        return translation.TranslatorConfig(**model)
-
-    return RunDir(model_dir).load_run(RECIPE, make_config, translation.build_translator,
-                                      lambda run_dir, config: run_dir.tokenizers(config.shared_vocabulary), average)
 
 
 def translate_corpus(loaded, sources, decode, batch_size, jit_compile=False, search=translate_ids,

@@ -6,7 +6,7 @@ replays at load) and `ops_manifest.json` (the ops the graph uses that core
 TensorFlow does not register, e.g. TF Text's, and the import that provides
 them). The version is written under a dot-folder TF Serving ignores, then
 renamed into place in one step; the dot-folder of an export that was killed is
-removed by the next export.
+removed by the next export. `find_version` and `load_version` read an export back (zoo.load).
 """
 
 import contextlib
@@ -31,6 +31,33 @@ _STAGING_NAME = re.compile(rf"{re.escape(STAGING)}(?:(?P<host>.+)-)?(?P<pid>\d+)
 def next_version(export_dir):
     versions = [int(n) for n in os.listdir(export_dir) if n.isdigit()] if os.path.isdir(export_dir) else []
     return max(versions, default=0) + 1
+
+
+def find_version(path):
+    """The version folder `path` names: `path` itself when it holds a SavedModel, else the newest
+    integer version in it that does (an --export_dir); None when neither."""
+    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+        return path
+    versions = [int(n) for n in os.listdir(path) if n.isdigit()] if os.path.isdir(path) else []
+    versions = [v for v in versions if os.path.isfile(os.path.join(path, str(v), "saved_model.pb"))]
+    return os.path.join(path, str(max(versions))) if versions else None
+
+
+def load_version(version_dir):
+    """(the SavedModel loaded, the metadata its manifest records) of an export's version folder; TF Text
+    is imported first when the manifest says its graph needs TF Text's ops."""
+    path = os.path.join(version_dir, MANIFEST)
+    try:
+        with open(path, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except FileNotFoundError:
+        raise ValueError(f"{version_dir} holds a SavedModel but no {MANIFEST}: it is not an export of the zoo "
+                         "(recipes write one beside every version). Load it with tf.saved_model.load.") from None
+    except ValueError as error:
+        raise ValueError(f"{path} is damaged ({error}): export the run again.") from None
+    if "tensorflow_text" in manifest.get("non_core_ops", {}).values():
+        import tensorflow_text  # noqa: F401  (registers TF Text's ops before the graph is read)
+    return tf.saved_model.load(version_dir), manifest.get("metadata", {})
 
 
 def graph_ops(saved_model_dir):

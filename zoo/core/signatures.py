@@ -1,0 +1,27 @@
+"""Calling an export's signatures from Python (zoo.load's models): texts in, the graph's own argument
+checks out as ValueError."""
+
+import re
+
+import tensorflow as tf
+
+
+def texts_tensor(texts, name="texts"):
+    """A list of strings as a (batch,) string tensor. A lone string is refused: the answers are a list,
+    one per text, and a string would otherwise be read as one text per character."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"{name} must be a list of strings, e.g. [{texts!r}], not one string: the answers are a "
+                        "list, one per text.")
+    return tf.constant(list(texts), dtype=tf.string)
+
+
+def call(signatures, name, **inputs):
+    """`signatures[name](**inputs)`, the dict of tensors it returns; an argument the graph refuses (its
+    tf.debugging assertions: top_k above the vocabulary ...) is a ValueError with the graph's message."""
+    try:
+        return signatures[name](**inputs)
+    except tf.errors.InvalidArgumentError as error:
+        refused = re.search(r"assertion failed: \[(.+?)\] \[", error.message)
+        if refused is None:
+            raise
+        raise ValueError(f"{name}: {refused[1]}".replace("\\'", "'")) from None

@@ -1,0 +1,70 @@
+"""A trained translator loaded back: a run's newest checkpoint (`load_run`), and `Translator`, the
+Python object `zoo.load` returns for a translation run or its export.
+
+    translator = zoo.load("runs/m30k_de_en")
+    translator.translate(["Ein Mann fährt Fahrrad."], beam_size=5)  # ["A man is riding a bike."]
+"""
+
+import dataclasses
+
+from zoo.core.signatures import call, texts_tensor
+from zoo.runs.run_dir import RunDir
+from zoo.translation import model as translation
+from zoo.translation.search import DecodeConfig
+from zoo.translation.server import TranslatorServer
+
+RECIPE = "translate"
+
+
+def load_run(model_dir, average=1):
+    """The newest checkpoint of a run (with average=N, the mean of the newest N), rebuilt in float32
+    whatever it trained in: a LoadedRun whose tokenizer is the (source, target) pair."""
+    return RunDir(model_dir).load_run(RECIPE, lambda model: translation.TranslatorConfig(**model),
+                                      translation.build_translator,
+                                      lambda run_dir, config: run_dir.tokenizers(config.shared_vocabulary), average)
+
+
+class Translator:
+    """A translator answering as its export does: `translate(texts, beam_size=..., length_penalty=...)`.
+
+    From a run, each search asked for gets its own TranslatorServer (the module an export of that
+    search holds); an export searches as it was exported (its manifest's "decode"), and another search
+    is refused."""
+
+    def __init__(self, decode, step, loaded=None, saved=None):
+        self.decode = decode  # the search translate() runs when not told otherwise
+        self.step = step  # of the checkpoint the weights come from
+        self.loaded, self.saved = loaded, saved  # a run's LoadedRun, or an export's SavedModel
+        self.servers = {}  # DecodeConfig -> TranslatorServer (a run's)
+
+    @classmethod
+    def from_run(cls, model_dir, average=1):
+        loaded = load_run(model_dir, average)
+        return cls(DecodeConfig(), loaded.step, loaded=loaded)  # the recipe's defaults: beam 5, length penalty 0.6
+
+    @classmethod
+    def from_export(cls, saved, metadata):
+        return cls(DecodeConfig(**metadata["decode"]), metadata.get("step"), saved=saved)
+
+    def translate(self, texts, beam_size=None, length_penalty=None):
+        """The best translation of each text, in order ("" for an empty text). beam_size 1 is greedy
+        search; default: the export's, or a run's beam 5 with length penalty 0.6."""
+        asked = {k: v for k, v in (("beam_size", beam_size), ("length_penalty", length_penalty)) if v is not None}
+        out = call(self.serving(dataclasses.replace(self.decode, **asked)), "serving_default",
+                   text=texts_tensor(texts))
+        return [t.decode("utf-8") for t in out["translation"].numpy()]
+
+    def serving(self, decode):
+        """The serving_default that searches as `decode` says: the export's own (refusing another search),
+        or a run's TranslatorServer for it, made at its first use."""
+        if self.saved is not None:
+            if decode != self.decode:
+                raise ValueError(f"This export searches with beam_size={self.decode.beam_size}, length_penalty="
+                                 f"{self.decode.length_penalty}, fixed when it was exported: load the run folder "
+                                 "(zoo.load(model_dir)) for another search, or export again with --beam_size and "
+                                 "--length_penalty.")
+            return self.saved.signatures
+        if decode not in self.servers:
+            model, tokenizers = self.loaded.model, self.loaded.tokenizer
+            self.servers[decode] = TranslatorServer(model, tokenizers.source, tokenizers.target, decode)
+        return {"serving_default": self.servers[decode].serve}
