@@ -3,7 +3,7 @@ r"""Where a CPU training step's time went: the memory allocator.
 Each recipe's benchmark model trains for --steps steps twice in fresh processes, in the same
 program: with TensorFlow's allocator settings as they are (ZOO_TF_ALLOCATOR=1) and with the zoo's
 (TensorFlow's BFC allocator for CPU tensors, `recipes.common`, and glibc's mmap and trim
-thresholds restored after tf.data lowers them, `zoo.training.loop.keep_freed_memory`). Reports the
+thresholds restored after tf.data lowers them, `zoo.training.runtime.keep_freed_memory`). Reports the
 steady tokens/s (the first log interval, which traces the step, left out), the share of the
 process's CPU time spent in the kernel (where page faults are served), and the model's training FLOP/s
 (`benchmarks/common/costs.py`; for translation averaged over the run's tokenized training pairs) as a

@@ -85,14 +85,14 @@ def evaluation_speed(run_dir, dataset, context, segment_lengths, tokens, windows
     recomputed from scratch by the same weights without memory, scoring T tokens per window;
     and, once, windows scoring 1 token each (Al-Rfou et al.)."""
     from tests.zoo._baselines import evaluate_sliding_window
-    from zoo.data import datasets
+    from zoo.language_model import corpora as lm_corpora
     from zoo.language_model.inference import evaluate_streams
     from zoo.language_model.preprocessor import stream_layout
 
     memoryless = load_trained(run_dir, memory_length=0)
     run, no_memory, vocabulary = memoryless.run, memoryless.model, memoryless.tokenizer
     vocab_size = run["model"]["vocab_size"]
-    streams = stream_layout(vocabulary.encode(datasets.load_corpus(dataset, "test").text), num_streams)
+    streams = stream_layout(vocabulary.encode(lm_corpora.load_corpus(dataset, "test").text), num_streams)
     rows = []
     for segment in segment_lengths:
         model = load_trained(run_dir, memory_length=context - segment).model

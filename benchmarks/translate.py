@@ -99,11 +99,11 @@ def choice_line(tried, test):
 def decoding_speed(model_dir, uncached_beam_sentences):
     from tests.zoo import _baselines as baselines
     from recipes.translate import load_trained, translate_corpus
-    from zoo.data import datasets
+    from zoo.translation import corpora as translation_corpora
     from zoo.translation.search import DecodeConfig
 
     trained = load_trained(model_dir)
-    sources = datasets.load_translation("multi30k", "test", "de", "en").sources
+    sources = translation_corpora.load_translation("multi30k", "test", "de", "en").sources
     results = {}
     searches = [("greedy", 1), ("beam 5", 5)]
     for name, beam in searches:
@@ -154,17 +154,19 @@ def throughput(model_dir, steps, rounds):
     import keras
     import tensorflow as tf
 
-    from zoo.data import batching, datasets
+    from zoo.data import batching
+    from zoo.translation import corpora as translation_corpora
     from zoo.translation import model as translation, preprocessor as translation_preprocessing
     from zoo.training.distribute import make_strategy
     from zoo.training.optimization import make_optimizer
-    from zoo.training.loop import Task, Trainer, TrainConfig, dtype_policy
+    from zoo.training.config import Task, TrainConfig, dtype_policy
+    from zoo.training.loop import Trainer
 
     run_dir = RunDir(model_dir)
     run = run_dir.read_config()
     config = translation.TranslatorConfig(**run["model"])
     source_tok, target_tok = run_dir.tokenizers(config.shared_vocabulary)
-    data = datasets.load_translation("multi30k", "train", "de", "en")
+    data = translation_corpora.load_translation("multi30k", "train", "de", "en")
     rows = {
         "source": translation_preprocessing.source_rows(source_tok, data.sources, config.max_length),
         "target": translation_preprocessing.target_rows(target_tok, data.targets, config.max_length),

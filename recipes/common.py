@@ -20,7 +20,7 @@ from zoo.training import precision  # noqa: E402
 from zoo.training.distribute import STRATEGIES  # noqa: E402
 from zoo.training.optimization import SCHEDULES  # noqa: E402
 from zoo.runs.run_dir import RunDir, RunDirError  # noqa: E402
-from zoo.training.loop import TrainConfig  # noqa: E402
+from zoo.training.config import TrainConfig  # noqa: E402
 
 flags.DEFINE_string("dataset", None, "Dataset name, tfds:<catalog name> for a TensorFlow Datasets set, or your own "
                     "files as FORM:PATTERN (csv:, tsv:, jsonl:, folder:, text:; globs, .gz and {split} allowed).")
@@ -169,6 +169,46 @@ def with_epochs(config, epochs, num_examples, per_batch=None):
 
 
 TRAINING_MODES = ("train", "train_and_eval")
+SHARED_MODES = ("train", "eval", "train_and_eval", "export")
+
+
+def define_mode(*own):
+    """--mode: the modes every recipe has, and the recipe's `own` (generate, translate, explain)."""
+    flags.DEFINE_enum("mode", "train_and_eval", [*SHARED_MODES, *own], "What to do.")
+
+
+def start_run(model_dir, recipe, fresh, write_tokenizer, last_file, chief, derived=()):
+    """The run's record: the one `model_dir` holds when resuming, else `fresh` (the record these flags make);
+    its tokenizer written now by the chief (`write_tokenizer()`) or waited for by the other workers (its
+    `last_file`). A resumed run whose record disagrees with `fresh` is refused, naming the keys (and model
+    fields) that differ; `derived` names model fields that come from the data (the LM's vocab_size)."""
+    run_dir = RunDir(model_dir)
+    run = run_dir.read_run(recipe)
+    if run is not None:
+        differ = _differences(run, fresh, derived)
+        if differ:
+            raise RunDirError(f"{model_dir} holds a {recipe} run with other settings ({'; '.join(differ)}): resume "
+                              "it with the same flags, or use another --model_dir.")
+        if run_dir.holds(last_file):
+            return run
+    if chief:
+        write_tokenizer()
+    else:
+        run_dir.wait_for(last_file)
+    return run or fresh
+
+
+def _differences(run, fresh, derived):
+    """'key: recorded -> asked' for every key of `fresh` the record holds otherwise (model fields one by one)."""
+    differ = []
+    for key, asked in fresh.items():
+        recorded = run.get(key)
+        if key == "model" and isinstance(recorded, dict) and isinstance(asked, dict):
+            differ += [f"model.{k}: {recorded.get(k)!r} -> {v!r}" for k, v in asked.items()
+                       if k not in derived and recorded.get(k) != v]
+        elif recorded != asked:
+            differ.append(f"{key}: {recorded!r} -> {asked!r}")
+    return differ
 
 
 def check_same_files(model_dir, recipe, digest):

@@ -22,7 +22,8 @@ from recipes.native_log import NativeLog, worker_log_path
 from zoo.runs import export
 from zoo.training.distribute import is_chief, make_strategy
 from zoo.runs.run_dir import RunDir, RunDirError
-from zoo.training.loop import Task, Trainer, TrainConfig
+from zoo.training.config import Task, TrainConfig
+from zoo.training.loop import Trainer
 
 FLAGS = flags.FLAGS
 LOST_WORKER_STATUS = 75  # EX_TEMPFAIL: start the workers again and the run resumes
@@ -183,7 +184,8 @@ def run(recipe):
 
     from zoo.runs.checkpoints import CheckpointError
     from zoo.data.datasets import DatasetError
-    from zoo.training.loop import NonFiniteLossError, Stopped, stop_on_signals
+    from zoo.training.loop import NonFiniteLossError
+    from zoo.training.stopping import Stopped, stop_on_signals
 
     def guarded(argv):
         del argv

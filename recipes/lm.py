@@ -13,6 +13,7 @@ from absl import app, flags
 
 from recipes import common, driver
 from zoo.data import datasets
+from zoo.language_model import corpora as lm_corpora
 from zoo.language_model import data as lm_data, inference as lm_inference, preprocessor as lm_preprocessing
 from zoo.language_model import model as lm
 from zoo.language_model.load import load_run as load_trained
@@ -20,11 +21,10 @@ from zoo.training.distribute import is_chief
 from zoo.training.evaluation import write_summaries
 from zoo.language_model.server import LanguageModelServer
 from zoo.core.progress import Progress
-from zoo.runs.run_dir import RunDir, RunDirError
-from zoo.training.loop import Task, TrainConfig
+from zoo.runs.run_dir import RunDir
+from zoo.training.config import Task, TrainConfig
 
 RECIPE = "lm"
-MODES = ("train", "eval", "train_and_eval", "export", "generate")
 DEFAULTS = TrainConfig(
     train_steps=4000,
     batch_size=32,
@@ -36,7 +36,7 @@ DEFAULTS = TrainConfig(
     log_every=50,
 )
 
-flags.DEFINE_enum("mode", "train_and_eval", MODES, "What to do.")
+common.define_mode("generate")
 flags.DEFINE_enum("eval_split", "test", datasets.SPLITS, "Split to evaluate (tune on validation).")
 flags.DEFINE_enum("level", None, list(lm_data.FILE_LEVELS), "Tokens of your own text: subword (SentencePiece, "
                   "--vocab_size pieces; the default), word, char or byte. A built-in corpus has its own.")
@@ -96,28 +96,15 @@ def model_config(preset, **overrides):
 
 
 def prepare_run(model_dir, dataset, model, corpus, chief, vocab_size=None, seed=0):
-    """The run's record and vocabulary: read back when resuming, else built from the training text (a sample
-    of it for a subword vocabulary of `vocab_size` pieces)."""
-    run_dir = RunDir(model_dir)
-    run = run_dir.read_run(RECIPE)
-    if run is not None:
-        # The vocabulary's size comes from the text, not from a flag.
-        model = dataclasses.replace(model, vocab_size=run["model"].get("vocab_size", model.vocab_size))
-        if run["dataset"] != dataset or run["model"] != dataclasses.asdict(model):
-            raise RunDirError(
-                f"{model_dir} holds a run of {run['dataset']!r} with model {run['model']}; resume it with the same "
-                "--dataset/--preset/--segment_length/--memory_length/--clamp_length/--same_length/--dropout/"
-                "--attention_dropout/--activation, "
-                "or use another --model_dir."
-            )
-        return run, lm_data.load_vocabulary(model_dir)
-    if chief:
-        lm_data.build_vocabulary(corpus, vocab_size, seed).save(model_dir)
-    else:
-        run_dir.wait_for(lm_data.vocabulary_file(corpus.level))
+    """The run's record and vocabulary (`common.start_run`): a new run's is built from the training text (a
+    sample of it for a subword vocabulary of `vocab_size` pieces); its size, not a flag, is the model's."""
+    fresh = {"recipe": RECIPE, "dataset": dataset, "model": dataclasses.asdict(model)}
+    run = common.start_run(model_dir, RECIPE, fresh, lambda: lm_data.build_vocabulary(corpus, vocab_size, seed).save(
+        model_dir), lm_data.vocabulary_file(corpus.level), chief, derived=("vocab_size",))
     vocabulary = lm_data.load_vocabulary(model_dir)
-    model = dataclasses.replace(model, vocab_size=len(vocabulary))
-    run = {"recipe": RECIPE, "dataset": dataset, "model": dataclasses.asdict(model), "level": corpus.level}
+    if run is fresh:
+        model = dataclasses.replace(model, vocab_size=len(vocabulary))
+        run = {**fresh, "model": dataclasses.asdict(model), "level": corpus.level}
     return run, vocabulary
 
 
@@ -250,12 +237,12 @@ def config_from_flags(mode):
     model = None
     if mode in common.TRAINING_MODES:
         if not FLAGS.dataset:
-            raise app.UsageError(f"--dataset is required to train (one of {sorted(datasets.CORPORA)}, or your own "
+            raise app.UsageError(f"--dataset is required to train (one of {sorted(lm_corpora.CORPORA)}, or your own "
                                  "files: text:, csv:, jsonl:).")
-        if FLAGS.dataset not in datasets.CORPORA and lm_data.files.parse(FLAGS.dataset, lm_data.FORMS) is None:
+        if FLAGS.dataset not in lm_corpora.CORPORA and lm_data.files.parse(FLAGS.dataset, lm_data.FORMS) is None:
             raise datasets.DatasetError(f"Unknown language-modelling dataset {FLAGS.dataset!r}: use one of "
-                                        f"{sorted(datasets.CORPORA)}, or your own files (text:PATTERN, csv:, jsonl:).")
-        if FLAGS.level is not None and FLAGS.dataset in datasets.CORPORA:
+                                        f"{sorted(lm_corpora.CORPORA)}, or your own files (text:PATTERN, csv:, jsonl:).")
+        if FLAGS.level is not None and FLAGS.dataset in lm_corpora.CORPORA:
             lm_data.load(FLAGS.dataset, "validation", FLAGS.level)  # a built-in corpus has its own level
         if FLAGS.max_examples is not None:
             raise ValueError("--max_examples picks training examples (sentiment, translation); a language model "

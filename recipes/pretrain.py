@@ -20,20 +20,19 @@ from absl import app, flags
 
 from recipes import common, driver
 from zoo.data import batching, cache, tokenizer
-from zoo.pretraining import pretrained, model as pretraining, data as pretraining_data, masks as pretraining_masks, published
+from zoo.pretraining import checkpoint_weights, pretrained, model as pretraining, data as pretraining_data, masks as pretraining_masks, published
 from zoo.training.distribute import is_chief
 from zoo.training.evaluation import evaluate, write_summaries
-from zoo.runs.run_dir import RunDir, RunDirError
-from zoo.training.loop import Task, TrainConfig
+from zoo.runs.run_dir import RunDir
+from zoo.training.config import Task, TrainConfig
 
 RECIPE = "pretrain"
-MODES = ("train", "eval", "train_and_eval", "export")
 DEFAULTS = TrainConfig(
     train_steps=6000, batch_size=32, learning_rate=1e-3, warmup_steps=400, schedule="cosine", label_smoothing=0.0,
     weight_decay=0.01, checkpoint_every=250, log_every=50,
 )
 
-flags.DEFINE_enum("mode", "train_and_eval", MODES, "What to do.")
+common.define_mode()
 flags.DEFINE_list("corpus", None, "Comma-separated corpora: imdb_unsup, imdb, sst2 (training texts), "
                   "tfds:<name>, or your own files: text:<glob> (a document a line), csv:<glob>, jsonl:<glob> "
                   "(a document a row, --text_column).")
@@ -95,7 +94,7 @@ def published_config(spec, objective, sequence_length, mask_rate, max_length, dr
     return pretraining.PretrainConfig(
         encoder=published.encoder_config(checkpoint, max_length, dropout),
         sequence_length=sequence_length, **({} if mask_rate is None else {"mask_rate": mask_rate}),
-        **published.special_ids(checkpoint),
+        **checkpoint_weights.special_ids(checkpoint),
     )
 
 
@@ -110,43 +109,31 @@ def prepare_run(model_dir, model, corpus, document_per_file, eval_fraction, seed
                 text_column="text", bad_rows="error"):
     """The run's record, training documents and tokenizer: read back when resuming, else made now
     (trained on the corpus, or the published checkpoint's with `init_from`)."""
-    run_dir = RunDir(model_dir)
-    run = run_dir.read_run(RECIPE)
     fresh = {"recipe": RECIPE, "corpus": corpus, "document_per_file": document_per_file,
-             "eval_fraction": eval_fraction, "seed": seed, "model": dataclasses.asdict(model)}
-    if init_from:
-        fresh["init_from"] = init_from
+             "eval_fraction": eval_fraction, "seed": seed, "model": dataclasses.asdict(model), "init_from": init_from}
     if any(name.partition(":")[0] in ("csv", "jsonl") for name in corpus):
         fresh["text_column"] = text_column
-    if run is not None:
-        differ = [k for k in fresh if run.get(k) != fresh[k]]
-        if differ:
-            raise RunDirError(
-                f"{model_dir} holds a pretraining run with other {', '.join(differ)} "
-                f"({', '.join(f'{k}={run.get(k)!r}' for k in differ)}): resume it with the same flags, "
-                "or use another --model_dir."
-            )
     documents, held = documents_of(fresh, bad_rows)  # every row read: a bad one is refused before any write
     common.check_same_files(model_dir, RECIPE, documents.digest)
-    last = tokenizer.WORDPIECE_CONFIG_FILE if init_from else tokenizer.TOKENIZER_FILE
-    if run is None or not run_dir.holds(last):
-        if chief and init_from:
+
+    def write_tokenizer():
+        if init_from:
             checkpoint = published.read_checkpoint(init_from)
             tokenizer.save_wordpiece(checkpoint.vocabulary, checkpoint.lowercase, checkpoint.strip_accents, model_dir)
-        elif chief:
-            if documents.digest is None:  # named corpora, in memory: the tokenizer samples all training texts
-                sample = [d for d, h in zip(documents, held) if not h]
-            else:
-                sample = documents.sample(~held, tokenizer.MAX_TRAINING_CHARACTERS, seed)
-            proto = tokenizer.train_tokenizer(sample, model.encoder.vocab_size, seed=seed,
-                                              user_symbols=(pretraining.MASK_TOKEN,))
-            tokenizer.save_tokenizer(proto, model_dir)
+            return
+        if documents.digest is None:  # named corpora, in memory: the tokenizer samples all training texts
+            sample = [d for d, h in zip(documents, held) if not h]
         else:
-            run_dir.wait_for(last)
-    run = run or fresh
+            sample = documents.sample(~held, tokenizer.MAX_TRAINING_CHARACTERS, seed)
+        proto = tokenizer.train_tokenizer(sample, model.encoder.vocab_size, seed=seed,
+                                          user_symbols=(pretraining.MASK_TOKEN,))
+        tokenizer.save_tokenizer(proto, model_dir)
+
+    last = tokenizer.WORDPIECE_CONFIG_FILE if init_from else tokenizer.TOKENIZER_FILE
+    run = common.start_run(model_dir, RECIPE, fresh, write_tokenizer, last, chief)
     if documents.digest:
         run = {**run, "files": {"digest": documents.digest, "bad_rows_skipped": documents.skipped}}
-    return run, (documents, held), run_dir.tokenizer()
+    return run, (documents, held), RunDir(model_dir).tokenizer()
 
 
 def packed_rows(tok, documents, keep, config, model_dir, name):

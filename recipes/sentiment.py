@@ -21,11 +21,10 @@ from zoo.pretraining import pretrained, published
 from zoo.classifier.preprocessor import ClassifierPreprocessor
 from zoo.training.distribute import is_chief
 from zoo.training.evaluation import evaluate, write_summaries
-from zoo.runs.run_dir import RunDir, RunDirError
-from zoo.training.loop import Task, TrainConfig
+from zoo.runs.run_dir import RunDir
+from zoo.training.config import Task, TrainConfig
 
 RECIPE = "sentiment"
-MODES = ("train", "eval", "train_and_eval", "export", "explain")
 DEFAULTS = TrainConfig(
     train_steps=2000, batch_size=32, learning_rate=5e-4, warmup_steps=400, checkpoint_every=500, log_every=50
 )
@@ -34,7 +33,7 @@ DEFAULTS = TrainConfig(
 PUBLISHED_DEFAULTS = dataclasses.replace(DEFAULTS, learning_rate=5e-5, warmup_steps=200, schedule="cosine",
                                          weight_decay=0.01)
 
-flags.DEFINE_enum("mode", "train_and_eval", MODES, "What to do.")
+common.define_mode("explain")
 flags.DEFINE_enum("eval_split", "validation", datasets.SPLITS, "Split to evaluate (tune on validation).")
 flags.DEFINE_integer("vocab_size", 8000, "Subword vocabulary size of the tokenizer trained on the train split.")
 flags.DEFINE_integer("max_length", None, "Tokens per text (head token included). Default: the preset's.")
@@ -70,28 +69,11 @@ def model_config(preset, **overrides):
 
 
 def prepare_run(model_dir, dataset, model, data, seed, chief, init_from=None):
-    """The run's record and tokenizer: read back when resuming, else made now (trained on a sample
-    of `data`'s texts, or the pretrained run's or published checkpoint's with `init_from`).
-
-    Only the chief writes the tokenizer; other workers wait for it.
-    """
-    run_dir = RunDir(model_dir)
-    run = run_dir.read_run(RECIPE)
-    if run is not None:
-        if run.get("init_from") != init_from:
-            raise RunDirError(
-                f"{model_dir} holds a run with --init_from={run.get('init_from')}, not {init_from}: resume it with "
-                "the same --init_from, or use another --model_dir."
-            )
-        if run["dataset"] != dataset or run["model"] != dataclasses.asdict(model):
-            raise RunDirError(
-                f"{model_dir} holds a run of dataset {run['dataset']!r} with model {run['model']}; "
-                "resume it with the same --dataset/--preset/--vocab_size/--max_length/--dropout, "
-                "or use another --model_dir."
-            )
-        return run, run_dir.tokenizer()
+    """The run's record and tokenizer (`common.start_run`): a new run's tokenizer is trained on a sample of
+    `data`'s texts, or is the pretrained run's or the published checkpoint's with `init_from`."""
     wordpiece = bool(init_from) and (published.is_published(init_from) or tokenizer.holds_wordpiece(init_from))
-    if chief:
+
+    def write_tokenizer():
         if wordpiece:  # a published checkpoint's vocabulary, or that of a run that continued one's pretraining
             source = init_from if published.is_published(init_from) else None
             vocab_of = published.read_checkpoint(source) if source else tokenizer.load_wordpiece(init_from)
@@ -103,11 +85,11 @@ def prepare_run(model_dir, dataset, model, data, seed, chief, init_from=None):
         else:
             sample = data.tokenizer_sample(tokenizer.MAX_TRAINING_CHARACTERS, seed)
             tokenizer.save_tokenizer(tokenizer.train_tokenizer(sample, model.vocab_size, seed=seed), model_dir)
-    else:
-        last = tokenizer.WORDPIECE_CONFIG_FILE if wordpiece else tokenizer.TOKENIZER_FILE
-        run_dir.wait_for(last)
-    run = {"recipe": RECIPE, "dataset": dataset, "model": dataclasses.asdict(model), "init_from": init_from}
-    return run, run_dir.tokenizer()
+
+    fresh = {"recipe": RECIPE, "dataset": dataset, "model": dataclasses.asdict(model), "init_from": init_from}
+    last = tokenizer.WORDPIECE_CONFIG_FILE if wordpiece else tokenizer.TOKENIZER_FILE
+    run = common.start_run(model_dir, RECIPE, fresh, write_tokenizer, last, chief)
+    return run, RunDir(model_dir).tokenizer()
 
 
 def prepare(settings, strategy):

@@ -15,20 +15,20 @@ import time
 from absl import app, flags
 
 from recipes import common, driver
-from zoo.data import batching, datasets, tokenizer
+from zoo.data import batching, tokenizer
+from zoo.translation import corpora as translation_corpora
 from zoo.core import disk
 from zoo.translation import data as translation_data, model as translation, preprocessor as translation_preprocessing
 from zoo.translation.load import load_run as load_trained
 from zoo.training.distribute import is_chief, uses_xla
 from zoo.training.evaluation import evaluate, write_summaries
 from zoo.core.progress import Progress
-from zoo.runs.run_dir import RunDir, RunDirError
-from zoo.training.loop import Task, TrainConfig
+from zoo.runs.run_dir import RunDir
+from zoo.training.config import Task, TrainConfig
 from zoo.translation.search import DecodeConfig, translate_ids
 from zoo.translation.server import TranslatorServer
 
 RECIPE = "translate"
-MODES = ("train", "eval", "train_and_eval", "export", "translate")
 DEFAULTS = TrainConfig(
     train_steps=5000,
     batch_size=512,
@@ -40,7 +40,7 @@ DEFAULTS = TrainConfig(
     log_every=50,
 )
 
-flags.DEFINE_enum("mode", "train_and_eval", MODES, "What to do.")
+common.define_mode("translate")
 flags.DEFINE_string("source", "de", "Source language code.")
 flags.DEFINE_string("target", "en", "Target language code.")
 flags.DEFINE_string("eval_split", "test", "Split to evaluate (test, validation, or a dataset's own, e.g. test_2017_flickr).")
@@ -80,31 +80,23 @@ def model_config(preset, **overrides):
 
 
 def prepare_run(model_dir, data_names, model, data, seed, chief):
-    """The run's record and tokenizers: read back when resuming, else trained now (cased)."""
+    """The run's record and tokenizers (`common.start_run`): a new run's are trained now (cased)."""
     run_dir = RunDir(model_dir)
-    run = run_dir.read_run(RECIPE)
-    if run is not None:
-        if {k: run[k] for k in data_names} != data_names or run["model"] != dataclasses.asdict(model):
-            raise RunDirError(
-                f"{model_dir} holds a run of {run['dataset']} {run['source']}->{run['target']} with model "
-                f"{run['model']}; resume it with the same --dataset/--source/--target/--preset/--vocab_size/"
-                "--shared_vocabulary/--tie_embeddings/--max_length/--dropout, or use another --model_dir."
-            )
-        return run, run_dir.tokenizers(model.shared_vocabulary)
     source_file, target_file = run_dir.tokenizer_files(model.shared_vocabulary)
-    if chief:
+
+    def write_tokenizers():
         if model.shared_vocabulary:
             texts = data.sources + data.targets
             tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, model.source_vocab_size, False, seed), model_dir)
-        else:
-            for texts, size, name in (
-                (data.sources, model.source_vocab_size, source_file),
-                (data.targets, model.target_vocab_size, target_file),
-            ):
-                tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, size, False, seed), model_dir, name)
-    else:
-        run_dir.wait_for(target_file)
-    run = {"recipe": RECIPE, **data_names, "model": dataclasses.asdict(model), "example": data.sources[0]}
+            return
+        for texts, size, name in ((data.sources, model.source_vocab_size, source_file),
+                                  (data.targets, model.target_vocab_size, target_file)):
+            tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, size, False, seed), model_dir, name)
+
+    fresh = {"recipe": RECIPE, **data_names, "model": dataclasses.asdict(model)}
+    run = common.start_run(model_dir, RECIPE, fresh, write_tokenizers, target_file, chief)
+    if run is fresh:
+        run = {**fresh, "example": data.sources[0]}
     return run, run_dir.tokenizers(model.shared_vocabulary)
 
 
@@ -113,7 +105,7 @@ def prepare(settings, strategy):
     training pairs (batches of at most max_tokens tokens) and the Task."""
     shared, names = settings.run, settings.data
     data = translation_data.load(names["dataset"], "train", names["source"], names["target"], settings.bad_rows)
-    data = datasets.subsample_pairs(data, shared.max_examples, shared.train.seed)
+    data = translation_corpora.subsample_pairs(data, shared.max_examples, shared.train.seed)
     digest = translation_data.files_digest(names["dataset"], "train", names["source"], names["target"])
     if shared.evaluating and digest:  # its bad rows and line counts too, before any write
         translation_data.load(names["dataset"], settings.eval_split, names["source"], names["target"],
@@ -264,7 +256,7 @@ def config_from_flags(mode):
         if FLAGS.dataset == "multi30k":  # checks the pair, and a damaged evaluation file, before training
             evaluating = mode == "train_and_eval"
             for split in {"validation", FLAGS.eval_split if evaluating else "validation"}:
-                datasets.load_translation("multi30k", split, FLAGS.source, FLAGS.target)
+                translation_corpora.load_translation("multi30k", split, FLAGS.source, FLAGS.target)
         elif mode == "train_and_eval":
             translation_data.check_split(FLAGS.dataset, FLAGS.eval_split, FLAGS.source, FLAGS.target)
         data = {"dataset": FLAGS.dataset, "source": FLAGS.source, "target": FLAGS.target}

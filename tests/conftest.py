@@ -23,7 +23,12 @@ os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 os.environ.setdefault("ZOO_CACHE_DIR", tempfile.mkdtemp(prefix="zoo-test-cache-"))
 
 
-def run_recipe(module, *args, timeout=300, env=None, check=True, input=None):
+# Seconds a test waits for a process: a guard against one that hangs, not a speed limit, so generous that a
+# machine busy with other work does not trip it.
+HANG = 3600
+
+
+def run_recipe(module, *args, timeout=HANG, env=None, check=True, input=None):
     """Runs `python -m recipes.<module> args...` from the repository root (`input`: its stdin)."""
     command = [sys.executable, "-m", f"recipes.{module}", *args]
     result = subprocess.run(
@@ -35,7 +40,7 @@ def run_recipe(module, *args, timeout=300, env=None, check=True, input=None):
     return result
 
 
-def fresh_process_json(program, timeout=300):
+def fresh_process_json(program, timeout=HANG):
     """Runs `program` in a new Python process (from /, so the repository is not importable) and
     returns the JSON of its last line of output."""
     fresh = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=timeout, cwd="/")
@@ -56,7 +61,7 @@ class RecipeProbes:
     def __init__(self):
         self.processes = {}
 
-    def __call__(self, module, *args, env=None, timeout=300):
+    def __call__(self, module, *args, env=None, timeout=HANG):
         process = self.processes.get(module)
         if process is None or process.poll() is not None:
             process = subprocess.Popen([sys.executable, "-m", "tests.recipe_probes", module], cwd=ROOT,

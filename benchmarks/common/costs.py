@@ -51,13 +51,13 @@ def translation_lengths(run, model_dir):
     """(source, decoder input) lengths of the run's training pairs as `recipes.translate.train` makes them: its
     training data (subsampled as it was) tokenized by the tokenizers it trained in `model_dir`, each source
     ending with </s>, each decoder input <s> + target (one position per label)."""
-    from zoo.data import datasets
+    from zoo.translation import corpora as translation_corpora
     from zoo.translation import preprocessor as translation_preprocessing
     from zoo.runs.run_dir import RunDir
 
     model = run["model"]
-    data = datasets.load_translation(run["dataset"], "train", run["source"], run["target"])
-    data = datasets.subsample_pairs(data, run["data"]["max_examples"], run["train"]["seed"])
+    data = translation_corpora.load_translation(run["dataset"], "train", run["source"], run["target"])
+    data = translation_corpora.subsample_pairs(data, run["data"]["max_examples"], run["train"]["seed"])
     source_tokenizer, target_tokenizer = RunDir(model_dir).tokenizers(model["shared_vocabulary"])
     sources = translation_preprocessing.source_rows(source_tokenizer, data.sources, model["max_length"])
     targets = translation_preprocessing.target_rows(target_tokenizer, data.targets, model["max_length"])

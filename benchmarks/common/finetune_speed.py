@@ -4,7 +4,7 @@ checkpoint, measured in one program (`benchmarks.published`, `benchmarks.transfe
 import os
 import time
 
-# The recipes' CPU allocator settings (recipes.common, zoo.training.loop.keep_freed_memory), for both models alike:
+# The recipes' CPU allocator settings (recipes.common, zoo.training.runtime.keep_freed_memory), for both models alike:
 # set before TensorFlow allocates anything.
 if os.environ.get("ZOO_TF_ALLOCATOR") != "1":
     os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "1")
@@ -24,7 +24,8 @@ def fine_tuning_rates(checkpoint, batch_size, length, steps, dtype):
 
     from zoo.classifier import model as classifier
     from zoo.pretraining import published
-    from zoo.training.loop import dtype_policy, keep_freed_memory
+    from zoo.training.config import dtype_policy
+    from zoo.training.runtime import keep_freed_memory
 
     keep_freed_memory()
     read = published.read_checkpoint(checkpoint)

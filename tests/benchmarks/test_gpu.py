@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from benchmarks.common import costs
+from tests.conftest import HANG
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -16,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def run_gpu_benchmark(backend, *arguments):
     env = {**os.environ, "KERAS_BACKEND": backend, "JAX_PLATFORMS": "cpu"}
     return subprocess.run([sys.executable, "-m", "benchmarks.gpu", *arguments], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=HANG)
 
 
 def test_the_tiny_preset_trains_both_models_on_jax_and_counts_their_work(tmp_path):

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.conftest import ROOT, fresh_process_json
+from tests.conftest import HANG, ROOT, fresh_process_json
 
 QUICK = ["--preset=tiny", "--batch_size=8", "--log_every=5"]
 
@@ -24,7 +24,7 @@ def ptb_fixture(tmp_path_factory):
     result = run_recipe(
         "lm", "--dataset=ptb", *QUICK, "--train_steps=20", "--checkpoint_every=10", "--eval_split=validation",
         "--activation=gelu", "--eval_memory_length=48", f"--model_dir={model_dir}", f"--export_dir={export_dir}",
-        timeout=600,
+        timeout=HANG,
     )
     return model_dir, export_dir, result
 
@@ -113,7 +113,7 @@ def test_max_examples_is_refused_rather_than_ignored(tmp_path, probe_recipe):
 def test_tiny_shakespeare_trains_at_character_level_and_reports_bits_per_character(tmp_path, run_recipe, probe_recipe):
     model_dir, export_dir = str(tmp_path / "run"), str(tmp_path / "export")
     result = run_recipe("lm", "--dataset=tinyshakespeare", *QUICK, "--train_steps=10", "--eval_split=validation",
-                        "--random_offset", f"--model_dir={model_dir}", f"--export_dir={export_dir}", timeout=600)
+                        "--random_offset", f"--model_dir={model_dir}", f"--export_dir={export_dir}", timeout=HANG)
     assert "bits_per_character" in result.stdout
     served = serve_in_fresh_process(export_dir, ["ROMEO:", ""], "JULIET:", ["To be, or", "é", ""])
     assert len(served["out"]) == 2 and all(served["out"])
@@ -138,7 +138,7 @@ def test_killed_training_resumes_with_its_memory(tmp_path):
     import tensorflow as tf
 
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
+    deadline = time.time() + HANG
     while tf.train.latest_checkpoint(str(tmp_path)) is None:  # the checkpoint file names a whole checkpoint
         assert time.time() < deadline and process.poll() is None
         time.sleep(0.5)
@@ -152,7 +152,7 @@ def test_killed_training_resumes_with_its_memory(tmp_path):
     masks = [reader.get_tensor(n) for n in saved if reader.get_variable_to_dtype_map()[n] == tf.bool]
     assert masks and all(np.all(m) for m in masks)  # a full memory, mid-pass
     resumed = subprocess.run([*command[:-3], "--train_steps=20", *command[-2:]], cwd=ROOT, capture_output=True,
-                             text=True, timeout=300)
+                             text=True, timeout=HANG)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"Resuming from step {killed_at} " in resumed.stdout and "restored the memory" in resumed.stdout
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import tests.recipes.test_multi_worker_faults as multi_worker
-from tests.conftest import ROOT
+from tests.conftest import HANG, ROOT
 from tests.recipes.test_exact_resumption import RECIPES, saved_tensors
 from zoo.runs.checkpoints import checkpoint_steps
 from zoo.runs.run_lock import LOCK_FILE
@@ -34,13 +34,13 @@ def start(recipe, model_dir):
 
 def signal_once(process, path_pattern, signum):
     """Sends `signum` to `process` once a file matching `path_pattern` exists; returns (stdout, stderr)."""
-    deadline = time.time() + 240
+    deadline = time.time() + HANG
     try:
         while not glob.glob(path_pattern):
             assert process.poll() is None and time.time() < deadline, f"no {path_pattern} in time"
             time.sleep(0.05)
         process.send_signal(signum)
-        return process.communicate(timeout=240)
+        return process.communicate(timeout=HANG)
     finally:
         if process.poll() is None:
             process.kill()
@@ -99,12 +99,12 @@ def test_a_sigterm_before_training_ends_the_run_with_one_line_and_releases_the_f
 def test_every_worker_of_a_job_stops_after_the_same_step_saved(tmp_path):
     model_dir = str(tmp_path / "run")
     chief, other = workers = multi_worker.start_workers(model_dir, steps=100_000)
-    deadline = time.time() + 240
+    deadline = time.time() + HANG
     while not os.path.exists(os.path.join(model_dir, "ckpt-10.index")):
         assert chief.poll() is None and other.poll() is None and time.time() < deadline, "no checkpoint in time"
         time.sleep(0.2)
     other.send_signal(signal.SIGTERM)
-    (_, chief_err), (_, other_err) = multi_worker.finish(workers, timeout=120)
+    (_, chief_err), (_, other_err) = multi_worker.finish(workers, timeout=HANG)
     lines = []
     for worker, err in zip(workers, (chief_err, other_err)):
         assert worker.returncode == 143 and "Traceback" not in err, err[-3000:]

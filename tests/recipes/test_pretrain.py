@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, fresh_process_json
+from tests.conftest import HANG, ROOT, fresh_process_json
 
 QUICK = ["--corpus=sst2", "--preset=tiny", "--vocab_size=500", "--sequence_length=64", "--batch_size=16"]
 ELECTRA = [*QUICK, "--objective=electra"]
@@ -163,14 +163,14 @@ def test_killed_pretraining_resumes_at_its_step(tmp_path):
                 "--log_every=5", "--mode=train", f"--model_dir={tmp_path}"]
 
     process = subprocess.Popen(command(400), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
+    deadline = time.time() + HANG
     while tf.train.latest_checkpoint(str(tmp_path)) is None:
         assert time.time() < deadline and process.poll() is None
         time.sleep(0.5)
     process.send_signal(signal.SIGKILL)
     process.wait()
     killed_at = int(tf.train.latest_checkpoint(str(tmp_path)).rsplit("-", 1)[1])
-    resumed = subprocess.run(command(killed_at + 5), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    resumed = subprocess.run(command(killed_at + 5), cwd=ROOT, capture_output=True, text=True, timeout=HANG)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"Resuming from step {killed_at} " in resumed.stdout and f"step {killed_at + 5}/{killed_at + 5}" in resumed.stdout
 

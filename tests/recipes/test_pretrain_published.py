@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from tests.conftest import fresh_process_json, run_recipe
+from tests.conftest import HANG, fresh_process_json, run_recipe
 from tests.zoo import _published_fixtures as fixtures
 
 SPECIALS = ["[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused2]"]
@@ -32,9 +32,9 @@ def checkpoint_fixture(tmp_path_factory):
 
 
 def test_the_run_masks_with_the_checkpoints_special_ids(checkpoint):
-    from zoo.pretraining import published
+    from zoo.pretraining import checkpoint_weights, published
 
-    ids = published.special_ids(published.read_checkpoint(checkpoint))
+    ids = checkpoint_weights.special_ids(published.read_checkpoint(checkpoint))
     assert ids == {"mask_id": 6, "first_regular_id": 8, "start_id": 4, "separator_id": 5}
 
 
@@ -44,13 +44,13 @@ def test_the_pretrainer_starts_from_the_checkpoints_encoder_and_masked_lm_head(c
     import tensorflow as tf
     from safetensors.numpy import load_file
 
-    from zoo.pretraining import pretrained, model as pretraining, published
+    from zoo.pretraining import checkpoint_weights, pretrained, model as pretraining, published
     import keras
 
     keras.config.set_dtype_policy("float32")
     read = published.read_checkpoint(checkpoint)
     config = pretraining.PretrainConfig(encoder=published.encoder_config(read, 32), sequence_length=16,
-                                        **published.special_ids(read))
+                                        **checkpoint_weights.special_ids(read))
     model = pretraining.build_pretrainer(config)
     pretrained.pretrainer_initializer(checkpoint)(model)
     token_ids = tf.constant([[4, 20, 21, 6, 30, 5, 0, 0]], tf.int32)
@@ -99,7 +99,7 @@ def test_the_export_fills_a_written_mask_token(continued):
         "print(json.dumps({'count': out['mask_count'].numpy().tolist(),"
         " 'tokens': [[[t.decode() for t in k] for k in m] for m in out['tokens'].numpy()]}))\n"
     )
-    served = fresh_process_json(program, timeout=120)
+    served = fresh_process_json(program, timeout=HANG)
     assert served["count"] == [1, 0]
     assert all(not t.startswith("[") for t in served["tokens"][0][0])  # special pieces are never proposed
 

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, fresh_process_json
+from tests.conftest import HANG, ROOT, fresh_process_json
 
 QUICK = ["--dataset=sst2", "--preset=tiny", "--max_examples=2000", "--vocab_size=500", "--batch_size=16"]
 
@@ -62,7 +62,7 @@ def test_export_answers_in_a_fresh_tensorflow_process_like_the_model_in_process(
         f"out = serve(text=tf.constant({texts!r}))\n"
         "print(json.dumps({'p': out['probabilities'].numpy().tolist(), 'l': [s.decode() for s in out['label'].numpy()]}))\n"
     )
-    served = fresh_process_json(program, timeout=120)
+    served = fresh_process_json(program, timeout=HANG)
 
     import tensorflow as tf
 
@@ -82,7 +82,7 @@ def test_an_export_of_averaged_checkpoints_serves_the_mean_model(trained, run_re
 
     from recipes import sentiment
     from zoo.classifier.preprocessor import ClassifierPreprocessor
-    from zoo.training.loop import restore_model
+    from zoo.runs.checkpoints import restore_model
 
     model_dir, _, _ = trained  # checkpoints at steps 10, 20 and 30
     export_dir = str(tmp_path / "averaged")
@@ -128,7 +128,7 @@ def test_train_killed_and_restarted_resumes_the_step_count(tmp_path):
         ]
 
     process = subprocess.Popen(command(400), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 240
+    deadline = time.time() + HANG
     while not os.path.exists(os.path.join(model_dir, "ckpt-40.index")):
         assert process.poll() is None and time.time() < deadline, "no second checkpoint before the deadline"
         time.sleep(0.2)
@@ -140,7 +140,7 @@ def test_train_killed_and_restarted_resumes_the_step_count(tmp_path):
     assert 20 <= killed_at < 400  # the 'checkpoint' file may still name ckpt-20 when ckpt-40.index appears
     resumed = subprocess.run(
         command(killed_at + 20),
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT, capture_output=True, text=True, timeout=HANG,
     )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"Resuming from step {killed_at}" in resumed.stdout
@@ -180,7 +180,7 @@ def test_multi_worker_mirrored_trains_with_two_workers(tmp_path):
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         ))
     try:
-        outputs = [w.communicate(timeout=240) for w in workers]
+        outputs = [w.communicate(timeout=HANG) for w in workers]
     finally:
         for w in workers:  # a hung peer must not hang the suite
             if w.poll() is None:

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from tests.conftest import fresh_process_json, run_recipe
+from tests.conftest import HANG, fresh_process_json, run_recipe
 from tests.zoo import _published_fixtures as fixtures
 
 QUICK = ["--dataset=sst2", "--max_examples=200", "--batch_size=8", "--max_length=24", "--checkpoint_every=4"]
@@ -88,7 +88,7 @@ def test_the_export_answers_in_a_fresh_process_as_the_model_does(trained):
         f"out = serve(text=tf.constant({texts!r}))\n"
         "print(json.dumps(out['probabilities'].numpy().tolist()))\n"
     )
-    served = np.array(fresh_process_json(program, timeout=120))
+    served = np.array(fresh_process_json(program, timeout=HANG))
 
     import tensorflow as tf
 

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from tests.conftest import fresh_process_json
+from tests.conftest import HANG, fresh_process_json
 
 QUICK = ["--dataset=multi30k", "--source=de", "--target=en", "--preset=tiny", "--max_examples=2000",
          "--vocab_size=600", "--max_tokens=1024"]
@@ -22,7 +22,7 @@ def trained_fixture(tmp_path_factory):
     result = run_recipe(
         "translate", *QUICK, "--train_steps=30", "--checkpoint_every=15", "--log_every=10",
         "--eval_split=validation", "--beam_size=2", f"--model_dir={model_dir}", f"--export_dir={export_dir}",
-        timeout=600,
+        timeout=HANG,
     )
     return model_dir, export_dir, result
 
@@ -90,13 +90,13 @@ def test_one_vocabulary_per_language_and_an_untied_output_layer(tmp_path, run_re
     model_dir, export_dir = str(tmp_path / "run"), str(tmp_path / "export")
     run_recipe("translate", *QUICK, "--noshared_vocabulary", "--notie_embeddings", "--train_steps=10",
                "--log_every=5", "--mode=train", "--beam_size=2", f"--model_dir={model_dir}",
-               f"--export_dir={export_dir}", timeout=600)
+               f"--export_dir={export_dir}", timeout=HANG)
     with open(os.path.join(model_dir, "config.json")) as f:
         model = json.load(f)["model"]
     assert not model["shared_vocabulary"] and not model["tie_embeddings"]
     assert all(os.path.exists(os.path.join(model_dir, name)) for name in ("source.model", "target.model"))
     from zoo.translation import model as translation
-    from zoo.training.loop import restore_model
+    from zoo.runs.checkpoints import restore_model
 
     trained = translation.build_translator(translation.TranslatorConfig(**model))
     restore_model(trained, model_dir)  # every layer of the untied, per-language model is in the checkpoint

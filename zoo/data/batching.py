@@ -86,7 +86,7 @@ def pipeline_part(plan, num_pipelines, pipeline_id, replicas_per_pipeline):
 
 
 def planned_dataset_fn(plan, replicas, make_dataset):
-    """A `zoo.training.loop.Task.dataset` over a training plan: each input pipeline's part of `plan`
+    """A `zoo.training.config.Task.dataset` over a training plan: each input pipeline's part of `plan`
     (`pipeline_part`), from the start step on, as `make_dataset(part, skip, pipeline_id)` makes it
     (skip: the plan entries already trained on)."""
 

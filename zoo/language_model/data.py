@@ -9,7 +9,8 @@ import os
 
 import numpy as np
 
-from zoo.data import cache, datasets, files
+from zoo.data import cache, files
+from zoo.language_model import corpora
 from zoo.data.datasets import DatasetError
 from zoo.data.tokenizer import MAX_TRAINING_CHARACTERS
 from zoo.language_model.subword import SubwordVocabulary
@@ -45,7 +46,7 @@ def load(name, split, level=None, text_column="text", bad_rows="error"):
     """The `split` of corpus `name`. A built-in corpus has its own level; files take `level` (default subword)."""
     spec = files.parse(name, FORMS)
     if spec is None:
-        corpus = datasets.load_corpus(name, split)
+        corpus = corpora.load_corpus(name, split)
         if level is not None and level != corpus.level:
             raise DatasetError(f"{name} is a {corpus.level}-level corpus: leave --level out, or give "
                                f"--level={corpus.level}.")
@@ -96,7 +97,7 @@ def _lines(spec, split, text_column, bad):
 def check_split(name, split):
     spec = files.parse(name, FORMS)
     if spec is None:
-        datasets.load_corpus(name, split)  # a missing or damaged file fails now
+        corpora.load_corpus(name, split)  # a missing or damaged file fails now
     else:
         files.check_split(spec, split)
 

@@ -14,10 +14,10 @@ import numpy as np
 import tensorflow as tf
 
 from zoo.classifier import model as classifier
-from zoo.pretraining import model as pretraining, published
+from zoo.pretraining import checkpoint_weights, model as pretraining, published
 from zoo.data import tokenizer
 from zoo.runs.run_dir import LoadedRun, RunDir
-from zoo.training.loop import dtype_policy
+from zoo.training.config import dtype_policy
 
 RECIPE = "pretrain"
 
@@ -51,7 +51,7 @@ def load_encoder(source):
         checkpoint = published.read_checkpoint(source)
         with dtype_policy("float32"):
             encoder = classifier.build_encoder(checkpoint.config)
-        copy_encoder_weights(published.encoder_weights(checkpoint, encoder), encoder)
+        copy_encoder_weights(checkpoint_weights.encoder_weights(checkpoint, encoder), encoder)
         return encoder, checkpoint_tokenizer(checkpoint)
     check_run_source(source)
     trained = load_pretrained(source)
@@ -98,8 +98,8 @@ def encoder_initializer(source):
     def initialize(model):  # called on a fresh run only: a resumed one needs nothing from `source`
         if published.is_published(source):
             checkpoint = published.read_checkpoint(source)
-            count = copy_encoder_weights(published.encoder_weights(checkpoint, model), model)
-            unused = published.unused_parts(checkpoint)
+            count = copy_encoder_weights(checkpoint_weights.encoder_weights(checkpoint, model), model)
+            unused = checkpoint_weights.unused_parts(checkpoint)
             print(f"Initialized the encoder from {source}: {count} published weights"
                   + (f"; not used for fine-tuning: {', '.join(unused)}." if unused else "."), flush=True)
         else:
@@ -116,14 +116,14 @@ def pretrainer_initializer(source):
 
     def initialize(model):  # a fresh run only
         checkpoint = published.read_checkpoint(source)
-        count = copy_encoder_weights(published.encoder_weights(checkpoint, model.encoder), model.encoder)
-        head = published.mlm_head_weights(checkpoint)
+        count = copy_encoder_weights(checkpoint_weights.encoder_weights(checkpoint, model.encoder), model.encoder)
+        head = checkpoint_weights.mlm_head_weights(checkpoint)
         if head is not None:
             model.mlm_head.dense.set_weights(head["dense"])
             model.mlm_head.norm.set_weights(head["norm"])
             model.mlm_head.bias.assign(head["bias"][0])
         said = "its masked-LM head" if head is not None else "a new masked-LM head (the checkpoint has none)"
-        unused = published.unused_parts(checkpoint, head=head is not None)
+        unused = checkpoint_weights.unused_parts(checkpoint, head=head is not None)
         print(f"Initialized the encoder from {source} ({count} published weights) and {said}"
               + (f"; not used: {', '.join(unused)}." if unused else "."), flush=True)
 

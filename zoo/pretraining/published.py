@@ -21,9 +21,7 @@ into the positions.
 import dataclasses
 import json
 import os
-import re
 
-import numpy as np
 
 from zoo.classifier import model as classifier
 from zoo.data import tokenizer
@@ -77,8 +75,12 @@ def normalize(spec):
 
 def read_checkpoint(spec):
     """The Checkpoint that `spec` names, checked whole (`check_checkpoint`), or PublishedCheckpointError."""
+    # The reader and the checks import this module's names: imported here, once it is whole.
+    from zoo.pretraining.checkpoint_checks import check_checkpoint
+    from zoo.pretraining.keras_hub_reader import read_keras_hub
+
     if spec.startswith(KERAS_HUB_PREFIX):
-        checkpoint = _read_keras_hub(spec, spec[len(KERAS_HUB_PREFIX):])
+        checkpoint = read_keras_hub(spec, spec[len(KERAS_HUB_PREFIX):])
     else:
         checkpoint = _read_folder(spec, _download(spec) if spec.startswith(HF_PREFIX) else _local_folder(spec))
     check_checkpoint(checkpoint)
@@ -101,7 +103,9 @@ def _read_folder(spec, directory):
         raise PublishedCheckpointError(f"{spec} is a folder without config.json: a published checkpoint's folder "
                                        f"holds {LAYOUT}.")
     if "class_name" in config:
-        return _read_keras_hub(spec, directory)
+        from zoo.pretraining.keras_hub_reader import read_keras_hub  # it imports this module's names
+
+        return read_keras_hub(spec, directory)
     model_type = config.get("model_type")
     if model_type is None and "recipe" in config:
         raise PublishedCheckpointError(f"{spec} holds a zoo {config['recipe']!r} run, not a published checkpoint "
@@ -241,87 +245,6 @@ def _encoder_config(config, spec):
         raise PublishedCheckpointError(f"{spec}'s config.json has no {error.args[0]!r}: download it again.") from None
 
 
-def _read_keras_hub(spec, preset):
-    """A KerasHub BERT or ELECTRA preset (a name, downloaded by keras-hub, or a folder) as a Checkpoint."""
-    import keras
-    import keras_hub
-
-    try:
-        backbone = keras_hub.models.Backbone.from_preset(preset, dtype="float32")
-        preset_tokenizer = keras_hub.tokenizers.Tokenizer.from_preset(preset)
-    except Exception as error:  # unknown names, no network, damaged files
-        raise PublishedCheckpointError(f"keras-hub could not load {spec}: {_keras_hub_reason(error, preset)}") \
-            from None
-    kinds = {keras_hub.models.BertBackbone: "bert", keras_hub.models.ElectraBackbone: "electra"}
-    model_type = kinds.get(type(backbone))
-    if model_type is None:
-        raise PublishedCheckpointError(f"{spec} is a {type(backbone).__name__}: the zoo's encoder takes KerasHub's "
-                                       "BertBackbone and ElectraBackbone.")
-    settings = backbone.get_config()
-    hidden = settings["hidden_dim"]
-    embedding_dim = settings.get("embedding_dim", hidden)
-    config = classifier.ClassifierConfig(
-        vocab_size=settings.get("vocabulary_size", settings.get("vocab_size")), hidden_dim=hidden, num_heads=settings["num_heads"],
-        intermediate_dim=settings["intermediate_dim"], num_layers=settings["num_layers"],
-        dropout=settings["dropout"], max_length=settings["max_sequence_length"], position="learned",
-        activation="gelu_approximate", embedding="normalized", embedding_dim=None if embedding_dim == hidden else embedding_dim,
-        epsilon=backbone.get_layer("embeddings_layer_norm").epsilon,
-    )
-    weights = _keras_hub_weights(backbone, settings["num_layers"], keras)
-    return Checkpoint(spec, model_type, config, weights, list(preset_tokenizer.vocabulary), preset_tokenizer.lowercase,
-                      preset_tokenizer.strip_accents, vocabulary_source=f"the tokenizer of {spec}")
-
-
-def _keras_hub_reason(error, preset):
-    """Why keras-hub could not load `preset`, in one line: its network and unknown-name errors in our words (the
-    first is a long repr of a connection, the second a numbered list), any other whole."""
-    message = _one_line(error)
-    host = re.search(r"host='([^']+)'", message)
-    if host and "Connection" in type(error).__name__:
-        return (f"it could not reach {host.group(1)} to download the preset ({type(error).__name__}). Check the "
-                "network, or give a local preset folder (keras_hub:/path/to/folder, as save_to_preset writes it).")
-    if message.startswith("Unknown preset identifier"):
-        return (f"it knows no preset {preset!r}. Give a name of keras_hub.models.Backbone.presets (e.g. "
-                "bert_tiny_en_uncased), a kaggle://, hf:// or modelscope:// handle, or a local preset folder.")
-    return f"{type(error).__name__}: {message} Check the preset name and the network, or give a local preset folder."
-
-
-def _keras_hub_weights(backbone, num_layers, keras):
-    """A KerasHub BERT / ELECTRA backbone's weights under Hugging Face's names and layout."""
-    layer = backbone.get_layer
-
-    def linear(dense):  # Keras's (in, ..., out...) kernel -> PyTorch's (out, in)
-        kernel, bias = (np.asarray(w) for w in dense.get_weights())
-        return kernel.reshape(-1, bias.size).T, bias.reshape(-1)
-
-    def norm(ln):
-        return dict(zip(("weight", "bias"), (np.asarray(w) for w in ln.get_weights())))
-
-    weights = {
-        "embeddings.word_embeddings.weight": np.asarray(layer("token_embedding").embeddings),
-        "embeddings.position_embeddings.weight": np.asarray(layer("position_embedding").position_embeddings),
-        "embeddings.token_type_embeddings.weight": np.asarray(layer("segment_embedding").embeddings),
-    }
-    weights.update({f"embeddings.LayerNorm.{k}": v for k, v in norm(layer("embeddings_layer_norm")).items()})
-    if any(l.name == "embeddings_projection" for l in backbone.layers):
-        weights["embeddings_project.weight"], weights["embeddings_project.bias"] = linear(layer("embeddings_projection"))
-    for i in range(num_layers):
-        block, prefix = layer(f"transformer_layer_{i}"), f"encoder.layer.{i}."
-        attention = block._self_attention_layer
-        for name, dense in (("query", attention._query_dense), ("key", attention._key_dense),
-                            ("value", attention._value_dense)):
-            weights[f"{prefix}attention.self.{name}.weight"], weights[f"{prefix}attention.self.{name}.bias"] = linear(dense)
-        dense = attention._output_dense
-        weights[f"{prefix}attention.output.dense.weight"], weights[f"{prefix}attention.output.dense.bias"] = linear(dense)
-        for hf, ln in (("attention.output.LayerNorm", block._self_attention_layer_norm),
-                       ("output.LayerNorm", block._feedforward_layer_norm)):
-            weights.update({f"{prefix}{hf}.{k}": v for k, v in norm(ln).items()})
-        for hf, dense in (("intermediate.dense", block._feedforward_intermediate_dense),
-                          ("output.dense", block._feedforward_output_dense)):
-            weights[f"{prefix}{hf}.weight"], weights[f"{prefix}{hf}.bias"] = linear(dense)
-    return weights
-
-
 def encoder_config(checkpoint, max_length=None, dropout=None):
     """The checkpoint's encoder config, with `max_length` (at most the checkpoint's positions) and `dropout`."""
     config = checkpoint.config
@@ -331,215 +254,3 @@ def encoder_config(checkpoint, max_length=None, dropout=None):
             f"{config.max_length} positions, and [CLS] and [SEP] take two.")
     return dataclasses.replace(config, max_length=max_length or config.max_length,
                                dropout=config.dropout if dropout is None else dropout)
-
-
-def check_checkpoint(checkpoint):
-    """Refuses (PublishedCheckpointError) a checkpoint that the zoo could not load whole, naming the file or
-    tensor and what to do: a vocabulary that the tokenizer refuses or whose size is not config.json's
-    vocab_size; weights with another number of layers than num_hidden_layers, or a tensor missing or of
-    another shape than config.json gives it; an encoder tensor the zoo's encoder has no place for; a NaN or
-    an infinity in any tensor."""
-    _check_vocabulary(checkpoint)
-    _check_layers(checkpoint)
-    _check_tensors(checkpoint)
-    for name, value in checkpoint.weights.items():
-        if np.issubdtype(value.dtype, np.floating) and not np.isfinite(value).all():
-            bad = int(np.size(value) - np.isfinite(value).sum())
-            raise PublishedCheckpointError(
-                f"{checkpoint.source}: {bad} of the {np.size(value)} values of the tensor {name} are not finite (NaN "
-                "or infinity): the weights are damaged; download the checkpoint again.")
-
-
-def _check_vocabulary(checkpoint):
-    problem = tokenizer.wordpiece_problem(checkpoint.vocabulary)
-    if problem:
-        raise PublishedCheckpointError(f"{checkpoint.vocabulary_source} cannot be used: {problem}. Use the "
-                                       "vocabulary published with these weights (download it again).")
-    if len(checkpoint.vocabulary) != checkpoint.config.vocab_size:
-        raise PublishedCheckpointError(
-            f"{checkpoint.vocabulary_source} holds {len(checkpoint.vocabulary)} pieces, but config.json's "
-            f"vocab_size is {checkpoint.config.vocab_size}: use the vocabulary published with these weights.")
-
-
-def _check_layers(checkpoint):
-    """The weights hold layers 0 .. num_hidden_layers - 1, no more, no fewer."""
-    held = {}  # layer index -> its first tensor's name
-    for name in sorted(checkpoint.weights):
-        match = re.match(r"encoder\.layer\.(\d+)\.", name)
-        if match:
-            held.setdefault(int(match.group(1)), name)
-    count = checkpoint.config.num_layers
-    extra = sorted(i for i in held if i >= count)
-    if extra:
-        raise PublishedCheckpointError(
-            f"{checkpoint.source}: config.json's num_hidden_layers is {count}, but the weights hold layer {extra[0]} "
-            f"too ({held[extra[0]]}), {len(held)} layers in all: use the config.json published with these weights.")
-    missing = [i for i in range(count) if i not in held]
-    if missing:
-        raise PublishedCheckpointError(
-            f"{checkpoint.source}: config.json's num_hidden_layers is {count}, but the weights hold no layer "
-            f"{missing[0]} (no encoder.layer.{missing[0]}.* tensor), {len(held)} layers in all: use the config.json "
-            "published with these weights.")
-
-
-def _check_tensors(checkpoint):
-    """Each tensor of the encoder (and of BERT's masked-LM head, where there is one) is there with the shape
-    config.json gives it; the encoder holds no tensor besides them."""
-    config, weights, source = checkpoint.config, checkpoint.weights, checkpoint.source
-    sizes = {"vocab_size": config.vocab_size, "hidden_size": config.hidden_dim,
-             "intermediate_size": config.intermediate_dim, "max_position_embeddings": config.max_length,
-             "embedding_size": config.embedding_dim, None: None}
-    expected = _tensor_shapes(config, head=f"{HEAD_PREFIX}transform.dense.weight" in weights)
-    for name, fields in expected.items():
-        found = _find(weights, name)
-        if found is None:
-            raise PublishedCheckpointError(f"{source} lacks the tensor {name}: it is not a complete "
-                                           f"{checkpoint.model_type} checkpoint; download it again.")
-        shape, needed = tuple(weights[found].shape), tuple(sizes[field] for field in fields)
-        wrong = [f"{field}={sizes[field]}" for field, size, given in zip(fields, needed, shape)
-                 if size is not None and size != given]
-        if len(shape) != len(needed) or wrong:
-            said = f"config.json ({', '.join(wrong)}) gives" if wrong else "the zoo needs"
-            raise PublishedCheckpointError(
-                f"{source}: the tensor {found} has shape {shape}, but {said} {tuple(n or '*' for n in needed)}: "
-                "config.json and the weights disagree; use the config.json published with these weights.")
-    known = {_find(weights, name) for name in expected} | set(BUFFERS)
-    unknown = sorted(name for name in weights if name.startswith(ENCODER_PARTS) and name not in known)
-    if unknown:
-        raise PublishedCheckpointError(
-            f"{source} holds {', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''} in its encoder, which "
-            f"the zoo's {checkpoint.model_type} encoder has no place for: it would compute without "
-            f"{'them' if len(unknown) > 1 else 'it'}. The zoo loads plain BERT and ELECTRA encoders.")
-
-
-def _tensor_shapes(config, head):
-    """{Hugging Face tensor name: its shape as config.json's fields (None: any size)} of the encoder that
-    `config` (a ClassifierConfig) describes, and of BERT's masked-LM head with `head`."""
-    width = "embedding_size" if config.embedding_dim else "hidden_size"  # the embedding's
-    hidden, inner = "hidden_size", "intermediate_size"
-
-    def linear(name, out_dim, in_dim):  # PyTorch's Linear: weight (out, in)
-        return {f"{name}.weight": (out_dim, in_dim), f"{name}.bias": (out_dim,)}
-
-    def norm(name, dim):
-        return {f"{name}.weight": (dim,), f"{name}.bias": (dim,)}
-
-    shapes = {"embeddings.word_embeddings.weight": ("vocab_size", width),
-              "embeddings.position_embeddings.weight": ("max_position_embeddings", width),
-              "embeddings.token_type_embeddings.weight": (None, width), **norm("embeddings.LayerNorm", width)}
-    if config.embedding_dim:
-        shapes.update(linear("embeddings_project", hidden, width))
-    for i in range(config.num_layers):
-        layer = f"encoder.layer.{i}"
-        for part in ("query", "key", "value"):
-            shapes.update(linear(f"{layer}.attention.self.{part}", hidden, hidden))
-        shapes.update({**linear(f"{layer}.attention.output.dense", hidden, hidden),
-                       **norm(f"{layer}.attention.output.LayerNorm", hidden),
-                       **linear(f"{layer}.intermediate.dense", inner, hidden),
-                       **linear(f"{layer}.output.dense", hidden, inner), **norm(f"{layer}.output.LayerNorm", hidden)})
-    if head:
-        shapes.update({**linear(f"{HEAD_PREFIX}transform.dense", width, hidden),
-                       **norm(f"{HEAD_PREFIX}transform.LayerNorm", width), f"{HEAD_PREFIX}bias": ("vocab_size",)})
-    return shapes
-
-
-def _find(weights, name):
-    """The name under which `weights` holds `name`: itself, or with LayerNorm's older gamma and beta; else None."""
-    legacy = name.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
-    return next((candidate for candidate in (name, legacy) if candidate in weights), None)
-
-
-def unused_parts(checkpoint, head=False):
-    """The checkpoint's parts outside the encoder (pooler, masked-LM or detection head), by name; with `head`
-    (BERT's masked-LM head is loaded: `mlm_head_weights`, its output tied to the embedding), less that head."""
-    used = ENCODER_PARTS + ((HEAD_PREFIX,) if head else ())
-    return sorted({".".join(name.split(".")[:2]) for name in checkpoint.weights if not name.startswith(used)})
-
-
-def encoder_weights(checkpoint, model):
-    """{layer name: [NumPy arrays, in layer.weights order]} for the encoder layers of `model`
-    (an encoder or a classifier built from `encoder_config(checkpoint)`), as
-    `zoo.pretraining.pretrained.copy_encoder_weights` takes them; raises PublishedCheckpointError on
-    missing or misshapen weights."""
-    w, source = checkpoint.weights, checkpoint.source
-
-    def get(name):
-        found = _find(w, name)  # older BERT checkpoints name LayerNorm's scale and offset gamma and beta
-        if found is None:
-            raise PublishedCheckpointError(f"{source} lacks the weight {name!r}: it is not a complete "
-                                           f"{checkpoint.model_type} encoder checkpoint; download it again.")
-        return np.asarray(w[found], np.float32)
-
-    values = {}  # id(variable) -> array
-
-    def put(variable, array):
-        if tuple(variable.shape) != array.shape:
-            raise PublishedCheckpointError(
-                f"{source}: {variable.path} needs shape {tuple(variable.shape)}, the checkpoint gives {array.shape}: "
-                "config.json and the weights disagree; download the checkpoint again.")
-        values[id(variable)] = array
-
-    def put_norm(layer_norm, name):
-        put(layer_norm.gamma, get(f"{name}.weight"))
-        put(layer_norm.beta, get(f"{name}.bias"))
-
-    embedding = model.get_layer("embedding")
-    put(embedding.token_embedding.embeddings, get("embeddings.word_embeddings.weight"))
-    positions = get("embeddings.position_embeddings.weight")[: embedding.max_length]
-    put(embedding.position_embedding.position_embeddings, positions + get("embeddings.token_type_embeddings.weight")[0])
-    put_norm(embedding.layer_norm, "embeddings.LayerNorm")
-    layers = {layer.name: layer for layer in model.layers}
-    if "encoder_projection" in layers:
-        put(layers["encoder_projection"].kernel, get("embeddings_project.weight").T)
-        put(layers["encoder_projection"].bias, get("embeddings_project.bias"))
-    for block in classifier.encoder_blocks(model):
-        prefix = f"encoder.layer.{block.name.rsplit('_', 1)[1]}."
-        attention = block.self_attention
-        for name, dense in (("query", attention._query_dense), ("key", attention._key_dense),
-                            ("value", attention._value_dense)):
-            put(dense.kernel, get(f"{prefix}attention.self.{name}.weight").T.reshape(dense.kernel.shape))
-            put(dense.bias, get(f"{prefix}attention.self.{name}.bias").reshape(dense.bias.shape))
-        output = attention._output_dense
-        put(output.kernel, get(f"{prefix}attention.output.dense.weight").T.reshape(output.kernel.shape))
-        put(output.bias, get(f"{prefix}attention.output.dense.bias"))
-        put_norm(block.attention_add_norm.layer_norm, f"{prefix}attention.output.LayerNorm")
-        feed_forward = block.feed_forward
-        put(feed_forward.intermediate_dense.kernel, get(f"{prefix}intermediate.dense.weight").T)
-        put(feed_forward.intermediate_dense.bias, get(f"{prefix}intermediate.dense.bias"))
-        put(feed_forward.output_dense.kernel, get(f"{prefix}output.dense.weight").T)
-        put(feed_forward.output_dense.bias, get(f"{prefix}output.dense.bias"))
-        put_norm(block.feed_forward_add_norm.layer_norm, f"{prefix}output.LayerNorm")
-    encoder_layers = [layer for layer in model.layers if layer.weights and layer.name != "logits"]
-    missing = [v.path for layer in encoder_layers for v in layer.weights if id(v) not in values]
-    if missing:
-        raise PublishedCheckpointError(f"{source} leaves {missing} without a value: the zoo cannot load it.")
-    return {layer.name: [values[id(v)] for v in layer.weights] for layer in encoder_layers}
-
-
-def special_ids(checkpoint):
-    """The PretrainConfig fields of the checkpoint's WordPiece vocabulary: [MASK], the first id after
-    every bracketed special piece ([PAD], [unused...], [UNK], [CLS], [SEP], [MASK]), [CLS] and [SEP]."""
-    vocabulary = checkpoint.vocabulary  # holds [CLS], [SEP] and [MASK] (`check_checkpoint`)
-    special = [i for i, piece in enumerate(vocabulary) if re.fullmatch(r"\[[^\[\]]+\]", piece)]
-    first_regular = max(special) + 1
-    if first_regular >= len(vocabulary):
-        raise PublishedCheckpointError(f"{checkpoint.source}'s vocabulary ends with a special piece "
-                                       f"({vocabulary[-1]}): the zoo needs its special pieces first.")
-    return {"mask_id": vocabulary.index("[MASK]"), "first_regular_id": first_regular,
-            "start_id": vocabulary.index("[CLS]"), "separator_id": vocabulary.index("[SEP]")}
-
-
-def mlm_head_weights(checkpoint):
-    """BERT's masked-LM head as `zoo.pretraining.model.MaskedLMHead`'s weights: {"dense": [kernel, bias],
-    "norm": [gamma, beta], "bias": [vocabulary bias]} (its output matrix is the token embedding, tied);
-    None when the checkpoint has no such head (ELECTRA's discriminator, sentence-transformers models)."""
-    w = checkpoint.weights
-    prefix = HEAD_PREFIX
-    if f"{prefix}transform.dense.weight" not in w:
-        return None
-    norm = [w[_find(w, f"{prefix}transform.LayerNorm.{part}")] for part in ("weight", "bias")]
-    return {
-        "dense": [np.asarray(w[f"{prefix}transform.dense.weight"]).T, np.asarray(w[f"{prefix}transform.dense.bias"])],
-        "norm": [np.asarray(v) for v in norm],
-        "bias": [np.asarray(w[f"{prefix}bias"])],
-    }

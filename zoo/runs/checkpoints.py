@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 
+import numpy as np
 import tensorflow as tf
 
 from zoo.core import disk
@@ -163,3 +164,34 @@ class CheckpointManager(tf.train.CheckpointManager):
             for step in checkpoint_steps(self.directory)[self.keep :]:
                 remove(path_of(self.directory, step))
         return path
+
+
+def random_states(model):
+    """The state variables of the model's random-number generators (the Keras SeedGenerators
+    behind dropout). tf.train.Checkpoint does not reach them through the model, so a resumed run
+    would draw again the dropout masks of its first steps: the Trainer saves them beside it."""
+    return [v for v in model.non_trainable_variables if v.name == "seed_generator_state"]
+
+
+def restore_model(model, model_dir, average=1):
+    """Loads the newest checkpoint's weights into `model` (for eval and export); returns the step
+    it was saved at. With average=N, the mean of the newest N readable checkpoints' weights
+    (fairseq's average_checkpoints: the end of training smoothed, for free); only floating-point
+    weights are averaged, any other variable keeps the newest checkpoint's value."""
+    if average < 1:
+        raise ValueError(f"average_checkpoints={average} must be at least 1.")
+    found = newest_readable_paths(model_dir, average)
+    sums = None
+    for path, _ in reversed(found):  # the newest last: its integer variables stay
+        # Every layer and weight of `model` must be found (the optimizer's slots may be left out).
+        tf.train.Checkpoint(model=model).read(path).expect_partial().assert_existing_objects_matched()
+        values = [np.asarray(v) for v in model.weights]
+        if sums is None:
+            sums = [v.astype(np.float64) if np.issubdtype(v.dtype, np.floating) else v for v in values]
+        else:
+            sums = [s + v if np.issubdtype(v.dtype, np.floating) else v for s, v in zip(sums, values)]
+    if len(found) > 1:
+        model.set_weights([(s / len(found)).astype(v.dtype) if np.issubdtype(v.dtype, np.floating) else s
+                           for s, v in zip(sums, model.weights)])
+        print(f"Averaged the weights of the checkpoints at steps {', '.join(str(s) for _, s in found)}.", flush=True)
+    return found[0][1]

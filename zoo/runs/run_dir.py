@@ -22,7 +22,8 @@ from zoo.runs import checkpoints
 from zoo.core import disk
 from zoo.runs.run_lock import RunLock
 from zoo.data.tokenizer import TOKENIZER_FILE, load_tokenizer
-from zoo.training.loop import dtype_policy, restore_model
+from zoo.training.config import dtype_policy
+from zoo.runs.checkpoints import restore_model
 
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.json"

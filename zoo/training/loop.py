@@ -1,263 +1,37 @@
 """The zoo's one training loop: a custom `strategy.run` loop for every recipe.
 
-Keras 3's `model.fit` breaks under MultiWorkerMirroredStrategy
-(keras-team/keras#20585) and its jit_compile fails under MirroredStrategy, so
-the loop is ours: a per-replica step inside `strategy.run`, several steps per
-`tf.function` call, losses normalized by the global number of tokens (or
-examples) so that any number of replicas computes the same update as one.
-
-A recipe hands the loop a `Task`: how to build the model, the training data
-for a given start step, and the loss of a batch.
-
-SIGTERM (a scheduler taking the machine back) and SIGINT (Ctrl-C) stop a run
-cleanly, as tf.distribute's PreemptionCheckpointHandler promises: while the
-loop trains they are noted, and once the call of the loop under way ends (at
-most log_every steps), every worker saves a checkpoint of the step reached and
-raises `Stopped`; elsewhere they raise `Stopped` at once (`stop_on_signals`).
-That handler itself does not fit this loop: it counts one step per call, adds
-a variable of its own to the checkpoint, restores through its own manager, and
-on a GCP CPU machine does nothing.
+Keras 3's `model.fit` breaks under MultiWorkerMirroredStrategy (keras-team/keras#20585) and its
+jit_compile fails under MirroredStrategy, so the loop is ours: a per-replica step inside `strategy.run`,
+several steps per `tf.function` call, losses normalized by the global number of tokens (or examples) so
+that any number of replicas computes the same update as one. A recipe hands it a `Task`
+(zoo.training.config). SIGTERM and SIGINT stop it cleanly (zoo.training.stopping): once the call under
+way ends, every worker saves a checkpoint of the step reached. tf.distribute's PreemptionCheckpointHandler
+does not fit: it counts one step per call, adds a variable of its own to the checkpoint, restores through
+its own manager, and on a GCP CPU machine does nothing.
 """
 
-import contextlib
-import dataclasses
 import os
 import shutil
 import signal
-import threading
 import time
-from typing import Callable
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from zoo.runs import checkpoints
-from zoo.core import checks
 from zoo.training.distribute import is_chief
-from zoo.training.optimization import SCHEDULES, make_optimizer
+from zoo.training.optimization import make_optimizer
 from zoo.core.progress import Progress
+from zoo.runs.checkpoints import random_states
+from zoo.training.config import dtype_policy
+from zoo.training.runtime import keep_freed_memory
+from zoo.training.stopping import Stopped, noting_stop_signals
 
-PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainConfig:
-    train_steps: int = 1000
-    batch_size: int = 32  # sequences per global batch (or the cap, with max_tokens)
-    max_tokens: int | None = None  # token budget per global batch, padding included
-    learning_rate: float = 5e-4  # the schedule's peak
-    warmup_steps: int = 1000
-    schedule: str = "inverse_sqrt"  # or "cosine": annealed to zero at train_steps
-    label_smoothing: float = 0.1
-    weight_decay: float = 0.0  # AdamW's, decoupled; 0 = Adam
-    layer_decay: float = 1.0  # each layer below the top learns at this factor of the rate above it
-    clip_norm: float | None = 1.0  # global gradient norm, over all replicas
-    checkpoint_every: int = 500
-    keep_checkpoints: int = 3
-    log_every: int = 50
-    profile_steps: tuple[int, int] | None = None  # (first, last) step traced by TensorFlow's profiler, 1-based
-    jit_compile: bool = False
-    mixed_precision: str = "float32"  # or "auto": resolved here for this machine (zoo.training.precision)
-    precision_reason: str = ""  # why that dtype, as the recipe chose it (kept in config.json)
-    seed: int = 0
-
-    def __post_init__(self):
-        if self.mixed_precision == "auto":  # this machine's choice (zoo.training.precision), kept with its reason
-            from zoo.training import precision
-
-            dtype, reason = precision.choose("auto")
-            object.__setattr__(self, "mixed_precision", dtype)
-            object.__setattr__(self, "precision_reason", reason)
-        if self.mixed_precision not in PRECISIONS:
-            raise ValueError(f"mixed_precision={self.mixed_precision!r} is not one of {tuple(PRECISIONS)}.")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule={self.schedule!r} is not one of {SCHEDULES}.")
-        checks.positive(self, "learning_rate", "keep_checkpoints", "max_tokens")
-        checks.non_negative(self, "warmup_steps", "weight_decay", "clip_norm")
-        checks.rates(self, "label_smoothing")
-        if not 0.0 < self.layer_decay <= 1.0:
-            raise ValueError(f"layer_decay={self.layer_decay} must be in (0, 1] (1 = the same rate everywhere).")
-        for name in ("train_steps", "batch_size", "checkpoint_every", "log_every"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name}={getattr(self, name)} must be positive.")
-        if self.profile_steps is not None:
-            first, last = self.profile_steps
-            if not 1 < first <= last <= self.train_steps:
-                raise ValueError(f"profile_steps={self.profile_steps} must be two steps, first <= last <= train_steps="
-                                 f"{self.train_steps}, after the first step (which traces the loop), e.g. (11, 20).")
-            if (first - 1) // self.checkpoint_every != (last - 1) // self.checkpoint_every:
-                raise ValueError(f"profile_steps={self.profile_steps} spans a checkpoint (every {self.checkpoint_every} "
-                                 "steps): the trace is one call of the loop, which ends at each checkpoint. Choose "
-                                 "steps between two checkpoints.")
-
-
-@dataclasses.dataclass(frozen=True)
-class Task:
-    """What a recipe gives the loop.
-
-    build_model: () -> keras.Model, called inside the strategy's scope.
-    dataset: (tf.distribute.InputContext, start_step) -> tf.data.Dataset of
-        per-replica batches for that input pipeline, from `start_step` on.
-    loss: (model, batch, training) -> (loss_sum, weight, tokens): the summed
-        float32 loss over the batch, what it is summed over (tokens or
-        examples), and the number of real input tokens (for tokens/s).
-    initial_state: optional (model) -> nested tensors, a replica's state at
-        the start (Transformer-XL's memory). With it the loss is
-        (model, batch, training, state) -> (loss_sum, weight, tokens, state):
-        each replica's state goes from one of its steps to the next and is
-        saved with every checkpoint.
-    initialize: optional (model) -> None, called once on a run that starts from step 0
-        (no checkpoint), after the model is built: pretrained weights go in here.
-    layer_depths: optional (model) -> one int per trainable variable, its layer's depth
-        below the top (0 = the head); with TrainConfig.layer_decay, a variable learns at
-        learning_rate * layer_decay ** depth.
-    """
-
-    build_model: Callable
-    dataset: Callable
-    loss: Callable
-    initial_state: Callable | None = None
-    initialize: Callable | None = None
-    layer_depths: Callable | None = None
 
 
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN or infinite; nothing after the last checkpoint was saved."""
-
-
-class Stopped(BaseException):
-    """SIGTERM or SIGINT stopped the run. A BaseException, as KeyboardInterrupt is, so that no `except Exception`
-    on its way out takes it for an error of its own. `step`: the step the training loop stopped at, its
-    checkpoint saved (None: stopped outside the loop); `peer`: the signal came to another worker of the job."""
-
-    def __init__(self, signum, step=None, peer=False):
-        self.signum, self.step, self.peer = signum, step, peer
-        name = signal.Signals(signum).name
-        if step is None:
-            message = f"stopped by {name}; run again to continue (training resumes from its last checkpoint)"
-        else:
-            by = f"another worker's {name}" if peer else name
-            message = f"stopped at step {step} by {by}; the checkpoint is saved; run again to resume"
-        super().__init__(message)
-
-    @property
-    def status(self):
-        """The exit status a shell gives a process this signal ended (143, 130): a stopped run has not finished."""
-        return 128 + self.signum
-
-
-@contextlib.contextmanager
-def _handling_stop_signals(handler):
-    """`handler` for SIGTERM and SIGINT inside the `with` block, the handlers before it after it; off the main
-    thread (where Python cannot set them) nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    before = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for signum, previous in before.items():
-            signal.signal(signum, signal.SIG_DFL if previous is None else previous)  # None: set outside Python
-
-
-def _raise_stopped(signum, frame):
-    raise Stopped(signum)
-
-
-def stop_on_signals():
-    """A context in which SIGTERM and SIGINT raise `Stopped` wherever the run is, as Ctrl-C raises
-    KeyboardInterrupt: the run ends through its `finally` blocks and context managers (its folder's lock
-    released) instead of dying at once. While `Trainer.train` trains, they are noted instead."""
-    return _handling_stop_signals(_raise_stopped)
-
-
-@contextlib.contextmanager
-def noting_stop_signals():
-    """A context in which SIGTERM and SIGINT are noted in the list it yields, for the training loop to stop
-    at the end of its call; a second SIGINT raises `Stopped` at once (Ctrl-C twice: without waiting for the
-    checkpoint). One noted and not acted on by the end of the block raises `Stopped` then."""
-    noted = []
-
-    def note(signum, frame):
-        if noted and signum == signal.SIGINT:
-            raise Stopped(signum)
-        noted.append(signum)
-
-    with _handling_stop_signals(note):
-        yield noted
-    if noted:
-        raise Stopped(noted[0])
-
-
-@contextlib.contextmanager
-def dtype_policy(mixed_precision):
-    """Keras's global dtype policy for `mixed_precision` ("float32", "bfloat16", "float16": variables
-    stay float32) inside the `with` block; the caller's policy again after it."""
-    before = keras.mixed_precision.dtype_policy()
-    keras.mixed_precision.set_dtype_policy(PRECISIONS[mixed_precision])
-    try:
-        yield
-    finally:
-        keras.mixed_precision.set_dtype_policy(before)
-
-
-def keep_freed_memory():
-    """Lets the C allocator keep and reuse freed memory instead of giving it back to the system
-    and faulting it in again at the next step.
-
-    TensorFlow 2.21 sets glibc's M_TRIM_THRESHOLD to 128 KB when a distributed dataset's iterator
-    starts (it logs "Memory patch applied"); that also freezes glibc's mmap threshold at 128 KB, so
-    every larger buffer of every step is a fresh mmap, zeroed page by page and unmapped when freed.
-    Here both go to the ceilings glibc's own adaptive rules reach: buffers up to 32 MB (its largest
-    mmap threshold) come from the heap, and up to 64 MB of free memory at the heap's top is kept
-    (twice that). TensorFlow lowers the trim threshold presumably against the memory growth reported
-    with generator-fed pipelines (tensorflow/tensorflow#65675); a training process gives that up for
-    speed (`benchmarks/allocator.py` measures it). A no-op without glibc, or with ZOO_TF_ALLOCATOR=1
-    (TensorFlow's settings as they are)."""
-    import ctypes
-
-    if os.environ.get("ZOO_TF_ALLOCATOR") == "1":
-        return
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD
-        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
-
-
-def random_states(model):
-    """The state variables of the model's random-number generators (the Keras SeedGenerators
-    behind dropout). tf.train.Checkpoint does not reach them through the model, so a resumed run
-    would draw again the dropout masks of its first steps: the Trainer saves them beside it."""
-    return [v for v in model.non_trainable_variables if v.name == "seed_generator_state"]
-
-
-def restore_model(model, model_dir, average=1):
-    """Loads the newest checkpoint's weights into `model` (for eval and export); returns the step
-    it was saved at. With average=N, the mean of the newest N readable checkpoints' weights
-    (fairseq's average_checkpoints: the end of training smoothed, for free); only floating-point
-    weights are averaged, any other variable keeps the newest checkpoint's value."""
-    if average < 1:
-        raise ValueError(f"average_checkpoints={average} must be at least 1.")
-    found = checkpoints.newest_readable_paths(model_dir, average)
-    sums = None
-    for path, _ in reversed(found):  # the newest last: its integer variables stay
-        # Every layer and weight of `model` must be found (the optimizer's slots may be left out).
-        tf.train.Checkpoint(model=model).read(path).expect_partial().assert_existing_objects_matched()
-        values = [np.asarray(v) for v in model.weights]
-        if sums is None:
-            sums = [v.astype(np.float64) if np.issubdtype(v.dtype, np.floating) else v for v in values]
-        else:
-            sums = [s + v if np.issubdtype(v.dtype, np.floating) else v for s, v in zip(sums, values)]
-    if len(found) > 1:
-        model.set_weights([(s / len(found)).astype(v.dtype) if np.issubdtype(v.dtype, np.floating) else s
-                           for s, v in zip(sums, model.weights)])
-        print(f"Averaged the weights of the checkpoints at steps {', '.join(str(s) for _, s in found)}.", flush=True)
-    return found[0][1]
 
 
 class Trainer:

@@ -10,17 +10,19 @@ Lines are split at "\\n" alone (a Windows line's "\\r" dropped) and stripped, as
 same text gives the same pairs whichever way it is read.
 """
 
-from zoo.data import cache, datasets, files
-from zoo.data.datasets import DatasetError, Translation
+from zoo.data import cache, files
+from zoo.data.datasets import DatasetError
+from zoo.translation import corpora
+from zoo.translation.corpora import Translation
 
 FORMS = ("text", "tsv")
 
 
 def load(name, split, source, target, bad_rows="error"):
-    """The `split` of dataset `name` as a datasets.Translation (source -> target)."""
+    """The `split` of dataset `name` as a corpora.Translation (source -> target)."""
     spec = files.parse(name, FORMS)
     if spec is None:
-        return datasets.load_translation(name, split, source, target)
+        return corpora.load_translation(name, split, source, target)
     if source == target:
         raise DatasetError(f"--source and --target are both {source!r}: choose two languages.")
     for language in (source, target) if spec.form == "text" else ("",):

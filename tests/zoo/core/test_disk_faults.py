@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.conftest import ROOT
+from tests.conftest import HANG, ROOT
 from zoo.runs import checkpoints, export
 from zoo.core import disk
 from zoo.data import tokenizer
@@ -89,7 +89,7 @@ def full_disk_fixture(tmp_path_factory):
             f.write(b"a version exported before")
     before = files_under(folder)
     written = subprocess.run([sys.executable, "-c", WRITER, folder], cwd=ROOT, capture_output=True, text=True,
-                             timeout=300)
+                             timeout=HANG)
     assert written.returncode == 0, written.stderr[-3000:]
     return folder, before, json.loads(written.stdout.strip().splitlines()[-1])
 

@@ -8,6 +8,8 @@ import shutil
 import pytest
 
 from zoo.data import datasets
+from zoo.language_model import corpora as lm_corpora
+from zoo.translation import corpora as translation_corpora
 from zoo.pretraining import data as pretraining_data
 
 SHARED = os.environ["ZOO_DATA_DIR"]
@@ -35,8 +37,8 @@ def truncate(path, keep=0.5):
 @pytest.mark.parametrize("damage", ["truncated", "garbage"])
 @pytest.mark.parametrize("folder, name, load", [
     ("sst2", "train.tsv.gz", lambda: datasets.load_classification("sst2", "train")),
-    ("multi30k", "train.de.gz", lambda: datasets.load_translation("multi30k", "train", "de", "en")),
-    ("ptb", "ptb.train.txt.gz", lambda: datasets.load_corpus("ptb", "train")),
+    ("multi30k", "train.de.gz", lambda: translation_corpora.load_translation("multi30k", "train", "de", "en")),
+    ("ptb", "ptb.train.txt.gz", lambda: lm_corpora.load_corpus("ptb", "train")),
 ])
 def test_a_damaged_gzip_file_is_named(data_dir, damage, folder, name, load):
     path = data_dir / folder / name
@@ -60,7 +62,7 @@ def test_random_bytes_as_text_name_the_file(data_dir):
     path = data_dir / "tinyshakespeare" / "input.txt"
     path.write_bytes(bytes(range(128, 256)) * 40)
     with pytest.raises(datasets.DatasetError, match=f"{path} cannot be read .*UnicodeDecodeError"):
-        datasets.load_corpus("tinyshakespeare", "train")
+        lm_corpora.load_corpus("tinyshakespeare", "train")
 
 
 def test_a_truncated_unlabeled_imdb_archive_is_named(data_dir):
@@ -105,7 +107,7 @@ def test_a_damaged_evaluation_file_fails_before_training(data_dir, tmp_path, rec
 @pytest.mark.parametrize("name, load, meant", [
     ("tfds:imdb_reviewz", lambda name: datasets.load_classification(name, "train"), "tfds:imdb_reviews"),
     ("tfds:imdb_reviewz", lambda name: datasets.check_split(name, "train"), "tfds:imdb_reviews"),
-    ("tfds:ted_hrlr_translat/pt_to_en", lambda name: datasets.load_translation(name, "train", "pt", "en"),
+    ("tfds:ted_hrlr_translat/pt_to_en", lambda name: translation_corpora.load_translation(name, "train", "pt", "en"),
      "tfds:ted_hrlr_translate/pt_to_en"),
 ])
 def test_an_unknown_tfds_name_is_one_line_with_the_closest_names_not_the_catalog(name, load, meant):

@@ -1,6 +1,8 @@
 import pytest
 
 from zoo.data import datasets
+from zoo.language_model import corpora as lm_corpora
+from zoo.translation import corpora as translation_corpora
 
 
 def test_imdb_splits_hold_out_five_percent_of_train_for_validation():
@@ -56,13 +58,13 @@ def test_corpora_keep_their_files_text_as_served_and_parallel_sides_split_at_new
     (tmp_path / "ptb").mkdir()
     ptb = " a b\r\n c\x0cd \x85e\n"
     (tmp_path / "ptb" / "ptb.valid.txt").write_bytes(ptb.encode())
-    assert datasets.load_corpus("ptb", "validation").text == ptb
+    assert lm_corpora.load_corpus("ptb", "validation").text == ptb
     (tmp_path / "tinyshakespeare").mkdir()
     (tmp_path / "tinyshakespeare" / "input.txt").write_bytes(("ROMEO:\r\nHi.\r\n" * 10).encode())
-    assert datasets.load_corpus("tinyshakespeare", "train").text == ("ROMEO:\r\nHi.\r\n" * 10)[:117]
+    assert lm_corpora.load_corpus("tinyshakespeare", "train").text == ("ROMEO:\r\nHi.\r\n" * 10)[:117]
     (tmp_path / "multi30k").mkdir()
     for language, lines in (("de", ["ein\x85Hund\r", "zwei\x0cKatzen\r"]), ("en", ["a dog", "two cats"])):
         with gzip.open(tmp_path / "multi30k" / f"val.{language}.gz", "wt", encoding="utf-8", newline="") as f:
             f.write("\n".join(lines) + "\n")
-    pairs = datasets.load_translation("multi30k", "validation", "de", "en")
+    pairs = translation_corpora.load_translation("multi30k", "validation", "de", "en")
     assert list(zip(pairs.sources, pairs.targets)) == [("ein\x85Hund", "a dog"), ("zwei\x0cKatzen", "two cats")]

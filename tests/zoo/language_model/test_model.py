@@ -16,7 +16,9 @@ from zoo.language_model import model as lm
 from zoo.language_model import inference as lm_inference
 from zoo.training.distribute import make_strategy
 from zoo.language_model.preprocessor import stream_dataset, stream_layout, text_ids
-from zoo.training.loop import Task, Trainer, TrainConfig, restore_model
+from zoo.training.config import Task, TrainConfig
+from zoo.training.loop import Trainer
+from zoo.runs.checkpoints import restore_model
 from zoo.language_model.vocabulary import Vocabulary
 
 CONFIG = dataclasses.replace(lm.PRESETS["tiny"], vocab_size=40, dropout=0.0, segment_length=6, memory_length=6)

@@ -21,7 +21,7 @@ import pytest
 import tensorflow as tf
 
 import zoo  # noqa: F401  (TensorFlow backend first)
-from tests.conftest import ROOT
+from tests.conftest import HANG, ROOT
 from tests.zoo import _published_fixtures as F
 from zoo.pretraining.pretrained import load_encoder
 from zoo.pretraining.published import PublishedCheckpointError
@@ -393,7 +393,7 @@ def test_hf_without_the_network_or_the_package_says_a_local_directory_works(hub,
     # An empty cache: nothing of the model may be found locally.
     env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf_home"), "PYTHONPATH": ROOT}
     result = subprocess.run([sys.executable, "-c", HF_PROGRAM.format(preamble=preamble)], cwd=ROOT,
-                            env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+                            env={**os.environ, **env}, capture_output=True, text=True, timeout=HANG)
     assert result.returncode == 0, result.stderr[-3000:]
     outcome = json.loads(result.stdout.strip().splitlines()[-1])
     assert outcome["type"] is not None, "load_encoder returned without the network"

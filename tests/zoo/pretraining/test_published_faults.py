@@ -12,7 +12,7 @@ import zoo  # noqa: F401  (TensorFlow backend first)
 from tests.zoo import _published_fixtures as F
 from zoo.core.disk import DamagedFileError
 from zoo.data import tokenizer
-from zoo.pretraining import pretrained, published
+from zoo.pretraining import checkpoint_weights, pretrained, published
 from zoo.pretraining.published import PublishedCheckpointError
 
 VOCAB = F.vocabulary(120)
@@ -85,9 +85,9 @@ def test_every_tensor_is_loaded_or_named_unused(tmp_path):
     weights["adapter.scale"] = np.ones(3, np.float32)
     save_file(weights, str(folder / "model.safetensors"))
     checkpoint = published.read_checkpoint(str(folder))
-    assert published.unused_parts(checkpoint) == ["adapter.scale", "cls.predictions", "cls.seq_relationship",
+    assert checkpoint_weights.unused_parts(checkpoint) == ["adapter.scale", "cls.predictions", "cls.seq_relationship",
                                                   "pooler.dense"]
-    assert published.unused_parts(checkpoint, head=True) == ["adapter.scale", "cls.seq_relationship", "pooler.dense"]
+    assert checkpoint_weights.unused_parts(checkpoint, head=True) == ["adapter.scale", "cls.seq_relationship", "pooler.dense"]
 
 
 # ---------------------------------------------------------------- what --init_from names

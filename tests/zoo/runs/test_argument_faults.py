@@ -10,7 +10,7 @@ from tests.conftest import run_recipe
 from zoo.classifier.model import ClassifierConfig
 from zoo.language_model.model import LMConfig
 from zoo.pretraining.model import PretrainConfig
-from zoo.training.loop import TrainConfig
+from zoo.training.config import TrainConfig
 from zoo.translation.model import TranslatorConfig
 from zoo.translation.search import DecodeConfig
 

@@ -17,7 +17,7 @@ from zoo.runs import run_dir
 from zoo.pretraining.model import PretrainConfig
 from zoo.runs.run_dir import CONFIG_FILE, METRICS_FILE, RunDir, RunDirError
 from zoo.runs.run_lock import LOCK_FILE
-from zoo.training.loop import TrainConfig
+from zoo.training.config import TrainConfig
 
 ENCODER = classifier.ClassifierConfig(vocab_size=50, hidden_dim=16, num_heads=2, intermediate_dim=32, num_layers=2,
                                       dropout=0.0, max_length=32, position="learned")

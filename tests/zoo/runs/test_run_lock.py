@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.conftest import ROOT, run_recipe
+from tests.conftest import HANG, ROOT, run_recipe
 from zoo.runs import run_lock
 from zoo.runs.run_lock import LOCK_FILE, RunLock, RunLockError
 
@@ -122,7 +122,7 @@ def test_the_holder_refreshes_its_lock_while_it_runs(tmp_path):
         path = tmp_path / LOCK_FILE
         os.utime(path, (1, 1))
         time.sleep(0.5)
-        assert time.time() - os.stat(path).st_mtime < 5
+        assert os.stat(path).st_mtime > 1  # touched again since
 
 
 def test_an_unreadable_lock_waits_for_its_writer_then_is_taken_over(tmp_path):
@@ -206,26 +206,25 @@ def test_a_second_training_on_a_held_folder_is_refused_and_the_first_run_keeps_i
     first = subprocess.Popen([sys.executable, "-m", "recipes.sentiment", *QUICK, f"--model_dir={model_dir}"],
                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.time() + 240
+        deadline = time.time() + HANG
         while not os.path.exists(os.path.join(model_dir, "config.json")):
             assert first.poll() is None and time.time() < deadline, "the first run wrote no config.json in time"
             time.sleep(0.1)
         first.send_signal(signal.SIGSTOP)  # the first run stays alive mid-run for as long as the second takes
         try:
-            began = time.time()
             second = run_recipe("sentiment", *QUICK, "--learning_rate=0.01", f"--model_dir={model_dir}",
-                                check=False, timeout=120)
-            seconds = time.time() - began
+                                check=False, timeout=HANG)
         finally:
             first.send_signal(signal.SIGCONT)
-        out, err = first.communicate(timeout=240)
+        out, err = first.communicate(timeout=HANG)
     finally:
         if first.poll() is None:
             first.kill()
     assert second.returncode == 2 and "Traceback" not in second.stderr, second.stderr[-3000:]
     errors = [line for line in second.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and f"process {first.pid} on {socket.gethostname()}" in errors[0]
-    assert seconds < 60  # at once: before any data is read or a step is trained
+    # At once: before any data is read or a step is trained (no step line), whatever the machine's load.
+    assert not any(line.startswith("step ") for line in second.stdout.splitlines()), second.stdout[-3000:]
     assert first.returncode == 0, err[-3000:]
     with open(os.path.join(model_dir, "config.json")) as f:
         assert json.load(f)["train"]["learning_rate"] == 5e-4  # the first run's, not 0.01

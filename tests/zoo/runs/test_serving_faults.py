@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from tests.conftest import fresh_process_json, run_recipe
+from tests.conftest import HANG, fresh_process_json, run_recipe
 
 # What each recipe runs to write its export: the tiny preset, small slices, one training step.
 RECIPES = {
@@ -100,7 +100,7 @@ def build_export(tmp_path_factory, name):
     base = tmp_path_factory.mktemp(name)
     export_dir = str(base / "export")
     run_recipe(*RECIPES[name], "--train_steps=1", "--mode=train", f"--model_dir={base / 'run'}",
-               f"--export_dir={export_dir}", timeout=600)
+               f"--export_dir={export_dir}", timeout=HANG)
     return os.path.join(export_dir, "1")
 
 
@@ -129,7 +129,7 @@ def serve_in_fresh_process(version_dir, sessions):
         manifest = json.load(f)
     imports = "import tensorflow_text" if manifest["non_core_ops"] else ""
     program = PROGRAM.format(imports=imports, version_dir=version_dir, sessions=json.dumps(sessions))
-    return fresh_process_json(program, timeout=300)
+    return fresh_process_json(program, timeout=HANG)
 
 
 @pytest.fixture(scope="module", name="refusals")

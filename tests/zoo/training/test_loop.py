@@ -13,8 +13,9 @@ import tensorflow as tf
 from zoo.data import batching
 from zoo.classifier.model import classification_loss
 from zoo.runs import checkpoints
-from zoo.training.loop import (NonFiniteLossError, Stopped, Task, Trainer, TrainConfig, noting_stop_signals,
-                               stop_on_signals)
+from zoo.training.loop import NonFiniteLossError, Trainer
+from zoo.training.stopping import Stopped, noting_stop_signals, stop_on_signals
+from zoo.training.config import Task, TrainConfig
 
 RNG = np.random.default_rng(0)
 ROWS = [RNG.integers(1, 20, size=RNG.integers(2, 12)).astype(np.int32) for _ in range(64)]
@@ -95,7 +96,7 @@ def test_a_finished_run_is_left_as_it_is(tmp_path):
 
 def test_averaged_checkpoints_are_the_numpy_mean_of_their_weights(tmp_path):
     from zoo.runs.checkpoints import CheckpointError
-    from zoo.training.loop import restore_model
+    from zoo.runs.checkpoints import restore_model
 
     trainer(tmp_path, dataclasses.replace(CONFIG, train_steps=12, checkpoint_every=4, keep_checkpoints=3)).train()
     readers = [tf.train.load_checkpoint(str(tmp_path / f"ckpt-{step}")) for step in (4, 8, 12)]

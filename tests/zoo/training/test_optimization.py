@@ -52,7 +52,7 @@ def test_weight_decay_shrinks_kernels_and_embeddings_but_not_biases_or_layer_nor
 
 
 def test_negative_weight_decay_is_refused():
-    from zoo.training.loop import TrainConfig
+    from zoo.training.config import TrainConfig
 
     with pytest.raises(ValueError, match="weight_decay=-0.1 must be non-negative"):
         TrainConfig(weight_decay=-0.1)

@@ -71,7 +71,7 @@ def test_an_explicit_value_wins_and_auto_keeps_a_resumed_runs_dtype():
 
 
 def test_a_train_config_asked_for_auto_holds_this_machines_choice_and_why():
-    from zoo.training.loop import TrainConfig
+    from zoo.training.config import TrainConfig
 
     config = TrainConfig(mixed_precision="auto")
     assert (config.mixed_precision, config.precision_reason) == precision.choose("auto")

@@ -11,7 +11,9 @@ from zoo.data import batching
 from zoo.translation import model as translation
 from zoo.training.distribute import make_strategy
 from zoo.data.tokenizer import END_ID, START_ID
-from zoo.training.loop import Task, Trainer, TrainConfig, restore_model
+from zoo.training.config import Task, TrainConfig
+from zoo.training.loop import Trainer
+from zoo.runs.checkpoints import restore_model
 from zoo.translation.search import DecodeConfig, translate_ids
 
 DIGITS = np.arange(4, 14)  # ten "digit" tokens after the special ids

@@ -1,0 +1,107 @@
+"""What a training run is given: its settings (`TrainConfig`), its `Task` (how to build the model, its data
+and its loss), and the dtype policy it trains in."""
+
+import contextlib
+import dataclasses
+from typing import Callable
+
+import keras
+
+from zoo.core import checks
+from zoo.training.optimization import SCHEDULES
+
+PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    train_steps: int = 1000
+    batch_size: int = 32  # sequences per global batch (or the cap, with max_tokens)
+    max_tokens: int | None = None  # token budget per global batch, padding included
+    learning_rate: float = 5e-4  # the schedule's peak
+    warmup_steps: int = 1000
+    schedule: str = "inverse_sqrt"  # or "cosine": annealed to zero at train_steps
+    label_smoothing: float = 0.1
+    weight_decay: float = 0.0  # AdamW's, decoupled; 0 = Adam
+    layer_decay: float = 1.0  # each layer below the top learns at this factor of the rate above it
+    clip_norm: float | None = 1.0  # global gradient norm, over all replicas
+    checkpoint_every: int = 500
+    keep_checkpoints: int = 3
+    log_every: int = 50
+    profile_steps: tuple[int, int] | None = None  # (first, last) step traced by TensorFlow's profiler, 1-based
+    jit_compile: bool = False
+    mixed_precision: str = "float32"  # or "auto": resolved here for this machine (zoo.training.precision)
+    precision_reason: str = ""  # why that dtype, as the recipe chose it (kept in config.json)
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.mixed_precision == "auto":  # this machine's choice (zoo.training.precision), kept with its reason
+            from zoo.training import precision
+
+            dtype, reason = precision.choose("auto")
+            object.__setattr__(self, "mixed_precision", dtype)
+            object.__setattr__(self, "precision_reason", reason)
+        if self.mixed_precision not in PRECISIONS:
+            raise ValueError(f"mixed_precision={self.mixed_precision!r} is not one of {tuple(PRECISIONS)}.")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule={self.schedule!r} is not one of {SCHEDULES}.")
+        checks.positive(self, "learning_rate", "keep_checkpoints", "max_tokens")
+        checks.non_negative(self, "warmup_steps", "weight_decay", "clip_norm")
+        checks.rates(self, "label_smoothing")
+        if not 0.0 < self.layer_decay <= 1.0:
+            raise ValueError(f"layer_decay={self.layer_decay} must be in (0, 1] (1 = the same rate everywhere).")
+        for name in ("train_steps", "batch_size", "checkpoint_every", "log_every"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name}={getattr(self, name)} must be positive.")
+        if self.profile_steps is not None:
+            first, last = self.profile_steps
+            if not 1 < first <= last <= self.train_steps:
+                raise ValueError(f"profile_steps={self.profile_steps} must be two steps, first <= last <= train_steps="
+                                 f"{self.train_steps}, after the first step (which traces the loop), e.g. (11, 20).")
+            if (first - 1) // self.checkpoint_every != (last - 1) // self.checkpoint_every:
+                raise ValueError(f"profile_steps={self.profile_steps} spans a checkpoint (every {self.checkpoint_every} "
+                                 "steps): the trace is one call of the loop, which ends at each checkpoint. Choose "
+                                 "steps between two checkpoints.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """What a recipe gives the loop.
+
+    build_model: () -> keras.Model, called inside the strategy's scope.
+    dataset: (tf.distribute.InputContext, start_step) -> tf.data.Dataset of
+        per-replica batches for that input pipeline, from `start_step` on.
+    loss: (model, batch, training) -> (loss_sum, weight, tokens): the summed
+        float32 loss over the batch, what it is summed over (tokens or
+        examples), and the number of real input tokens (for tokens/s).
+    initial_state: optional (model) -> nested tensors, a replica's state at
+        the start (Transformer-XL's memory). With it the loss is
+        (model, batch, training, state) -> (loss_sum, weight, tokens, state):
+        each replica's state goes from one of its steps to the next and is
+        saved with every checkpoint.
+    initialize: optional (model) -> None, called once on a run that starts from step 0
+        (no checkpoint), after the model is built: pretrained weights go in here.
+    layer_depths: optional (model) -> one int per trainable variable, its layer's depth
+        below the top (0 = the head); with TrainConfig.layer_decay, a variable learns at
+        learning_rate * layer_decay ** depth.
+    """
+
+    build_model: Callable
+    dataset: Callable
+    loss: Callable
+    initial_state: Callable | None = None
+    initialize: Callable | None = None
+    layer_depths: Callable | None = None
+
+
+
+@contextlib.contextmanager
+def dtype_policy(mixed_precision):
+    """Keras's global dtype policy for `mixed_precision` ("float32", "bfloat16", "float16": variables
+    stay float32) inside the `with` block; the caller's policy again after it."""
+    before = keras.mixed_precision.dtype_policy()
+    keras.mixed_precision.set_dtype_policy(PRECISIONS[mixed_precision])
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_dtype_policy(before)
