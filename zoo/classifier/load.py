@@ -8,7 +8,7 @@ Python object `zoo.load` returns for a sentiment run or its export.
 
 from zoo.classifier import model as classifier
 from zoo.classifier.preprocessor import ClassifierPreprocessor
-from zoo.core.signatures import call, texts_tensor
+from zoo.core.signatures import Served, call, texts_tensor
 from zoo.runs.run_dir import RunDir
 
 RECIPE = "sentiment"
@@ -26,17 +26,15 @@ def preprocessor(loaded):
     return ClassifierPreprocessor.for_tokenizer(loaded.tokenizer, loaded.config.max_length)
 
 
-class Classifier:
+class Classifier(Served):
     """A sentiment classifier answering as its export does: `predict(texts)`.
 
     `signatures` hold the export's "serving_default" (a SavedModel's, or the ClassifierServer's
     tf.function built from a run); `owner` holds its variables alive."""
 
     def __init__(self, signatures, owner, class_names, step):
-        self.signatures = signatures
-        self.owner = owner
+        super().__init__(signatures, owner, step)
         self.class_names = list(class_names)
-        self.step = step  # of the checkpoint the weights come from
 
     @classmethod
     def from_run(cls, model_dir, average=1):

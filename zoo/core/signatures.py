@@ -25,3 +25,13 @@ def call(signatures, name, **inputs):
         if refused is None:
             raise
         raise ValueError(f"{name}: {refused[1]}".replace("\\'", "'")) from None
+
+
+class Served:
+    """A model answering through `signatures` (an export's, or its server module's tf.functions built from a
+    run); `owner` holds their variables alive, `step` is the checkpoint's the weights come from."""
+
+    def __init__(self, signatures, owner, step):
+        self.signatures = signatures
+        self.owner = owner
+        self.step = step

@@ -8,7 +8,7 @@ the Python object `zoo.load` returns for a language-model run or its export.
 
 import tensorflow as tf
 
-from zoo.core.signatures import call, texts_tensor
+from zoo.core.signatures import Served, call, texts_tensor
 from zoo.language_model import data as lm_data, model as lm
 from zoo.language_model.server import LanguageModelServer
 from zoo.runs.run_dir import RunDir
@@ -27,16 +27,11 @@ def load_run(model_dir, memory_length=None, average=1):
                                       lambda run_dir, _: lm_data.load_vocabulary(run_dir.path), average)
 
 
-class LanguageModel:
+class LanguageModel(Served):
     """A language model answering as its export does: `generate(prompts, ...)` and `score(texts)`.
 
     `signatures` are the export's "generate" and "score" (a SavedModel's, or the LanguageModelServer's
     tf.functions built from a run); `owner` holds their variables alive."""
-
-    def __init__(self, signatures, owner, step):
-        self.signatures = signatures
-        self.owner = owner
-        self.step = step  # of the checkpoint the weights come from
 
     @classmethod
     def from_run(cls, model_dir, average=1):

@@ -9,20 +9,15 @@ or not).
 
 import tensorflow as tf
 
-from zoo.core.signatures import call, texts_tensor
+from zoo.core.signatures import Served, call, texts_tensor
 from zoo.pretraining import pretrained
 
 
-class Encoder:
+class Encoder(Served):
     """A pretrained encoder answering as its export does: `encode(texts)` and `fill_mask(texts, top_k)`.
 
     `signatures` are the export's "encode" and "fill_mask" (a SavedModel's, or the EncoderServer's
     tf.functions built from a run); `owner` holds their variables alive."""
-
-    def __init__(self, signatures, owner, step):
-        self.signatures = signatures
-        self.owner = owner
-        self.step = step  # of the checkpoint the weights come from
 
     @classmethod
     def from_run(cls, model_dir, average=1):
