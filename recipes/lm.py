@@ -125,6 +125,10 @@ def prepare(settings, strategy):
     config = lm.LMConfig(**run["model"])
     replicas = strategy.num_replicas_in_sync
     ids = lm_data.token_stream(corpus, vocabulary, lm_data.vocabulary_key(shared.model_dir))
+    if shared.evaluating and corpus.paths:  # a held-out share too short to evaluate is refused before training
+        held_out = lm_data.load(settings.dataset, settings.eval_split, corpus.level, settings.text_column, "skip")
+        evaluation_streams(lm_data.token_stream(held_out, vocabulary, lm_data.vocabulary_key(shared.model_dir)),
+                           settings.eval_batch_size, config.segment_length, settings.eval_split)
     streams = lm_preprocessing.stream_layout(ids, shared.train.batch_size)
     per_pass = lm_preprocessing.segments_per_pass(streams, config.segment_length, settings.random_offset)
     train_config = common.with_epochs(shared.train, shared.epochs, per_pass, per_batch=1)
@@ -156,6 +160,17 @@ def report(nll, count, level):
     return {"bits_per_character": mean / math.log(2)}
 
 
+def evaluation_streams(ids, batch_size, segment_length, split):
+    """The evaluated text as `batch_size` streams and the segments each holds; too short a text is refused."""
+    streams = lm_preprocessing.stream_layout(ids, batch_size)
+    per_pass = lm_preprocessing.segments_per_pass(streams, segment_length)
+    if per_pass < 1:
+        raise ValueError(f"The {split} text ({ids.num_tokens} tokens) is too short for --eval_batch_size={batch_size} "
+                         f"streams of a {segment_length}-token segment: lower --eval_batch_size, or give a longer "
+                         f"{split} split.")
+    return streams, per_pass
+
+
 def run_eval(model_dir, split, eval_memory_length, batch_size, average=1, bad_rows="error"):
     run = RunDir(model_dir).require_run(RECIPE)
     corpus = lm_data.load(run["dataset"], split, run.get("level"), run.get("files", {}).get("text_column", "text"),
@@ -169,9 +184,8 @@ def run_eval(model_dir, split, eval_memory_length, batch_size, average=1, bad_ro
     for name, memory_length in memories.items():
         loaded = load_trained(model_dir, memory_length, average)
         ids = ids or lm_data.token_stream(corpus, loaded.tokenizer, lm_data.vocabulary_key(model_dir))
-        streams = lm_preprocessing.stream_layout(ids, batch_size)
         segment = loaded.config.segment_length
-        per_pass = lm_preprocessing.segments_per_pass(streams, segment)
+        streams, per_pass = evaluation_streams(ids, batch_size, segment, split)
         progress = Progress(per_pass, unit=f"{split} segment (memory {memory_length})")
         began = time.time()
         nll, count = lm_inference.evaluate_streams(loaded.model, streams, segment, progress,

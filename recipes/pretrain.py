@@ -140,7 +140,7 @@ def packed_rows(tok, documents, keep, config, model_dir, name):
     """The kept documents packed into rows of config.sequence_length (`pretraining_data.PackedRows`), their ids
     from the token cache."""
     names = (tokenizer.TOKENIZER_FILE, tokenizer.VOCABULARY_FILE, tokenizer.WORDPIECE_CONFIG_FILE)
-    tokenizer_key = cache.files_digest([p for p in (os.path.join(model_dir, n) for n in names) if os.path.exists(p)])
+    tokenizer_key = cache.contents_digest([p for p in (os.path.join(model_dir, n) for n in names) if os.path.exists(p)])
     rows = pretraining_data.token_rows(documents, keep, tok.tokenize, tokenizer_key, config.separator_id, name)
     return pretraining_data.PackedRows(rows, config.sequence_length, config.start_id)
 

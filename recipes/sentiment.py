@@ -130,7 +130,7 @@ def prepare(settings, strategy):
 def tokenizer_key(model_dir):
     """The run's tokenizer files' contents: the tokenizer's part of the token cache's key."""
     names = (tokenizer.TOKENIZER_FILE, tokenizer.VOCABULARY_FILE, tokenizer.WORDPIECE_CONFIG_FILE)
-    return cache.files_digest([p for p in (os.path.join(model_dir, n) for n in names) if os.path.exists(p)])
+    return cache.contents_digest([p for p in (os.path.join(model_dir, n) for n in names) if os.path.exists(p)])
 
 
 def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=None):

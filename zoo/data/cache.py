@@ -56,6 +56,12 @@ def files_digest(paths):
     return digest.hexdigest()
 
 
+def contents_digest(paths):
+    """One hash of several files' contents in order, whatever their names: a tokenizer's part of a cache key,
+    the same for the same tokenizer in any run folder."""
+    return hashlib.sha256("".join(file_digest(path) for path in paths).encode()).hexdigest()
+
+
 def key_name(key):
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
 

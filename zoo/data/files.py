@@ -183,11 +183,12 @@ class Row:
     where: str  # "file:line"
 
 
-def rows(spec, split, bad_rows, **fields):
-    """Every row of `split`'s files as a Row, in file order; rows that do not parse go to `bad_rows`."""
+def rows(spec, split, bad_rows, whole=False, **fields):
+    """Every row of `split`'s files as a Row, in file order; rows that do not parse go to `bad_rows`. With
+    `whole`, every row of the files, the held-out share too (pretraining holds out its own)."""
     read = {"csv": _table_rows, "tsv": _table_rows, "jsonl": _jsonl_rows, "folder": _folder_rows,
             "text": _line_rows}[spec.form]
-    keep = in_split(spec, split)
+    keep = (lambda index: True) if whole else in_split(spec, split)
     index = 0
     for path in paths(spec, split, **fields):
         with reading(path):

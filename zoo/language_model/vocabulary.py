@@ -113,8 +113,11 @@ class Vocabulary:
     def lookup_table(self):
         """A tf.lookup.StaticHashTable token -> id (<unk> for the rest); made once."""
         if self._table is None:
-            initializer = tf.lookup.KeyValueTensorInitializer(self._token_strings(), tf.range(len(self), dtype=tf.int32))
-            self._table = tf.lookup.StaticHashTable(initializer, default_value=self.unk_id)
+            # Made outside any tf.function that first asks for it, so that the next one can use it too.
+            with tf.init_scope():
+                initializer = tf.lookup.KeyValueTensorInitializer(self._token_strings(),
+                                                                  tf.range(len(self), dtype=tf.int32))
+                self._table = tf.lookup.StaticHashTable(initializer, default_value=self.unk_id)
         return self._table
 
     def _token_strings(self):

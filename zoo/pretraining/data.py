@@ -140,7 +140,7 @@ def _file_documents(spec, document_per_file, text_column, bad):
                 yield text
         return
     spec = files.FileSpec(spec.form, spec.pattern.replace("{split}", "train"))
-    for row in files.rows(spec, "train", bad):
+    for row in files.rows(spec, "train", bad, whole=True):
         text = row.values.get(text_column if spec.form != "text" else "text")
         if not isinstance(text, str):
             bad.add(row.where, f"no text in {text_column!r}" if text is None else f"{text_column!r} is not text")

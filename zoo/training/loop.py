@@ -58,15 +58,8 @@ class Trainer:
                 if task.layer_depths is None:
                     raise ValueError("layer_decay is set but this model has no layer depths: leave it at 1.")
                 rate_scales = [config.layer_decay**depth for depth in task.layer_depths(self.model)]
-            self.optimizer = make_optimizer(
-                config.learning_rate,
-                config.warmup_steps,
-                config.mixed_precision,
-                config.schedule,
-                config.train_steps,
-                config.weight_decay,
-                rate_scales,
-            )
+            self.optimizer = make_optimizer(config.learning_rate, config.warmup_steps, config.mixed_precision,
+                                            config.schedule, config.train_steps, config.weight_decay, rate_scales)
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         self.compiled_gradients = tf.function(self._gradients, jit_compile=config.jit_compile)
@@ -164,14 +157,10 @@ class Trainer:
         return loss_sum / total_weight, tokens, state
 
     def _global_gradients(self, context, gradients):
-        """What Keras does per replica but must see the summed gradient.
-
-        Keras clips each replica's gradient before the sum (not the global
-        norm), and its loss scaling checks only the first replica's gradient
-        for overflow. So, where either applies, sum here, clip the sum with
-        the loss scale taken out, and hand each replica 1/N of it (Keras then
-        sums the N identical shares back).
-        """
+        """What Keras does per replica but must see the summed gradient: Keras clips each replica's gradient
+        before the sum (not the global norm), and its loss scaling checks only the first replica's gradient for
+        overflow. So, where either applies, sum here, clip the sum with the loss scale taken out, and hand each
+        replica 1/N of it (Keras then sums the N identical shares back)."""
         scale = getattr(self.optimizer, "dynamic_scale", None)
         replicas = self.strategy.num_replicas_in_sync
         if not self.config.clip_norm and (scale is None or replicas == 1):
