@@ -323,6 +323,8 @@ def render(results):
         for size, f in sorted(runs.items(), key=lambda item: int(item[0])):
             lines.append(f"| {size} MB | {f['tokens']:,} | {f['first']['peak_mb']:,} MB "
                          f"| {f['cached']['peak_mb']:,} MB | {f['first']['seconds']} s / {f['cached']['seconds']} s |")
+        notes = [f"- {size} MB: {f['note']}" for size, f in sorted(runs.items()) if f.get("note")]
+        lines += [""] + notes if notes else []
         sizes = sorted(runs, key=int)
         if len(sizes) > 1:
             small, large = runs[sizes[0]]["first"]["peak_mb"], runs[sizes[-1]]["first"]["peak_mb"]
