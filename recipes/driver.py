@@ -61,7 +61,7 @@ class Recipe:
     name: str  # config.json's "recipe"
     config_from_flags: Callable  # mode -> settings; bad flags fail here, before any work
     prepare: Callable  # (settings, strategy) -> Prepared
-    load: Callable  # settings -> zoo.runs.run_dir.LoadedRun
+    load: Callable  # (model_dir, average=N) -> zoo.runs.run_dir.LoadedRun
     server: Callable  # (LoadedRun, settings) -> Serving
     evaluate: Callable | None = None  # settings -> results (--mode=eval, train_and_eval)
     modes: Mapping[str, Callable] = dataclasses.field(default_factory=dict)  # its own modes: name -> fn(settings)
@@ -88,7 +88,7 @@ def train(recipe, settings, strategy):
 
 def export_run(recipe, settings):
     """Exports the trained run in TF Serving's layout under settings.run.export_dir; returns the version's path."""
-    loaded = recipe.load(settings)
+    loaded = recipe.load(settings.run.model_dir, average=settings.run.average_checkpoints)
     serving = recipe.server(loaded, settings)
     path = export.export(serving.module, serving.signatures, settings.run.export_dir, serving.examples,
                          metadata=serving.metadata)

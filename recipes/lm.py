@@ -25,16 +25,8 @@ from zoo.runs.run_dir import RunDir
 from zoo.training.config import Task, TrainConfig
 
 RECIPE = "lm"
-DEFAULTS = TrainConfig(
-    train_steps=4000,
-    batch_size=32,
-    learning_rate=1e-3,
-    warmup_steps=400,
-    label_smoothing=0.0,
-    clip_norm=0.25,
-    checkpoint_every=500,
-    log_every=50,
-)
+DEFAULTS = TrainConfig(train_steps=4000, batch_size=32, learning_rate=1e-3, warmup_steps=400, label_smoothing=0.0,
+                       clip_norm=0.25, checkpoint_every=500, log_every=50)
 
 common.define_mode("generate")
 flags.DEFINE_enum("eval_split", "test", datasets.SPLITS, "Split to evaluate (tune on validation).")
@@ -281,7 +273,7 @@ LM = driver.Recipe(
     name=RECIPE,
     config_from_flags=config_from_flags,
     prepare=prepare,
-    load=lambda settings: load_trained(settings.run.model_dir, average=settings.run.average_checkpoints),
+    load=load_trained,
     server=server,
     evaluate=lambda settings: run_eval(settings.run.model_dir, settings.eval_split, settings.eval_memory_length,
                                        settings.eval_batch_size, settings.run.average_checkpoints,

@@ -13,6 +13,7 @@ pretraining, Gururangan et al. 2020) with its WordPiece vocabulary and [MASK].
 """
 
 import dataclasses
+import functools
 import os
 
 import tensorflow as tf
@@ -234,8 +235,7 @@ PRETRAIN = driver.Recipe(
     name=RECIPE,
     config_from_flags=config_from_flags,
     prepare=prepare,
-    load=lambda settings: pretrained.load_pretrained(settings.run.model_dir, finished=False,
-                                                     average=settings.run.average_checkpoints),
+    load=functools.partial(pretrained.load_pretrained, finished=False),
     server=server,
     evaluate=lambda settings: run_eval(settings.run.model_dir, settings.run.batch_size or 64,
                                        settings.run.average_checkpoints),

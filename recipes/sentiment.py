@@ -250,7 +250,7 @@ SENTIMENT = driver.Recipe(
     name=RECIPE,
     config_from_flags=config_from_flags,
     prepare=prepare,
-    load=lambda settings: load_trained(settings.run.model_dir, settings.run.average_checkpoints),
+    load=load_trained,
     server=server,
     evaluate=lambda settings: run_eval(settings.run.model_dir, settings.eval_split, settings.dataset,
                                        settings.run.batch_size or 64, settings.run.average_checkpoints,

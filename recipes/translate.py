@@ -29,16 +29,8 @@ from zoo.translation.search import DecodeConfig, translate_ids
 from zoo.translation.server import TranslatorServer
 
 RECIPE = "translate"
-DEFAULTS = TrainConfig(
-    train_steps=5000,
-    batch_size=512,
-    max_tokens=6144,
-    learning_rate=1e-3,
-    warmup_steps=800,
-    label_smoothing=0.1,
-    checkpoint_every=500,
-    log_every=50,
-)
+DEFAULTS = TrainConfig(train_steps=5000, batch_size=512, max_tokens=6144, learning_rate=1e-3, warmup_steps=800,
+                       label_smoothing=0.1, checkpoint_every=500, log_every=50)
 
 common.define_mode("translate")
 flags.DEFINE_string("source", "de", "Source language code.")
@@ -279,7 +271,7 @@ TRANSLATE = driver.Recipe(
     name=RECIPE,
     config_from_flags=config_from_flags,
     prepare=prepare,
-    load=lambda settings: load_trained(settings.run.model_dir, settings.run.average_checkpoints),
+    load=load_trained,
     server=server,
     evaluate=lambda settings: run_eval(settings.run.model_dir, settings.eval_split, settings.decode,
                                        settings.eval_batch_size, settings.jit_compile,
