@@ -23,6 +23,8 @@ import pytest
 from tests.conftest import fresh_process_json, run_recipe
 from tests.recipes.test_exact_resumption import saved_tensors, stop_after
 
+pytestmark = pytest.mark.slow  # outside the default run: python -m pytest -m slow
+
 TINY = ["--preset=tiny", "--log_every=4"]
 SENTIMENT = [*TINY, "--vocab_size=48", "--max_length=24", "--batch_size=16"]
 TRANSLATE = [*TINY, "--source=zh", "--target=en", "--max_tokens=512", "--train_steps=4",

@@ -20,6 +20,8 @@ from tests.recipes.test_exact_resumption import RECIPES, saved_tensors
 from zoo.runs.checkpoints import checkpoint_steps
 from zoo.runs.run_lock import LOCK_FILE
 
+pytestmark = pytest.mark.slow  # outside the default run: python -m pytest -m slow
+
 STEPS = ["--mode=train", "--train_steps=40", "--checkpoint_every=1000", "--log_every=2"]
 STOPPED = re.compile(r"stopped at step (\d+) by (another worker's )?(SIGTERM|SIGINT); the checkpoint is saved; "
                      r"run again to resume")

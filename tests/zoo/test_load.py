@@ -17,6 +17,8 @@ from zoo.language_model.load import LanguageModel
 from zoo.pretraining.load import Encoder
 from zoo.translation.load import Translator
 
+pytestmark = pytest.mark.slow  # outside the default run: python -m pytest -m slow
+
 # The CI-sized flags of tests/recipes, fewer steps: a trained model's answers are not what is checked here.
 SHARED = {"preset": "tiny", "mode": "train", "train_steps": 4, "checkpoint_every": 4, "log_every": 4}
 FLAGS = {
