@@ -143,7 +143,7 @@ def test_fine_tuning_refuses_a_directory_without_a_finished_pretraining_run(pret
     config["train"]["train_steps"] = 1000
     with open(unfinished / "config.json", "w") as f:
         json.dump(config, f)
-    for directory, message in ((tmp_path / "nothing", "no pretraining run"), (unfinished, "unfinished")):
+    for directory, message in ((tmp_path / "nothing", "does not exist"), (unfinished, "unfinished")):
         result = probe_recipe("sentiment", *FINE_TUNE, f"--init_from={directory}", "--train_steps=5",
                               f"--model_dir={tmp_path / 'ft'}")
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
@@ -181,5 +181,5 @@ def test_resuming_with_another_batch_size_or_corpus_is_refused(pretrained_run, p
     for flags in (other_batch, ["--corpus=imdb", *ELECTRA[1:]]):
         result = probe_recipe("pretrain", *flags, "--train_steps=30", "--mode=train", f"--model_dir={model_dir}")
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
-        assert "batch_size=8" in result.stderr or "other corpus" in result.stderr
+        assert "batch_size=8" in result.stderr or "corpus: ['sst2'] -> ['imdb']" in result.stderr
     assert max(int(n[5:-6]) for n in os.listdir(model_dir) if n.endswith(".index")) == 20
