@@ -62,6 +62,8 @@ import json, os, sys
 import keras, keras_hub
 before = dict(os.environ)
 import layers
+
+pytestmark = pytest.mark.slow  # outside the default run: python -m pytest -m slow
 changed = sorted(k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k))
 try:
     import zoo

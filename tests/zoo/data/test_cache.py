@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tests.conftest import ROOT
@@ -84,6 +85,7 @@ def peak(megabytes, cache_dir):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # outside the default run: python -m pytest -m slow
 def test_memory_does_not_grow_with_the_corpus(tmp_path):
     """Tokenizing and reading every batch of 60 MB of text (240 MB of ids) peaks within 40 MB of doing so for
     8 MB: a data path that held the texts, the ids or a map of them all would add 60-300 MB."""
