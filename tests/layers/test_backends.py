@@ -18,6 +18,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _cross_backend  # noqa: E402
 from _backend import BACKEND  # noqa: E402
 
+pytestmark = pytest.mark.slow  # outside the default run: python -m pytest -m slow
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
@@ -62,8 +64,6 @@ import json, os, sys
 import keras, keras_hub
 before = dict(os.environ)
 import layers
-
-pytestmark = pytest.mark.slow  # outside the default run: python -m pytest -m slow
 changed = sorted(k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k))
 try:
     import zoo
