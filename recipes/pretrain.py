@@ -14,13 +14,12 @@ pretraining, Gururangan et al. 2020) with its WordPiece vocabulary and [MASK].
 
 import dataclasses
 import functools
-import os
 
 import tensorflow as tf
 from absl import app, flags
 
 from recipes import common, driver
-from zoo.data import batching, cache, tokenizer
+from zoo.data import batching, tokenizer
 from zoo.pretraining import checkpoint_weights, pretrained, model as pretraining, data as pretraining_data, masks as pretraining_masks, published
 from zoo.training.distribute import is_chief
 from zoo.training.evaluation import evaluate, write_summaries
@@ -140,9 +139,8 @@ def prepare_run(model_dir, model, corpus, document_per_file, eval_fraction, seed
 def packed_rows(tok, documents, keep, config, model_dir, name):
     """The kept documents packed into rows of config.sequence_length (`pretraining_data.PackedRows`), their ids
     from the token cache."""
-    names = (tokenizer.TOKENIZER_FILE, tokenizer.VOCABULARY_FILE, tokenizer.WORDPIECE_CONFIG_FILE)
-    tokenizer_key = cache.contents_digest([p for p in (os.path.join(model_dir, n) for n in names) if os.path.exists(p)])
-    rows = pretraining_data.token_rows(documents, keep, tok.tokenize, tokenizer_key, config.separator_id, name)
+    rows = pretraining_data.token_rows(documents, keep, tok.tokenize, tokenizer.files_key(model_dir),
+                                       config.separator_id, name)
     return pretraining_data.PackedRows(rows, config.sequence_length, config.start_id)
 
 

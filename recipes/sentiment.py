@@ -14,7 +14,7 @@ import os
 from absl import app, flags
 
 from recipes import common, driver
-from zoo.data import batching, cache, datasets, tokenizer
+from zoo.data import batching, datasets, tokenizer
 from zoo.classifier import data as classifier_data, model as classifier
 from zoo.classifier.load import load_run as load_trained, preprocessor
 from zoo.pretraining import pretrained, published
@@ -107,7 +107,7 @@ def prepare(settings, strategy):
                            is_chief(strategy), settings.init_from)
     config = classifier.ClassifierConfig(**run["model"])
     rows = classifier_data.token_rows(data, ClassifierPreprocessor.for_tokenizer(tok, config.max_length),
-                                      tokenizer_key(shared.model_dir))
+                                      tokenizer.files_key(shared.model_dir))
     replicas = strategy.num_replicas_in_sync
     plan = batching.training_plan(rows.lengths, train_config.train_steps, train_config.batch_size,
                                   train_config.seed, replicas)
@@ -127,19 +127,13 @@ def prepare(settings, strategy):
     return driver.Prepared(record, train_config, {"max_examples": shared.max_examples}, task)
 
 
-def tokenizer_key(model_dir):
-    """The run's tokenizer files' contents: the tokenizer's part of the token cache's key."""
-    names = (tokenizer.TOKENIZER_FILE, tokenizer.VOCABULARY_FILE, tokenizer.WORDPIECE_CONFIG_FILE)
-    return cache.contents_digest([p for p in (os.path.join(model_dir, n) for n in names) if os.path.exists(p)])
-
-
 def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=None):
     loaded = load_trained(model_dir, average)
     dataset = dataset or loaded.run["dataset"]
     if columns is None:  # the columns the run trained with
         columns = classifier_data.Columns(**loaded.run.get("files", {}).get("columns", {}))
     data = classifier_data.load(dataset, split, columns, class_names=loaded.run["class_names"])
-    rows = classifier_data.token_rows(data, preprocessor(loaded), tokenizer_key(model_dir))
+    rows = classifier_data.token_rows(data, preprocessor(loaded), tokenizer.files_key(model_dir))
     plan = batching.evaluation_plan(rows.lengths, batch_size)
     batches = batching.plan_dataset(plan, {"token_ids": rows, "label": rows.labels},
                                     max_length=loaded.config.max_length)

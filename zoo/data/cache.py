@@ -62,6 +62,11 @@ def contents_digest(paths):
     return hashlib.sha256("".join(file_digest(path) for path in paths).encode()).hexdigest()
 
 
+def folder_files_digest(directory, names):
+    """`contents_digest` of those of the files `names` that `directory` holds (a run's tokenizer files)."""
+    return contents_digest([p for p in (os.path.join(directory, n) for n in names) if os.path.exists(p)])
+
+
 def key_name(key):
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
 

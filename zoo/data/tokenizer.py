@@ -140,6 +140,13 @@ def save_wordpiece(vocabulary, lowercase, strip_accents, directory):
     save_tokenizer(json.dumps(settings).encode("utf-8"), directory, WORDPIECE_CONFIG_FILE)
 
 
+def files_key(directory):
+    """The contents of the tokenizer files a run folder holds: the tokenizer's part of a token-cache key."""
+    from zoo.data import cache
+
+    return cache.folder_files_digest(directory, (TOKENIZER_FILE, VOCABULARY_FILE, WORDPIECE_CONFIG_FILE))
+
+
 def holds_wordpiece(directory):
     """Whether `directory` is a run that keeps a WordPiece vocabulary (either of its two files is there)."""
     return any(os.path.exists(os.path.join(directory, name)) for name in (VOCABULARY_FILE, WORDPIECE_CONFIG_FILE))

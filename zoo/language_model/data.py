@@ -133,7 +133,7 @@ def vocabulary_key(directory):
     from zoo.data.tokenizer import TOKENIZER_FILE
 
     names = (VOCABULARY_FILE, TOKENIZER_FILE)
-    return cache.contents_digest([p for p in (os.path.join(directory, n) for n in names) if os.path.exists(p)])
+    return cache.folder_files_digest(directory, names)
 
 
 def token_stream(corpus, vocabulary, vocabulary_key):

@@ -101,7 +101,9 @@ def files_digest(name, split, source, target):
 
 
 def check_split(name, split, source, target):
+    """Refuses early a split that the files do not have (a built-in dataset is checked by the recipe)."""
     spec = files.parse(name, FORMS)
-    for language in (source, target) if spec is not None and spec.form == "text" else ("",):
-        if spec is not None:
-            files.check_split(spec, split, lang=language)
+    if spec is None:
+        return
+    for language in (source, target) if spec.form == "text" else ("",):
+        files.check_split(spec, split, lang=language)
