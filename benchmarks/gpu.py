@@ -31,6 +31,7 @@ import concurrent.futures
 import dataclasses
 import json
 import math
+import os
 import time
 
 from absl import app, flags
@@ -47,6 +48,12 @@ flags.DEFINE_float("peak_seconds", 3.0, "How long the matmul peak is timed.")
 flags.DEFINE_string("json", None, "Also write the figures to this JSON file.")
 flags.DEFINE_bool("breakdown", False, "After base's rounds, time one step of its commonest batch shape in parts: "
                   "the forward pass and loss, the backward pass, the optimizer (three programs compiled apart).")
+flags.DEFINE_bool("profile", False, "After base's rounds, trace 5 steps of its commonest batch shape with JAX's "
+                  "profiler and print where the device time goes (benchmarks/common/device_trace.py).")
+flags.DEFINE_bool("flash_attention", True, "Let Keras use cuDNN's flash attention where it trains here; "
+                  "--noflash_attention: XLA's attention everywhere.")
+flags.DEFINE_integer("flash_min_keys", None, "Set layers.multi_head_attention.FLASH_MIN_KEYS, the keys below "
+                     "which the layers do not ask for cuDNN's flash attention (0: ask always).")
 flags.DEFINE_bool("write", None, "Write the figures into BENCHMARKS.md (default: on a GPU or TPU, not on a CPU).")
 FLAGS = flags.FLAGS
 
@@ -122,7 +129,8 @@ def build_translator(p):
 
     from layers import DecoderBlock, EncoderBlock, TokenAndPositionEmbedding, padding_mask
 
-    embedding = TokenAndPositionEmbedding(p.vocab_size, p.hidden_dim, 64, dropout=p.dropout, name="embedding")
+    positions = max(64, -(-p.max_length // 8) * 8)  # batches are padded to a multiple of 8
+    embedding = TokenAndPositionEmbedding(p.vocab_size, p.hidden_dim, positions, dropout=p.dropout, name="embedding")
     block = dict(num_heads=p.num_heads, intermediate_dim=p.intermediate_dim, dropout=p.dropout, attention_dropout=0.0)
     source, target = keras.Input((None,), dtype="int32"), keras.Input((None,), dtype="int32")
     source_mask, target_mask = padding_mask(source, PAD), padding_mask(target, PAD)
@@ -276,9 +284,9 @@ def translation_batches(p, rng):
     return [batches[i] for i in order]
 
 
-def train_translator(p, rounds, breakdown=False):
+def train_translator(p, rounds, breakdown=False, profile=False):
     """Trains base on the synthetic batches: the figures of its timed rounds (and, with `breakdown`, of
-    `step_breakdown` on its commonest batch shape)."""
+    `step_breakdown` on its commonest batch shape; with `profile`, `device_trace.summary` of 5 of its steps)."""
     import jax
     import numpy as np
 
@@ -307,8 +315,20 @@ def train_translator(p, rounds, breakdown=False):
         losses.append(float(value))  # waits for the round's last step
         times.append(time.perf_counter() - began)
     extra = {}
+    commonest = collections.Counter(batch["labels"].shape for batch, _ in batches).most_common(1)[0][0]
+    if profile:
+        import tempfile
+
+        from benchmarks.common import device_trace
+
+        with tempfile.TemporaryDirectory() as directory:
+            state, wall = device_trace.traced_steps(programs[commonest], state, examples[commonest], 5, directory)
+            try:  # reading the trace back is no reason to lose the figures above
+                extra["profile"] = device_trace.summary(directory, 5, wall)
+            except Exception as error:  # noqa: BLE001
+                extra["profile"] = {"error": f"reading the trace failed: {type(error).__name__}: {error}"}
+        print(device_trace.render(extra["profile"]), flush=True)
     if breakdown:
-        commonest = collections.Counter(batch["labels"].shape for batch, _ in batches).most_common(1)[0][0]
         extra["breakdown"] = step_breakdown(model, optimizer, loss, state, examples[commonest])
     return figures(times, tokens, costs.training_flops(multiply_adds), losses, compile_seconds, fused,
                    steps=len(batches), shapes=len(programs), real_share=tokens / padded, **extra)
@@ -426,17 +446,25 @@ def main(argv):
         raise SystemExit(f"--preset={preset} --models={','.join(FLAGS.models)}: the presets are {sorted(PRESETS)}, "
                          "the models base and txl.")
     p = with_fields(PRESETS[preset], FLAGS.set)
-    flash, reason = flash_attention_trains() if device.platform == "gpu" else (False, "not a GPU")
+    if not FLAGS.flash_attention:
+        flash, reason = False, "turned off (--noflash_attention)"
+    else:
+        flash, reason = flash_attention_trains() if device.platform == "gpu" else (False, "not a GPU")
     if not flash:
         keras.config.disable_flash_attention()  # the XLA attention, set before any layer reads the setting
     print(f"{device.device_kind}: preset {preset}; flash attention: {flash} ({reason})", flush=True)
     results = {"device": device.device_kind, "jax": jax.__version__, "keras": keras.__version__, "preset": preset,
-               "changed": FLAGS.set,
+               "changed": FLAGS.set, "flash_min_keys": FLAGS.flash_min_keys, "xla_flags": os.environ.get("XLA_FLAGS"),
                "matmul_size": p.matmul_size, "flash_check": reason, "models": {}}
     results["peak_flops"] = matmul_peak(p.matmul_size, FLAGS.peak_seconds)
     print(f"bfloat16 matmul peak: {results['peak_flops'] / 1e12:.3g} TFLOP/s", flush=True)
     keras.config.set_dtype_policy("mixed_bfloat16")
-    train = {"base": lambda p, rounds: train_translator(p, rounds, FLAGS.breakdown), "txl": train_transformer_xl}
+    if FLAGS.flash_min_keys is not None:
+        from layers import multi_head_attention
+
+        multi_head_attention.FLASH_MIN_KEYS = FLAGS.flash_min_keys
+    train = {"base": lambda p, rounds: train_translator(p, rounds, FLAGS.breakdown, FLAGS.profile),
+             "txl": train_transformer_xl}
     for name in FLAGS.models:
         keras.utils.set_random_seed(0)
         try:
@@ -455,7 +483,8 @@ def main(argv):
         if FLAGS.json:  # after each model, so that a run cut short keeps what it measured
             with open(FLAGS.json, "w") as f:
                 json.dump(results, f, indent=1)
-    body = section(results, f"KERAS_BACKEND=jax {command_line()}")
+    xla_flags = f"XLA_FLAGS={os.environ['XLA_FLAGS']} " if os.environ.get("XLA_FLAGS") else ""
+    body = section(results, f"{xla_flags}KERAS_BACKEND=jax {command_line()}")
     print(body, flush=True)
     if accelerated if FLAGS.write is None else FLAGS.write:
         write_section("GPU (JAX backend)", body)

@@ -1,4 +1,6 @@
-"""Dropout as one multiply by a mask, each way; on TensorFlow the mask costs half the random numbers."""
+"""Dropout as one multiply by a mask, each way, from 16 random bits an element (TensorFlow and JAX)."""
+
+import math
 
 import keras
 from keras import ops
@@ -30,6 +32,25 @@ def uniform_keep_mask(shape, rate, seed, dtype):
     return ops.where(kept, ops.cast(scale, dtype), ops.cast(0, dtype))
 
 
+def jax_keep_mask(shape, rate, seed, dtype):
+    """JAX: `keep_mask`'s values and probabilities from 16 random bits per element, four elements a
+    Threefry-2x32 hash (its two output words, two halves each), where `keras.random.uniform` hashes once per
+    element under JAX's default partitionable Threefry: a quarter of the hashing, which on a GPU is most of
+    a dropout mask's cost (benchmarks/gpu.py's profile). `seed`: a (2,) uint32 key, a Keras seed."""
+    import jax
+    import jax.numpy as jnp
+    from jax.extend.random import threefry_2x32
+
+    drop_levels = round(rate * KEEP_LEVELS)
+    size = math.prod(shape)
+    words = (size + 1) // 2
+    count = jnp.arange(words + words % 2, dtype=jnp.uint32)  # hashed as pairs (first half, second half)
+    key = jnp.asarray(seed).astype(jnp.uint32)
+    bits = jax.lax.bitcast_convert_type(threefry_2x32((key[0], key[1]), count), jnp.uint16).reshape(-1)[:size]
+    scale = KEEP_LEVELS / (KEEP_LEVELS - drop_levels)
+    return jnp.where(bits >= drop_levels, jnp.asarray(scale, dtype), jnp.asarray(0, dtype)).reshape(shape)
+
+
 @keras.saving.register_keras_serializable(package="zoo")
 class Dropout(keras.layers.Dropout):
     """`keras.layers.Dropout` that multiplies its input by a mask of 0 and 1 / (1 - rate), so its
@@ -39,7 +60,8 @@ class Dropout(keras.layers.Dropout):
     per element, then scales and selects; its gradient selects again against zeros. On
     TensorFlow this layer builds its mask from 16 random bits per element (`keep_mask`): on a CPU,
     where the random numbers dominate, its forward and backward run faster than Keras's
-    (`benchmarks/dropout.py`, BENCHMARKS.md). Other backends draw one uniform float per element
+    (`benchmarks/dropout.py`, BENCHMARKS.md). JAX takes 16 bits per element too, four elements a
+    Threefry hash (`jax_keep_mask`); other backends draw one uniform float per element
     (`uniform_keep_mask`), with the same mask values and keep probability. Same arguments,
     config and expected value as Keras's layer (the rate is used rounded to a multiple of
     2**-16); with `noise_shape`, or a rate that rounds to 1, it calls Keras's.
@@ -55,6 +77,8 @@ class Dropout(keras.layers.Dropout):
     def call(self, inputs, training=False):
         if not training or self.rate <= 0 or round(self.rate * KEEP_LEVELS) >= KEEP_LEVELS or self.noise_shape:
             return super().call(inputs, training=training)
+        if keras.backend.backend() == "jax":
+            return inputs * jax_keep_mask(tuple(inputs.shape), self.rate, self.seed_generator.next(), inputs.dtype)
         if keras.backend.backend() != "tensorflow":
             return inputs * uniform_keep_mask(ops.shape(inputs), self.rate, self.seed_generator, inputs.dtype)
         import tensorflow as tf  # the TensorFlow backend has loaded it

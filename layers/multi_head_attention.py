@@ -7,6 +7,11 @@ from layers.dropout import Dropout
 from layers.flat_einsum_dense import FlatEinsumDense
 from layers.masks import gather_tokens, scatter_tokens
 
+# Keys below which `_fused_attention` does not ask for cuDNN's flash attention. On an NVIDIA H200 the paper's
+# base model trained 9.5% faster with XLA's attention on sentences of 10-40 tokens, and 25% slower on sentences
+# of 184-200 (BENCHMARKS.md, "GPU: notes"); the crossing lies between, 128 is a guess within that range.
+FLASH_MIN_KEYS = 128
+
 
 @keras.saving.register_keras_serializable(package="zoo")
 class MultiHeadAttention(keras.layers.MultiHeadAttention):
@@ -234,7 +239,8 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
         """The attention output (batch, q, heads, value_dim) from `ops.dot_product_attention`,
         for backends other than TensorFlow when the probabilities are neither returned nor
         dropped: cuDNN's flash attention where JAX has it (bfloat16 or float16 on recent NVIDIA
-        GPUs; `keras.config.disable_flash_attention()` turns it off), otherwise the same
+        GPUs, for FLASH_MIN_KEYS keys or more; `keras.config.disable_flash_attention()` turns it
+        off), otherwise the same
         float32-softmax product as `_compute_attention`'s. Masked keys get a large negative
         bias there too, so a fully masked row averages every value, as it does here."""
         mask = None
@@ -242,8 +248,12 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             # (batch, 1, q, k) in full: cuDNN takes the mask as a bias of the scores' own length.
             batch, q_len, k_len = ops.shape(query)[0], ops.shape(query)[1], ops.shape(key)[1]
             mask = ops.broadcast_to(ops.cast(attention_mask, "bool")[:, None], (batch, 1, q_len, k_len))
+        flash, length = self._flash_attention, key.shape[1]
+        # A length known as a number (as in a compiled step; not while Keras builds a model on symbolic shapes).
+        if flash is None and isinstance(length, int) and length < FLASH_MIN_KEYS:
+            flash = False  # XLA's attention: faster than cuDNN's on short sequences (FLASH_MIN_KEYS)
         return ops.dot_product_attention(
-            query, key, value, mask=mask, scale=self._inverse_sqrt_key_dim, flash_attention=self._flash_attention
+            query, key, value, mask=mask, scale=self._inverse_sqrt_key_dim, flash_attention=flash
         )
 
     def _masked_softmax(self, attention_scores, attention_mask=None):

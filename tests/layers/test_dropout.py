@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import layers  # noqa: E402
-from _backend import compiled, gradients, tensorflow_only  # noqa: E402
+from _backend import BACKEND, compiled, gradients, tensorflow_only  # noqa: E402
 from _np_ref import to_np  # noqa: E402
 from layers.dropout import Dropout, keep_mask, uniform_keep_mask  # noqa: E402
 
@@ -32,6 +32,32 @@ def test_the_mask_keeps_one_minus_rate_with_independent_halves_of_each_random_wo
     assert abs(second.mean() - (1 - rate)) < tolerance
     assert abs(np.corrcoef(first, second)[0, 1]) < 0.01
     assert abs(mask.mean() - 1.0) < 5 * np.sqrt(rate / (1 - rate) / mask.size)  # the expected value is kept
+
+
+@pytest.mark.skipif(BACKEND != "jax", reason="JAX's own mask")
+@pytest.mark.parametrize("rate", [0.1, 0.5])
+def test_the_jax_mask_keeps_one_minus_rate_with_independent_quarters_of_each_hash(rate):
+    from layers.dropout import jax_keep_mask
+
+    mask = np.asarray(jax_keep_mask((1000, 1003), rate, np.array([3, 4], np.uint32), "float32"))
+    assert mask.shape == (1000, 1003)  # not a multiple of 4: the last hash is partly unused
+    np.testing.assert_allclose(np.unique(mask), [0.0, 1 / (1 - rate)], rtol=2e-5)
+    kept = (mask > 0).ravel()
+    # A hash of count i gives word i (elements 2i, 2i + 1) and word i + words/2: every element of the four
+    # keeps 1 - rate, independently of the others.
+    words = (kept.size + 1) // 2
+    half = (words + words % 2) // 2
+    pairs = kept[: 2 * half].reshape(-1, 2), kept[2 * half : 4 * half].reshape(-1, 2)
+    n = min(len(pairs[0]), len(pairs[1]))
+    columns = [pairs[0][:n, 0], pairs[0][:n, 1], pairs[1][:n, 0], pairs[1][:n, 1]]
+    tolerance = 5 * np.sqrt(rate * (1 - rate) / n)
+    for column in columns:
+        assert abs(column.mean() - (1 - rate)) < tolerance
+    correlations = np.corrcoef(np.stack(columns))
+    assert np.abs(correlations[np.triu_indices(4, 1)]).max() < 0.02
+    assert abs(mask.mean() - 1.0) < 5 * np.sqrt(rate / (1 - rate) / mask.size)  # the expected value is kept
+    other = np.asarray(jax_keep_mask((1000, 1003), rate, np.array([3, 5], np.uint32), "float32"))
+    assert abs(np.corrcoef(kept, (other > 0).ravel())[0, 1]) < 0.01  # another key, another mask
 
 
 @pytest.mark.parametrize("rate", [0.1, 0.5])

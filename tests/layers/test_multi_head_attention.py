@@ -359,3 +359,25 @@ def test_fused_and_explicit_attention_agree_in_mixed_bfloat16():
     reference = mha_reference(mha, q, v, mask=mask)[0]
     np.testing.assert_allclose(as_float32(fused), reference, atol=3e-2, rtol=3e-2)
     np.testing.assert_allclose(as_float32(explicit), reference, atol=3e-2, rtol=3e-2)
+
+
+@pytest.mark.skipif(BACKEND == "tensorflow", reason="TensorFlow computes the attention itself")
+@pytest.mark.parametrize("keys, asked", [(6, False), (layers.multi_head_attention.FLASH_MIN_KEYS, None)])
+def test_short_keys_ask_for_xla_attention_and_longer_ones_let_keras_choose(monkeypatch, keys, asked):
+    mha = layers.MultiHeadAttention(num_heads=2, key_dim=4)
+    seen = []
+    fused = keras.ops.dot_product_attention
+    monkeypatch.setattr(keras.ops, "dot_product_attention",
+                        lambda *a, **k: seen.append(k["flash_attention"]) or fused(*a, **k))
+    rng = np.random.default_rng(0)
+    mha(rng.normal(size=(2, 3, 8)).astype("float32"), rng.normal(size=(2, keys, 8)).astype("float32"))
+    assert seen == [asked]
+
+
+@pytest.mark.skipif(BACKEND == "tensorflow", reason="TensorFlow computes the attention itself")
+def test_a_model_of_unknown_lengths_builds_and_runs_through_the_fused_attention():
+    # Keras builds a functional model on symbolic lengths, which cannot be compared with FLASH_MIN_KEYS.
+    tokens = keras.Input((None, 8))
+    model = keras.Model(tokens, layers.EncoderBlock(num_heads=2, intermediate_dim=16)(tokens))
+    x = np.random.default_rng(1).normal(size=(2, 5, 8)).astype("float32")
+    assert tuple(model(x).shape) == (2, 5, 8)
