@@ -280,6 +280,22 @@ TRANSLATE_FLAGS = ["--source=de", "--target=en", "--preset=tiny", "--vocab_size=
                    "--train_steps=200", "--checkpoint_every=200", "--eval_split=test", "--eval_batch_size=200"]
 
 
+def cached_ids(cache_dir):
+    """{"split side": sha256 of the entry's ids and row ends} of each token-cache entry a run made."""
+    import hashlib
+
+    digests = {}
+    for entry in sorted(name for name in os.listdir(cache_dir) if not name.startswith(".")):  # not staging folders
+        with open(os.path.join(cache_dir, entry, "meta.json")) as f:
+            key = json.load(f)["key"]
+        digest = hashlib.sha256()
+        for name in ("ids.bin", "offsets.bin"):
+            with open(os.path.join(cache_dir, entry, name), "rb") as f:
+                digest.update(f.read())
+        digests[f"{key['data']['split']} {key['side']}"] = digest.hexdigest()[:16]
+    return digests
+
+
 def translation(results):
     """Multi30k through text:{split}.{lang} files (written from the shared data's files) and through
     --dataset=multi30k, the same flags: the same pairs, tokenizers and BLEU."""
@@ -295,16 +311,17 @@ def translation(results):
                 out.write(f.read())
     figures = {}
     for name, dataset in (("built_in", "multi30k"), ("files", f"text:{folder}{{split}}.{{lang}}")):
-        run_dir = work("translation", name)
-        subprocess.run(["rm", "-rf", run_dir], check=True)
+        run_dir, cache_dir = work("translation", name), work("translation_cache", name)
+        subprocess.run(["rm", "-rf", run_dir, cache_dir], check=True)
         subprocess.run([sys.executable, "-m", "recipes.translate", f"--dataset={dataset}", *TRANSLATE_FLAGS,
-                        f"--model_dir={run_dir}"], cwd=ROOT, check=True)
+                        f"--model_dir={run_dir}"], cwd=ROOT, check=True, env={**os.environ, "ZOO_CACHE_DIR": cache_dir})
         with open(os.path.join(run_dir, "metrics.json")) as f:
             metrics = json.load(f)
         with open(os.path.join(run_dir, "tokenizer.model"), "rb") as f:
             tokenizer = f.read()
         figures[name] = {"bleu": round(metrics["eval_test"]["bleu"], 2), "loss": metrics["train"]["loss"],
-                         "tokenizer": __import__("hashlib").sha256(tokenizer).hexdigest()[:16]}
+                         "tokenizer": __import__("hashlib").sha256(tokenizer).hexdigest()[:16],
+                         "ids": cached_ids(cache_dir)}
     results["translation"] = figures
     save(results)
 
@@ -357,12 +374,13 @@ def render(results):
         lines += ["", "### Multi30k from text files", "",
                   "`recipes.translate` with " + " ".join(f"`{flag}`" for flag in TRANSLATE_FLAGS) + ", once on "
                   "`--dataset=multi30k`, once on `--dataset=text:multi30k_files/{split}.{lang}` (the shared data's "
-                  "files, decompressed).", "", "| dataset | test BLEU | final training loss | tokenizer (sha256) |",
-                  "|---|---|---|---|"]
+                  "files, decompressed).", "", "| dataset | test BLEU | final training loss | tokenizer (sha256) | "
+                  "token cache: ids and row ends of each split and side (sha256) |", "|---|---|---|---|---|"]
         for key, name in (("built_in", "multi30k"), ("files", "text:")):
             f = runs[key]
-            lines.append(f"| {name} | {f['bleu']} | {f['loss']:.4f} | {f['tokenizer']} |")
-        lines += ["", "The same tokenizer, loss and BLEU." if same else "**They differ.**"]
+            ids = ", ".join(f"{entry} {digest}" for entry, digest in f.get("ids", {}).items())
+            lines.append(f"| {name} | {f['bleu']} | {f['loss']:.4f} | {f['tokenizer']} | {ids} |")
+        lines += ["", "The same tokenizer, token ids, loss and BLEU." if same else "**They differ.**"]
     return "\n".join(lines)
 
 

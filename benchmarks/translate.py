@@ -162,6 +162,8 @@ def throughput(model_dir, steps, rounds):
     from zoo.training.config import Task, TrainConfig, dtype_policy
     from zoo.training.loop import Trainer
 
+    from recipes.translate import padded_lengths
+
     run_dir = RunDir(model_dir)
     run = run_dir.read_config()
     config = translation.TranslatorConfig(**run["model"])
@@ -185,7 +187,7 @@ def throughput(model_dir, steps, rounds):
         lines), its model, optimizer and loss, over the plan's batches from the first."""
         task = Task(
             lambda: translation.build_translator(config),
-            lambda c, s: batching.plan_dataset(plan, rows, skip=s),
+            lambda c, s: batching.plan_dataset(plan, rows, skip=s, max_length=padded_lengths(config)),
             translation.translation_loss(0.1, skip_padding),
         )
         trainer = Trainer(task, train_config, tempfile.mkdtemp(prefix="bench_zoo_"), make_strategy("one_device"))
@@ -220,7 +222,7 @@ def throughput(model_dir, steps, rounds):
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
         return tf.reduce_sum(tf.cast(batch["source"] != 0, tf.int64)) + tf.reduce_sum(tf.cast(weights, tf.int64))
 
-    peer_batches = iter(batching.plan_dataset(plan, rows))
+    peer_batches = iter(batching.plan_dataset(plan, rows, max_length=padded_lengths(config)))
 
     def peer_steps(n):
         return sum(int(step(next(peer_batches))) for _ in range(n))

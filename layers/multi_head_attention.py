@@ -249,8 +249,10 @@ class MultiHeadAttention(keras.layers.MultiHeadAttention):
             batch, q_len, k_len = ops.shape(query)[0], ops.shape(query)[1], ops.shape(key)[1]
             mask = ops.broadcast_to(ops.cast(attention_mask, "bool")[:, None], (batch, 1, q_len, k_len))
         flash, length = self._flash_attention, key.shape[1]
-        # A length known as a number (as in a compiled step; not while Keras builds a model on symbolic shapes).
-        if flash is None and isinstance(length, int) and length < FLASH_MIN_KEYS:
+        # On JAX, a length known as a number (as in a compiled step; not while Keras builds a model on symbolic
+        # shapes). PyTorch's own choice is left alone.
+        short = isinstance(length, int) and length < FLASH_MIN_KEYS
+        if flash is None and keras.backend.backend() == "jax" and short:
             flash = False  # XLA's attention: faster than cuDNN's on short sequences (FLASH_MIN_KEYS)
         return ops.dot_product_attention(
             query, key, value, mask=mask, scale=self._inverse_sqrt_key_dim, flash_attention=flash

@@ -12,6 +12,7 @@ import os
 import sys
 import time
 
+import numpy as np
 from absl import app, flags
 
 from recipes import common, driver
@@ -77,19 +78,34 @@ def prepare_run(model_dir, data_names, model, data, seed, chief):
     source_file, target_file = run_dir.tokenizer_files(model.shared_vocabulary)
 
     def write_tokenizers():
+        # All the training text up to train_tokenizer's limit, as before; above it a seeded share of about that
+        # much, read from the files a side at a time (train_tokenizer would need every text in memory to sample).
+        limit = tokenizer.MAX_TRAINING_CHARACTERS
         if model.shared_vocabulary:
-            texts = data.sources + data.targets
+            texts = data.tokenizer_sample((0, 1), limit, seed)
             tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, model.source_vocab_size, False, seed), model_dir)
             return
-        for texts, size, name in ((data.sources, model.source_vocab_size, source_file),
-                                  (data.targets, model.target_vocab_size, target_file)):
+        for side, size, name in ((0, model.source_vocab_size, source_file), (1, model.target_vocab_size, target_file)):
+            texts = data.tokenizer_sample((side,), limit, seed)
             tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, size, False, seed), model_dir, name)
 
     fresh = {"recipe": RECIPE, **data_names, "model": dataclasses.asdict(model)}
     run = common.start_run(model_dir, RECIPE, fresh, write_tokenizers, target_file, chief)
     if run is fresh:
-        run = {**fresh, "example": data.sources[0]}
+        run = {**fresh, "example": data.example}
     return run, run_dir.tokenizers(model.shared_vocabulary)
+
+
+def padded_lengths(config):
+    """The longest padded source and target rows the model takes: its max_length positions for the source, and
+    for the target one more (<s> ... </s>: the decoder reads all but the last, the labels are all but the first),
+    so that rounding a batch up to a multiple of 8 never passes the learned positions."""
+    return {"source": config.max_length, "target": config.max_length + 1}
+
+
+def tokenizers_key(model_dir, config):
+    """The contents of a run's tokenizer files: their part of the token cache's keys."""
+    return tokenizer.files_key(model_dir, RunDir.tokenizer_files(config.shared_vocabulary))
 
 
 def prepare(settings, strategy):
@@ -97,23 +113,23 @@ def prepare(settings, strategy):
     training pairs (batches of at most max_tokens tokens) and the Task."""
     shared, names = settings.run, settings.data
     data = translation_data.load(names["dataset"], "train", names["source"], names["target"], settings.bad_rows)
-    data = translation_corpora.subsample_pairs(data, shared.max_examples, shared.train.seed)
+    data = data.subsample(shared.max_examples, shared.train.seed)
     digest = translation_data.files_digest(names["dataset"], "train", names["source"], names["target"])
     if shared.evaluating and digest:  # its bad rows and line counts too, before any write
         translation_data.load(names["dataset"], settings.eval_split, names["source"], names["target"],
                               settings.bad_rows)
     common.check_same_files(shared.model_dir, RECIPE, digest)
     run, tokenizers = prepare_run(shared.model_dir, names, settings.model, data, shared.train.seed, is_chief(strategy))
-    if digest:
-        run = {**run, "files": {"digest": digest}}
+    if digest:  # your own files: a resumed run must find the same contents
+        run = {**run, "files": {"digest": digest, "bad_rows_skipped": data.skipped}}
     config = translation.TranslatorConfig(**run["model"])
-    sources = translation_preprocessing.source_rows(tokenizers.source, data.sources, config.max_length)
-    targets = translation_preprocessing.target_rows(tokenizers.target, data.targets, config.max_length)
-    lengths = [max(len(s), len(t) - 1) for s, t in zip(sources, targets)]
+    sources, targets = translation_data.token_rows(data, tokenizers, tokenizers_key(shared.model_dir, config),
+                                                   config.max_length)
+    lengths = np.maximum(sources.lengths, targets.lengths - 1)
     train_config = shared.train
     # A batch holds max_tokens tokens (at most batch_size pairs), not batch_size pairs: an epoch's steps
     # count batches of the mean pair's length.
-    per_batch = min(train_config.batch_size, train_config.max_tokens // max(1, int(sum(lengths) / len(lengths))))
+    per_batch = min(train_config.batch_size, train_config.max_tokens // max(1, int(lengths.mean())))
     train_config = common.with_epochs(train_config, shared.epochs, len(lengths), per_batch)
     replicas = strategy.num_replicas_in_sync
     plan = batching.training_plan(lengths, train_config.train_steps, train_config.batch_size, train_config.seed,
@@ -122,7 +138,7 @@ def prepare(settings, strategy):
     task = Task(
         build_model=lambda: translation.build_translator(config),
         dataset=batching.planned_dataset_fn(plan, replicas, lambda part, skip, _: batching.plan_dataset(
-            part, fields, skip=skip)),
+            part, fields, skip=skip, max_length=padded_lengths(config))),
         loss=translation.translation_loss(train_config.label_smoothing,
                                           skip_padding=not uses_xla(strategy, train_config.jit_compile)),
     )
@@ -133,12 +149,12 @@ def translate_corpus(loaded, sources, decode, batch_size, jit_compile=False, sea
                      description="translate"):
     """Translations (best hypothesis) of every source sentence, in order; batches of similar lengths.
     `search`: (model, source ids, decode config) -> (tokens, scores), as `translate_ids`."""
-    import numpy as np
     import tensorflow as tf
 
     rows = translation_preprocessing.source_rows(loaded.tokenizer.source, sources, loaded.config.max_length)
     plan = batching.evaluation_plan([len(r) for r in rows], batch_size)
-    batches = batching.plan_dataset(plan, {"source": rows, "index": np.arange(len(rows))})
+    batches = batching.plan_dataset(plan, {"source": rows, "index": np.arange(len(rows))},
+                                    max_length=padded_lengths(loaded.config))
     # Batches differ in shape (sentences of similar lengths): one graph for all of them, not a trace per shape.
     compiled_search = tf.function(lambda ids: search(loaded.model, ids, decode), jit_compile=jit_compile,
                                   reduce_retracing=True)
@@ -161,21 +177,20 @@ def run_eval(model_dir, split, decode, batch_size, jit_compile=False, average=1,
     loaded = load_trained(model_dir, average)
     run = loaded.run
     data = translation_data.load(run["dataset"], split, run["source"], run["target"], bad_rows)
+    references = list(data.texts(1))  # sacrebleu scores lists of texts; an evaluation split is small
     began = time.time()
-    hypotheses = translate_corpus(loaded, data.sources, decode, batch_size, jit_compile, description=split)
+    hypotheses = translate_corpus(loaded, list(data.texts(0)), decode, batch_size, jit_compile, description=split)
     seconds = time.time() - began
     name = f"hypotheses.{split}.{run['source']}-{run['target']}.txt"
     disk.write_atomically(os.path.join(model_dir, name), "".join(h + "\n" for h in hypotheses).encode("utf-8"),
                           "the hypotheses")
-    bleu = sacrebleu.corpus_bleu(hypotheses, [data.targets])
-    chrf = sacrebleu.corpus_chrf(hypotheses, [data.targets])
-    max_length = loaded.config.max_length
-    rows = {
-        "source": translation_preprocessing.source_rows(loaded.tokenizer.source, data.sources, max_length),
-        "target": translation_preprocessing.target_rows(loaded.tokenizer.target, data.targets, max_length),
-    }
-    plan = batching.evaluation_plan([len(r) for r in rows["target"]], batch_size)
-    batches = batching.plan_dataset(plan, rows)
+    bleu = sacrebleu.corpus_bleu(hypotheses, [references])
+    chrf = sacrebleu.corpus_chrf(hypotheses, [references])
+    sources, targets = translation_data.token_rows(data, loaded.tokenizer, tokenizers_key(model_dir, loaded.config),
+                                                   loaded.config.max_length)
+    rows = {"source": sources, "target": targets}
+    plan = batching.evaluation_plan(targets.lengths, batch_size)
+    batches = batching.plan_dataset(plan, rows, max_length=padded_lengths(loaded.config))
     totals = evaluate(translation.translation_metrics(loaded.model), batches, len(plan), split)
     loss = totals["loss"] / totals["tokens"]
     result = {"bleu": bleu.score, "chrf": chrf.score, "loss": loss}

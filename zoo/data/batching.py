@@ -125,7 +125,8 @@ def plan_dataset(plan, fields, skip=0, max_length=None):
             at a time, or a list of 1-D int arrays; or a NumPy array with one value per example
             (labels, gathered as is).
         skip: number of leading plan entries to leave out (resumption).
-        max_length: the model's positions, if rounding up must not pass them.
+        max_length: the model's positions, if rounding up must not pass them: a number for every field, or
+            a dict of field name -> number (fields it does not name are not capped).
     """
     tables = {name: v if hasattr(v, "gather") else ragged(v) if isinstance(v, list) else tf.constant(v)
               for name, v in fields.items()}
@@ -140,7 +141,8 @@ def plan_dataset(plan, fields, skip=0, max_length=None):
                                                         tf.ensure_shape(lengths, [None]))
             else:
                 rows = tf.gather(table, indices)
-            batch[name] = padded(rows, max_length=max_length) if isinstance(rows, tf.RaggedTensor) else rows
+            limit = max_length.get(name) if isinstance(max_length, dict) else max_length
+            batch[name] = padded(rows, max_length=limit) if isinstance(rows, tf.RaggedTensor) else rows
         return batch
 
     options = tf.data.Options()

@@ -16,8 +16,10 @@ import itertools
 import json
 import os
 import shutil
+import socket
 import sys
 import time
+import uuid
 
 import numpy as np
 
@@ -118,20 +120,25 @@ class TokenRows:
         return np.asarray(self.ids()[begin:end], np.int32)
 
 
-def token_rows(key, examples, encode, description, total_bytes=None, in_graph=True):
+def token_rows(key, examples, encode, description, total_bytes=None, in_graph=True, verify=None):
     """The cache entry of `key`, made now if missing: `examples` (an iterable of (text, label or None))
     tokenized by `encode` a chunk at a time: a batch of strings -> ragged ids, run as a tf.function, or with
     in_graph=False a Python function of a list of strings -> a list of id lists. Shows progress (MB done,
-    MB/s, time left against `total_bytes`)."""
+    MB/s, time left against `total_bytes`). `verify(meta)`, if given, runs on a new entry's record (its
+    "rows" among them) before the entry is put in place, and may raise to keep it out of the cache."""
     directory = os.path.join(cache_root(), key_name(key))
     if os.path.exists(os.path.join(directory, META_FILE)):
         return TokenRows(directory)
     os.makedirs(cache_root(), exist_ok=True)
-    staging = os.path.join(cache_root(), f".{key_name(key)}.{os.getpid()}")
+    # One staging folder per writer, also across machines sharing the cache (equal process ids are common there).
+    staging = os.path.join(cache_root(), f".{key_name(key)}.{socket.gethostname()}.{os.getpid()}.{uuid.uuid4().hex}")
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)
     try:
         _write_entry(staging, key, examples, _batch_encoder(encode, in_graph), description, total_bytes)
+        if verify is not None:
+            with open(os.path.join(staging, META_FILE)) as f:
+                verify(json.load(f))
         try:
             os.rename(staging, directory)
         except OSError:  # another process made the same entry first: use its

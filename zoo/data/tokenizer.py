@@ -140,11 +140,12 @@ def save_wordpiece(vocabulary, lowercase, strip_accents, directory):
     save_tokenizer(json.dumps(settings).encode("utf-8"), directory, WORDPIECE_CONFIG_FILE)
 
 
-def files_key(directory):
-    """The contents of the tokenizer files a run folder holds: the tokenizer's part of a token-cache key."""
+def files_key(directory, names=(TOKENIZER_FILE, VOCABULARY_FILE, WORDPIECE_CONFIG_FILE)):
+    """The contents of the tokenizer files a run folder holds (`names`, each once; a translation run's
+    source.model and target.model): the tokenizer's part of a token-cache key."""
     from zoo.data import cache
 
-    return cache.folder_files_digest(directory, (TOKENIZER_FILE, VOCABULARY_FILE, WORDPIECE_CONFIG_FILE))
+    return cache.folder_files_digest(directory, list(dict.fromkeys(names)))
 
 
 def holds_wordpiece(directory):

@@ -7,32 +7,130 @@
   the order, without one the --source column comes first.
 
 Lines are split at "\\n" alone (a Windows line's "\\r" dropped) and stripped, as Multi30k's are, so the
-same text gives the same pairs whichever way it is read.
+same text gives the same pairs whichever way it is read. Nothing holds a split's texts: `Pairs` reads the
+files again each time it is iterated, and `token_rows` tokenizes them once into the token cache
+(zoo.data.cache), which training and evaluation read a batch at a time.
 """
+
+import itertools
+
+import numpy as np
 
 from zoo.data import cache, files
 from zoo.data.datasets import DatasetError
 from zoo.translation import corpora
-from zoo.translation.corpora import Translation
 
 FORMS = ("text", "tsv")
+SIDES = ("source", "target")
+
+
+class Pairs:
+    """One split of sentence pairs, read again from its files (or a built-in dataset's lists) each time it
+    is iterated: (source, target) texts. `count`, `chars` and `bytes` (characters and UTF-8 bytes of each
+    side), `key` (the data's part of a token-cache key), `example` (the first source sentence), `skipped` (bad
+    rows left out), `unchanged()` (whether the files still hold what `load` read)."""
+
+    def __init__(self, read, count, chars, key, example, skipped=0, sizes=None, unchanged=lambda: True):
+        self._read, self.count, self.chars, self.key = read, count, tuple(chars), key
+        self.example, self.skipped, self.unchanged = example, skipped, unchanged
+        self.bytes = tuple(sizes) if sizes is not None else self.chars
+
+    def __iter__(self):
+        return self._read()
+
+    def __len__(self):
+        return self.count
+
+    def texts(self, side):
+        """The texts of one side (0: source, 1: target), in order."""
+        return (pair[side] for pair in self)
+
+    def tokenizer_sample(self, sides, max_characters, seed):
+        """The texts of `sides` (all of the first side's, then the next's), all of them if they hold at most
+        `max_characters`, else a seeded share of about that many, read in one pass a side."""
+        total = sum(self.chars[side] for side in sides)
+        if total <= max_characters:
+            return [text for side in sides for text in self.texts(side)]
+        share, rng = max_characters / total, np.random.default_rng(seed)
+        return [text for side in sides for text in self.texts(side) if rng.random() < share]
+
+    def subsample(self, count, seed):
+        """A seeded random `count` of the pairs, in their original order (all of them if fewer)."""
+        if count is None or count >= self.count:
+            return self
+        chosen = np.zeros(self.count, bool)  # a byte a pair
+        chosen[np.random.default_rng(seed).permutation(self.count)[:count]] = True
+        read = lambda: (pair for index, pair in enumerate(self) if chosen[index])  # noqa: E731
+        chars, sizes, example = [0, 0], [0, 0], None
+        for pair in read():
+            for side in (0, 1):
+                chars[side] += len(pair[side])
+                sizes[side] += len(pair[side].encode("utf-8"))
+            example = pair[0] if example is None else example
+        return Pairs(read, count, chars, {**self.key, "max_examples": count, "seed": seed}, example, self.skipped,
+                     sizes, self.unchanged)
 
 
 def load(name, split, source, target, bad_rows="error"):
-    """The `split` of dataset `name` as a corpora.Translation (source -> target)."""
+    """The `split` of dataset `name` as `Pairs` (source -> target). Files are read once here, so that a bad
+    row, or aligned files of different lengths, are refused before any work starts; training reads them again
+    (once a side, into the token cache)."""
     spec = files.parse(name, FORMS)
     if spec is None:
-        return corpora.load_translation(name, split, source, target)
+        data = corpora.load_translation(name, split, source, target)
+        chars = [sum(map(len, data.sources)), sum(map(len, data.targets))]
+        key = {"dataset": name, "split": split, "source": source, "target": target}
+        return Pairs(lambda: zip(data.sources, data.targets), len(data.sources), chars, key,
+                     data.sources[0] if data.sources else "")
     if source == target:
         raise DatasetError(f"--source and --target are both {source!r}: choose two languages.")
     for language in (source, target) if spec.form == "text" else ("",):
         files.check_split(spec, split, lang=language)
+    if spec.form == "text" and "{lang}" not in spec.pattern:
+        raise DatasetError(f"--dataset={spec}: aligned text files need {{lang}} in their pattern, one file per "
+                           f"language (e.g. text:corpus/{{split}}.{{lang}} for corpus/train.{source} and "
+                           f"corpus/train.{target}).")
+
+    def pairs(bad):
+        return _aligned(spec, split, source, target) if spec.form == "text" else _tsv(spec, split, source, target, bad)
+
     bad = files.BadRows(bad_rows)
-    pairs = _aligned(spec, split, source, target) if spec.form == "text" else _tsv(spec, split, source, target, bad)
+    digest = files_digest(name, split, source, target)
+    count, chars, sizes, example = 0, [0, 0], [0, 0], None
+    for pair in pairs(bad):
+        count += 1
+        for side in (0, 1):
+            chars[side] += len(pair[side])
+            sizes[side] += len(pair[side].encode("utf-8"))
+        example = pair[0] if example is None else example
     bad.check(f"{spec} ({split})")
-    if not pairs[0]:
+    if not count:
         raise DatasetError(f"--dataset={spec} has no sentence pairs in its {split} split.")
-    return Translation(*pairs)
+    key = {"files": digest, "spec": str(spec), "split": split, "source": source, "target": target,
+           "bad_rows": bad_rows}
+    return Pairs(lambda: pairs(files.BadRows("skip")), count, chars, key, example,
+                 bad.count if bad_rows == "skip" else 0, sizes,
+                 unchanged=lambda: files_digest(name, split, source, target) == digest)
+
+
+def token_rows(pairs, tokenizers, tokenizer_key, max_length):
+    """(source rows, target rows): zoo.data.cache.TokenRows of the pairs' framed ids (`source_ids`,
+    `target_ids`), tokenized once into the token cache, a side at a time."""
+    from zoo.translation import preprocessor
+
+    def verify(meta):  # the files are read again here: refuse what differs from what `load` checked
+        if meta["rows"] != pairs.count or not pairs.unchanged():
+            raise DatasetError(f"The files of {pairs.key.get('spec', pairs.key.get('dataset'))} changed while they "
+                               f"were read ({pairs.count} pairs checked, {meta['rows']} tokenized): run again once "
+                               "they stay as they are.")
+
+    rows = []
+    for side, (name, tok, ids) in enumerate(zip(SIDES, tokenizers, (preprocessor.source_ids, preprocessor.target_ids))):
+        key = {"data": pairs.key, "side": name, "tokenizer": tokenizer_key, "max_length": max_length}
+        encode = lambda texts, tok=tok, ids=ids: ids(tok, texts, max_length)  # noqa: E731
+        texts = ((text, None) for text in pairs.texts(side))
+        rows.append(cache.token_rows(key, texts, encode, f"tokenizing {name}s", pairs.bytes[side], verify=verify))
+    return rows
 
 
 def _raw_lines(path):
@@ -42,33 +140,30 @@ def _raw_lines(path):
 
 
 def _aligned(spec, split, source, target):
-    if "{lang}" not in spec.pattern:
-        raise DatasetError(f"--dataset={spec}: aligned text files need {{lang}} in their pattern, one file per "
-                           f"language (e.g. text:corpus/{{split}}.{{lang}} for corpus/train.{source} and "
-                           f"corpus/train.{target}).")
     sides = [files.paths(spec, split, lang=language) for language in (source, target)]
     if len(sides[0]) != len(sides[1]):
         raise DatasetError(f"--dataset={spec} ({split}): {len(sides[0])} {source} files but {len(sides[1])} "
                            f"{target} files; each language needs one file per part.")
     keep = files.in_split(spec, split)
-    sources, targets, index = [], [], 0
+    index = 0
     for source_path, target_path in zip(*sides):
-        left = [line for line, _ in _raw_lines(source_path)]
-        right = [line for line, _ in _raw_lines(target_path)]
-        if len(left) != len(right):
-            raise DatasetError(f"{source_path} has {len(left)} lines but {target_path} has {len(right)}: aligned "
-                               "files need one line per sentence pair.")
-        for pair in zip(left, right):
+        left, right = _raw_lines(source_path), _raw_lines(target_path)
+        lines = 0
+        for pair in itertools.zip_longest(left, right):
+            if pair[0] is None or pair[1] is None:  # one file ended first: count the other's lines
+                more = 1 + sum(1 for _ in (right if pair[0] is None else left))
+                counts = (lines, lines + more) if pair[0] is None else (lines + more, lines)
+                raise DatasetError(f"{source_path} has {counts[0]} lines but {target_path} has {counts[1]}: "
+                                   "aligned files need one line per sentence pair.")
+            lines += 1
             if keep(index):
-                sources.append(pair[0])
-                targets.append(pair[1])
+                yield pair[0][0], pair[1][0]
             index += 1
-    return sources, targets
 
 
 def _tsv(spec, split, source, target, bad):
     keep = files.in_split(spec, split)
-    sources, targets, index = [], [], 0
+    index = 0
     for path in files.paths(spec, split):
         first = True
         order = (0, 1)
@@ -85,10 +180,8 @@ def _tsv(spec, split, source, target, bad):
                 bad.add(where, f"{len(fields) - 1} TABs where a pair has exactly one (source TAB target)")
                 continue
             if keep(index):
-                sources.append(fields[order[0]].strip())
-                targets.append(fields[order[1]].strip())
+                yield fields[order[0]].strip(), fields[order[1]].strip()
             index += 1
-    return sources, targets
 
 
 def files_digest(name, split, source, target):

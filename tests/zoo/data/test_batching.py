@@ -71,3 +71,12 @@ def test_padding_rounds_up_to_eight_but_not_past_the_models_positions():
     [batch] = batching.plan_dataset([np.array([0, 1])], {"token_ids": [np.arange(1, 10), np.arange(1, 4)]},
                                     max_length=10)
     assert batch["token_ids"].shape == (2, 10)
+
+
+def test_each_field_may_have_its_own_cap():
+    """A translation batch: sources take max_length positions, targets (<s> ... </s>) one more."""
+    fields = {"source": [np.arange(1, 13), np.arange(1, 4)], "target": [np.arange(1, 14), np.arange(1, 5)],
+              "other": [np.arange(1, 10)] * 2}
+    [batch] = batching.plan_dataset([np.array([0, 1])], fields, max_length={"source": 12, "target": 13})
+    assert batch["source"].shape == (2, 12) and batch["target"].shape == (2, 13)
+    assert batch["other"].shape == (2, 16)  # a field the dict does not name is rounded up as usual

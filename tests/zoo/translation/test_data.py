@@ -1,0 +1,163 @@
+"""zoo.translation.data: sentence pairs from the user's aligned text or TSV files, read again on each pass (nothing
+holds a split), tokenized once into the token cache with the same ids as the preprocessor's rows; memory flat in
+the corpus's size."""
+
+import gzip
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.conftest import ROOT
+from zoo.data import cache, files
+from zoo.data.datasets import DatasetError
+from zoo.runs.run_dir import Tokenizers
+from zoo.translation import data, preprocessor
+
+
+class Characters:
+    """A tokenizer of Unicode code points (ids shifted past the special ids), as the preprocessor calls one."""
+
+    def tokenize(self, texts):
+        return tf.strings.unicode_decode(texts, "UTF-8") + 4
+
+
+def write_aligned(folder, split, sources, targets, crlf=False, bom=False):
+    end = "\r\n" if crlf else "\n"
+    for language, lines in (("de", sources), ("en", targets)):
+        text = ("\ufeff" if bom else "") + "".join(line + end for line in lines)
+        (folder / f"{split}.{language}").write_bytes(text.encode("utf-8"))
+
+
+SOURCES = [f"ein Satz {i} 😀 中文" for i in range(60)]
+TARGETS = [f"a sentence {i}" for i in range(60)]
+
+
+def test_aligned_files_read_as_written_and_again_on_each_pass(tmp_path):
+    write_aligned(tmp_path, "train", SOURCES, TARGETS, crlf=True, bom=True)
+    write_aligned(tmp_path, "validation", SOURCES[:5], TARGETS[:5])
+    pairs = data.load(f"text:{tmp_path}/{{split}}.{{lang}}", "train", "de", "en")
+    assert list(pairs) == list(zip(SOURCES, TARGETS)) and list(pairs) == list(pairs)
+    assert len(pairs) == 60 and pairs.example == SOURCES[0]
+    assert pairs.chars == (sum(map(len, SOURCES)), sum(map(len, TARGETS)))
+    assert list(data.load(f"text:{tmp_path}/{{split}}.{{lang}}", "validation", "de", "en")) == list(
+        zip(SOURCES[:5], TARGETS[:5]))
+
+
+def test_without_a_split_in_the_pattern_one_in_twenty_is_held_out(tmp_path):
+    write_aligned(tmp_path, "all", SOURCES, TARGETS)
+    train = list(data.load(f"text:{tmp_path}/all.{{lang}}", "train", "de", "en"))
+    validation = list(data.load(f"text:{tmp_path}/all.{{lang}}", "validation", "de", "en"))
+    held = [i for i in range(60) if files.held_out(i)]
+    assert validation == [(SOURCES[i], TARGETS[i]) for i in held] and len(train) == 60 - len(held)
+
+
+@pytest.mark.parametrize("longer", ["de", "en"])
+def test_aligned_files_of_different_lengths_give_both_counts(tmp_path, longer):
+    write_aligned(tmp_path, "train", SOURCES[:7] if longer == "en" else SOURCES, TARGETS[:7] if longer == "de"
+                  else TARGETS)
+    with pytest.raises(DatasetError) as error:
+        data.load(f"text:{tmp_path}/{{split}}.{{lang}}", "train", "de", "en")
+    counts = (60, 7) if longer == "de" else (7, 60)
+    assert f"train.de has {counts[0]} lines but" in str(error.value)
+    assert f"train.en has {counts[1]}" in str(error.value)
+
+
+def test_tsv_shards_a_header_and_bad_rows(tmp_path):
+    with gzip.open(tmp_path / "a.tsv.gz", "wt", encoding="utf-8") as f:
+        f.write("en\tde\nhello\thallo\n")
+    (tmp_path / "b.tsv").write_text("dog\tHund\nno tab here\ncat\tKatze\textra\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as error:
+        data.load(f"tsv:{tmp_path}/*.tsv*", "train", "de", "en")
+    assert "b.tsv:2" in str(error.value) and "b.tsv:3" in str(error.value)
+    pairs = data.load(f"tsv:{tmp_path}/*.tsv*", "train", "de", "en", bad_rows="skip")
+    # a.tsv.gz's header puts English first; b.tsv has none, so its first column is the --source (de) one.
+    read = [("hallo", "hello"), ("dog", "Hund")]
+    assert list(pairs) == [pair for i, pair in enumerate(read) if not files.held_out(i)]
+    assert pairs.skipped == 2
+
+
+def test_a_sample_is_seeded_and_keeps_the_order(tmp_path):
+    write_aligned(tmp_path, "train", SOURCES, TARGETS)
+    pairs = data.load(f"text:{tmp_path}/{{split}}.{{lang}}", "train", "de", "en")
+    sample = pairs.subsample(10, seed=3)
+    keep = np.sort(np.random.default_rng(3).permutation(60)[:10])
+    assert list(sample) == [(SOURCES[i], TARGETS[i]) for i in keep] and len(sample) == 10
+    assert sample.key != pairs.key and pairs.subsample(100, seed=3) is pairs
+
+
+def test_cached_rows_equal_the_preprocessors_rows_and_are_reused(tmp_path, monkeypatch):
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+    write_aligned(tmp_path, "train", SOURCES, TARGETS)
+    pairs = data.load(f"text:{tmp_path}/{{split}}.{{lang}}", "train", "de", "en")
+    tokenizers = Tokenizers(Characters(), Characters())
+    sources, targets = data.token_rows(pairs, tokenizers, "tokenizer", 12)
+    expected_sources = preprocessor.source_rows(tokenizers.source, SOURCES, 12)
+    expected_targets = preprocessor.target_rows(tokenizers.target, TARGETS, 12)
+    for i in range(60):
+        np.testing.assert_array_equal(sources.row(i), expected_sources[i])
+        np.testing.assert_array_equal(targets.row(i), expected_targets[i])
+    again = data.token_rows(pairs, tokenizers, "tokenizer", 12)
+    assert [rows.directory for rows in again] == [sources.directory, targets.directory]
+    write_aligned(tmp_path, "train", SOURCES, TARGETS[:-1] + ["changed"])
+    changed = data.load(f"text:{tmp_path}/{{split}}.{{lang}}", "train", "de", "en")
+    assert data.token_rows(changed, tokenizers, "tokenizer", 12)[1].directory != targets.directory
+
+
+MEMORY_PROGRAM = r"""
+import json, resource, sys
+import tensorflow as tf
+from zoo.data import batching
+from zoo.runs.run_dir import Tokenizers
+from zoo.translation import data
+folder, = sys.argv[1:]
+
+class Characters:
+    def tokenize(self, texts):
+        return tf.strings.unicode_decode(texts, "UTF-8") + 4
+
+pairs = data.load(f"text:{folder}/{{split}}.{{lang}}", "train", "de", "en")
+sources, targets = data.token_rows(pairs, Tokenizers(Characters(), Characters()), "k", 128)
+plan = batching.evaluation_plan(targets.lengths, 256)
+for batch in batching.plan_dataset(plan, {"source": sources, "target": targets}):
+    pass
+print(json.dumps({"pairs": len(pairs), "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def peak(megabytes, folder):
+    folder.mkdir()
+    line = ("der schnelle braune Fuchs springt " * 4)[:100]
+    for language in ("de", "en"):
+        with open(folder / f"train.{language}", "w") as f:
+            for _ in range(megabytes * 10_000):
+                f.write(line + "\n")
+    env = {"ZOO_CACHE_DIR": str(folder / "cache"), "TF_CPP_MIN_LOG_LEVEL": "3", "TF_CPU_ALLOCATOR_USE_BFC": "1",
+           "PYTHONPATH": ROOT, "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", MEMORY_PROGRAM, str(folder)], env=env, capture_output=True,
+                          text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow  # outside the default run: python -m pytest -m slow
+def test_memory_does_not_grow_with_the_corpus(tmp_path):
+    """Reading, tokenizing and batching 2 x 40 MB of aligned text (400,000 pairs) peaks within 40 MB of doing so
+    for 2 x 4 MB: a data path that held the pairs (over 100 MB as Python strings) or their ids would not."""
+    small, large = peak(4, tmp_path / "small"), peak(40, tmp_path / "large")
+    assert large["pairs"] == sum(not files.held_out(i) for i in range(400_000))
+    assert large["peak_mb"] - small["peak_mb"] < 40, (small, large)
+
+
+def test_files_changed_between_the_check_and_the_tokenizing_are_refused_and_not_cached(tmp_path, monkeypatch):
+    cache_dir = tmp_path / "cache"
+    monkeypatch.setenv(cache.CACHE_ENV, str(cache_dir))
+    write_aligned(tmp_path, "train", SOURCES, TARGETS)
+    pairs = data.load(f"text:{tmp_path}/{{split}}.{{lang}}", "train", "de", "en")
+    write_aligned(tmp_path, "train", SOURCES + ["noch einer"], TARGETS + ["one more"])
+    with pytest.raises(DatasetError, match="changed while they were read"):
+        data.token_rows(pairs, Tokenizers(Characters(), Characters()), "tokenizer", 12)
+    assert not [name for name in cache_dir.iterdir() if not name.name.startswith(".")]  # nothing kept
+    assert not list(cache_dir.iterdir())  # nor a staging folder left behind
