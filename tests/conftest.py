@@ -48,6 +48,17 @@ def fresh_process_json(program, timeout=HANG):
     return json.loads(fresh.stdout.strip().splitlines()[-1])
 
 
+def data_path_peak(program, cache_dir, *args):
+    """The last line's JSON of `program` (which prints its peak memory) run with `args` in a new process, its
+    token cache in `cache_dir`, TensorFlow's BFC allocator on as the recipes run (recipes.common: it reuses its
+    pool chunk after chunk)."""
+    env = {"ZOO_CACHE_DIR": str(cache_dir), "TF_CPP_MIN_LOG_LEVEL": "3", "TF_CPU_ALLOCATOR_USE_BFC": "1",
+           "PYTHONPATH": ROOT, "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", program, *map(str, args)], env=env, capture_output=True, text=True,
+                          check=True, timeout=HANG)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 @pytest.fixture(name="run_recipe")
 def run_recipe_fixture():
     return run_recipe

@@ -1,15 +1,12 @@
 """zoo.data.cache: token ids tokenized once into a memory-mapped entry, reused by key, read a batch at a time;
 memory flat in the corpus's size."""
 
-import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.conftest import ROOT
+from tests.conftest import data_path_peak
 from zoo.data import batching, cache
 
 
@@ -77,12 +74,7 @@ print(json.dumps({"rows": len(rows), "peak_mb": resource.getrusage(resource.RUSA
 
 
 def peak(megabytes, cache_dir):
-    # TensorFlow's BFC allocator, as the recipes run (recipes.common): it reuses its pool chunk after chunk.
-    env = {"ZOO_CACHE_DIR": str(cache_dir), "TF_CPP_MIN_LOG_LEVEL": "3", "TF_CPU_ALLOCATOR_USE_BFC": "1",
-           "PYTHONPATH": ROOT, "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-c", MEMORY_PROGRAM, str(megabytes)], env=env, capture_output=True,
-                          text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return data_path_peak(MEMORY_PROGRAM, cache_dir, megabytes)
 
 
 @pytest.mark.slow  # outside the default run: python -m pytest -m slow

@@ -3,15 +3,12 @@ holds a split), tokenized once into the token cache with the same ids as the pre
 the corpus's size."""
 
 import gzip
-import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.conftest import ROOT
+from tests.conftest import data_path_peak
 from zoo.data import cache, files
 from zoo.data.datasets import DatasetError
 from zoo.runs.run_dir import Tokenizers
@@ -135,11 +132,7 @@ def peak(megabytes, folder):
         with open(folder / f"train.{language}", "w") as f:
             for _ in range(megabytes * 10_000):
                 f.write(line + "\n")
-    env = {"ZOO_CACHE_DIR": str(folder / "cache"), "TF_CPP_MIN_LOG_LEVEL": "3", "TF_CPU_ALLOCATOR_USE_BFC": "1",
-           "PYTHONPATH": ROOT, "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-c", MEMORY_PROGRAM, str(folder)], env=env, capture_output=True,
-                          text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return data_path_peak(MEMORY_PROGRAM, folder / "cache", folder)
 
 
 @pytest.mark.slow  # outside the default run: python -m pytest -m slow
