@@ -8,17 +8,22 @@ from keras import ops
 KEEP_LEVELS = 2**16  # the rate is used rounded to a multiple of 1 / KEEP_LEVELS
 
 
+def levels(rate):
+    """(the 16-bit values below which an element is dropped, the kept elements' scale) for `rate`."""
+    drop_levels = round(rate * KEEP_LEVELS)
+    return drop_levels, KEEP_LEVELS / (KEEP_LEVELS - drop_levels)
+
+
 def keep_mask(shape, rate, seed, dtype):
     """TensorFlow: a (shape) tensor of 0 and 1 / (1 - rate): each element kept with probability
     1 - rate (rate rounded to a multiple of 2**-16), from 16 random bits per element, two per
     uint32 that `tf.random.stateless_uniform` draws with `seed` (an int32 pair)."""
     import tensorflow as tf  # this path runs on the TensorFlow backend only, where it is loaded
 
-    drop_levels = round(rate * KEEP_LEVELS)
+    drop_levels, scale = levels(rate)
     size = tf.reduce_prod(shape)
     words = tf.random.stateless_uniform([(size + 1) // 2], seed, minval=None, maxval=None, dtype=tf.uint32)
     bits = tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:size]
-    scale = KEEP_LEVELS / (KEEP_LEVELS - drop_levels)
     return tf.reshape(tf.where(bits >= drop_levels, tf.constant(scale, dtype), tf.constant(0, dtype)), shape)
 
 
@@ -26,8 +31,7 @@ def uniform_keep_mask(shape, rate, seed, dtype):
     """Any backend: `keep_mask`'s values and probabilities, from one `keras.random.uniform` draw
     per element (`seed`: a `keras.random.SeedGenerator` or an int). Uniform floats are multiples
     of 2**-23 or finer, so `uniform >= drop_levels / 2**16` keeps exactly 1 - the rounded rate."""
-    drop_levels = round(rate * KEEP_LEVELS)
-    scale = KEEP_LEVELS / (KEEP_LEVELS - drop_levels)
+    drop_levels, scale = levels(rate)
     kept = ops.greater_equal(keras.random.uniform(shape, seed=seed), drop_levels / KEEP_LEVELS)
     return ops.where(kept, ops.cast(scale, dtype), ops.cast(0, dtype))
 
@@ -41,13 +45,12 @@ def jax_keep_mask(shape, rate, seed, dtype):
     import jax.numpy as jnp
     from jax.extend.random import threefry_2x32
 
-    drop_levels = round(rate * KEEP_LEVELS)
+    drop_levels, scale = levels(rate)
     size = math.prod(shape)
     words = (size + 1) // 2
     count = jnp.arange(words + words % 2, dtype=jnp.uint32)  # hashed as pairs (first half, second half)
     key = jnp.asarray(seed).astype(jnp.uint32)
     bits = jax.lax.bitcast_convert_type(threefry_2x32((key[0], key[1]), count), jnp.uint16).reshape(-1)[:size]
-    scale = KEEP_LEVELS / (KEEP_LEVELS - drop_levels)
     return jnp.where(bits >= drop_levels, jnp.asarray(scale, dtype), jnp.asarray(0, dtype)).reshape(shape)
 
 

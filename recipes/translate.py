@@ -114,7 +114,7 @@ def prepare(settings, strategy):
     shared, names = settings.run, settings.data
     data = translation_data.load(names["dataset"], "train", names["source"], names["target"], settings.bad_rows)
     data = data.subsample(shared.max_examples, shared.train.seed)
-    digest = translation_data.files_digest(names["dataset"], "train", names["source"], names["target"])
+    digest = data.key.get("files")  # your own files' digest, as load read them (None for a built-in dataset)
     if shared.evaluating and digest:  # its bad rows and line counts too, before any write
         translation_data.load(names["dataset"], settings.eval_split, names["source"], names["target"],
                               settings.bad_rows)

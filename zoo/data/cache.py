@@ -16,7 +16,6 @@ import itertools
 import json
 import os
 import shutil
-import socket
 import sys
 import time
 import uuid
@@ -131,14 +130,12 @@ def token_rows(key, examples, encode, description, total_bytes=None, in_graph=Tr
         return TokenRows(directory)
     os.makedirs(cache_root(), exist_ok=True)
     # One staging folder per writer, also across machines sharing the cache (equal process ids are common there).
-    staging = os.path.join(cache_root(), f".{key_name(key)}.{socket.gethostname()}.{os.getpid()}.{uuid.uuid4().hex}")
-    shutil.rmtree(staging, ignore_errors=True)
+    staging = os.path.join(cache_root(), f".{key_name(key)}.{uuid.uuid4().hex}")
     os.makedirs(staging)
     try:
-        _write_entry(staging, key, examples, _batch_encoder(encode, in_graph), description, total_bytes)
+        meta = _write_entry(staging, key, examples, _batch_encoder(encode, in_graph), description, total_bytes)
         if verify is not None:
-            with open(os.path.join(staging, META_FILE)) as f:
-                verify(json.load(f))
+            verify(meta)
         try:
             os.rename(staging, directory)
         except OSError:  # another process made the same entry first: use its
@@ -205,6 +202,7 @@ def _write_entry(staging, key, examples, encode, description, total_bytes):
             "seconds": round(meter.seconds(), 3)}
     with open(os.path.join(staging, META_FILE), "w") as f:
         json.dump(meta, f, indent=1)
+    return meta
 
 
 class Meter:
