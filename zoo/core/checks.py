@@ -26,4 +26,4 @@ def rates(config, *names):
 
 def divisible(config):
     if config.hidden_dim % config.num_heads:
-        raise ValueError(f"hidden_dim={config.hidden_dim} is not divisible by num_heads={config.num_heads}.")
+        raise ValueError(f"num_heads={config.num_heads} does not divide hidden_dim={config.hidden_dim}.")

@@ -30,7 +30,7 @@ from zoo.translation.search import DecodeConfig
         (lambda: TrainConfig(layer_decay=0.0), r"layer_decay=0.0 must be in \(0, 1\]"),
         (lambda: TrainConfig(mixed_precision="half"), "mixed_precision='half' is not one of"),
         (lambda: ClassifierConfig(dropout=1.0), r"dropout=1.0 must be in \[0, 1\)"),
-        (lambda: ClassifierConfig(hidden_dim=130, num_heads=4), "not divisible by num_heads=4"),
+        (lambda: ClassifierConfig(hidden_dim=130, num_heads=4), "num_heads=4 does not divide hidden_dim=130"),
         (lambda: TranslatorConfig(dropout=-0.1), r"dropout=-0.1 must be in \[0, 1\)"),
         (lambda: TranslatorConfig(hidden_dim=0), "hidden_dim=0 must be positive"),
         (lambda: LMConfig(memory_length=-1), "memory_length=-1 must be non-negative"),
