@@ -8,7 +8,9 @@ Python object `zoo.load` returns for a sentiment run or its export.
 
 from zoo.classifier import model as classifier
 from zoo.classifier.preprocessor import ClassifierPreprocessor
-from zoo.core.signatures import Served, call, texts_tensor
+from zoo.classifier.run_config import SentimentRunConfig
+from zoo.core import inputs
+from zoo.core.signatures import Served, call, strings
 from zoo.runs.run_dir import RunDir
 
 RECIPE = "sentiment"
@@ -17,8 +19,8 @@ RECIPE = "sentiment"
 def load_run(model_dir, average=1):
     """The newest checkpoint of a run (with average=N, the mean of the newest N), rebuilt in float32
     whatever it trained in: a LoadedRun."""
-    return RunDir(model_dir).load_run(RECIPE, lambda model: classifier.ClassifierConfig(**model),
-                                      classifier.build_classifier, lambda run_dir, _: run_dir.tokenizer(), average)
+    return RunDir(model_dir).load_run(RECIPE, SentimentRunConfig, classifier.build_classifier,
+                                      lambda run_dir, _: run_dir.tokenizer(), average)
 
 
 def preprocessor(loaded):
@@ -39,8 +41,9 @@ class Classifier(Served):
     @classmethod
     def from_run(cls, model_dir, average=1):
         loaded = load_run(model_dir, average)
-        module = classifier.ClassifierServer(loaded.model, preprocessor(loaded), loaded.run["class_names"])
-        return cls({"serving_default": module.serve}, module, loaded.run["class_names"], loaded.step)
+        class_names = loaded.record.derived["class_names"]
+        module = classifier.ClassifierServer(loaded.model, preprocessor(loaded), class_names)
+        return cls({"serving_default": module.serve}, module, class_names, loaded.step)
 
     @classmethod
     def from_export(cls, saved, metadata):
@@ -48,9 +51,13 @@ class Classifier(Served):
         names = metadata.get("class_names") or [str(i) for i in range(metadata["model"]["num_classes"])]
         return cls(saved.signatures, saved, names, metadata.get("step"))
 
-    def predict(self, texts):
-        """A list, one per text: {"label": the likeliest class, "probabilities": {class name: probability}}."""
-        out = call(self.signatures, "serving_default", text=texts_tensor(texts))
+    def predict(self, texts, batch_size=inputs.BATCH_SIZE):
+        """A list, one per text: {"label": the likeliest class, "probabilities": {class name: probability}}.
+        The texts are classified `batch_size` at a time, grouped by length."""
+        return inputs.in_batches(self.predict_batch, texts, batch_size)
+
+    def predict_batch(self, batch):
+        out = call(self.signatures, "serving_default", text=strings(batch))
         return [
             {"label": label.decode("utf-8"), "probabilities": dict(zip(self.class_names, map(float, row)))}
             for label, row in zip(out["label"].numpy(), out["probabilities"].numpy())

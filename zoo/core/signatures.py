@@ -1,18 +1,14 @@
-"""Calling an export's signatures from Python (zoo.load's models): texts in, the graph's own argument
-checks out as ValueError."""
+"""Calling an export's signatures from Python (zoo.load's models): a batch of texts in (checked and cut
+into batches by zoo.core.inputs), the graph's own argument checks out as ValueError."""
 
 import re
 
 import tensorflow as tf
 
 
-def texts_tensor(texts, name="texts"):
-    """A list of strings as a (batch,) string tensor. A lone string is refused: the answers are a list,
-    one per text, and a string would otherwise be read as one text per character."""
-    if isinstance(texts, (str, bytes)):
-        raise TypeError(f"{name} must be a list of strings, e.g. [{texts!r}], not one string: the answers are a "
-                        "list, one per text.")
-    return tf.constant(list(texts), dtype=tf.string)
+def strings(batch):
+    """A batch of texts (zoo.core.inputs.in_batches's: UTF-8 bytes, already checked) as a (batch,) string tensor."""
+    return tf.constant(batch, dtype=tf.string, shape=[len(batch)])
 
 
 def call(signatures, name, **inputs):

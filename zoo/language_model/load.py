@@ -8,7 +8,8 @@ the Python object `zoo.load` returns for a language-model run or its export.
 
 import tensorflow as tf
 
-from zoo.core.signatures import Served, call, texts_tensor
+from zoo.core import inputs
+from zoo.core.signatures import Served, call, strings
 from zoo.language_model import data as lm_data, model as lm
 from zoo.language_model.server import LanguageModelServer
 from zoo.runs.run_dir import RunDir
@@ -43,18 +44,33 @@ class LanguageModel(Served):
     def from_export(cls, saved, metadata):
         return cls(saved.signatures, saved, metadata.get("step"))
 
-    def generate(self, prompts, max_new_tokens=100, top_k=0, temperature=1.0, seed=0):
+    def generate(self, prompts, max_new_tokens=100, top_k=0, temperature=1.0, seed=0,
+                 batch_size=inputs.BATCH_SIZE):
         """The continuation of each prompt (without the prompt): `max_new_tokens` tokens sampled at
-        `temperature` from the `top_k` most likely (0: from all), drawn from `seed` (the same seed, the
-        same text). A word-level continuation is its words joined by spaces."""
-        out = call(self.signatures, "generate", prompt=texts_tensor(prompts, "prompts"),
-                   max_new_tokens=tf.constant(max_new_tokens, tf.int32),
-                   temperature=tf.constant(temperature, tf.float32), top_k=tf.constant(top_k, tf.int32),
-                   seed=tf.constant(seed, tf.int32))
-        return [t.decode("utf-8", errors="replace") for t in out["continuation"].numpy()]
+        `temperature` from the `top_k` most likely (0: from all), drawn from `seed` (the same prompts, seed
+        and batch_size, the same text). A word-level continuation is its words joined by spaces.
 
-    def score(self, texts):
-        """For each text: {"log_likelihood": of its tokens, "tokens": how many, "perplexity"}."""
-        out = call(self.signatures, "score", text=texts_tensor(texts))
+        The prompts go `batch_size` at a time in their own order: a prompt's draw depends on its row in
+        the batch, so grouping by length would change what it gets."""
+        temperature = inputs.finite("temperature", temperature, low=0.0, above=True,
+                                    meaning=" (1 samples from the model's own distribution)")
+        settings = {"max_new_tokens": tf.constant(inputs.whole("max_new_tokens", max_new_tokens, low=1), tf.int32),
+                    "top_k": tf.constant(inputs.whole("top_k", top_k, low=0), tf.int32),
+                    "temperature": tf.constant(temperature, tf.float32),
+                    "seed": tf.constant(inputs.whole("seed", seed, *inputs.INT32), tf.int32)}
+
+        def generate_batch(batch):
+            out = call(self.signatures, "generate", prompt=strings(batch), **settings)
+            return [t.decode("utf-8", errors="replace") for t in out["continuation"].numpy()]
+
+        return inputs.in_batches(generate_batch, prompts, batch_size, name="prompts", by_length=False)
+
+    def score(self, texts, batch_size=inputs.BATCH_SIZE):
+        """For each text: {"log_likelihood": of its tokens, "tokens": how many, "perplexity"}, scored
+        `batch_size` texts at a time, grouped by length."""
+        return inputs.in_batches(self.score_batch, texts, batch_size)
+
+    def score_batch(self, batch):
+        out = call(self.signatures, "score", text=strings(batch))
         return [{"log_likelihood": float(ll), "tokens": int(n), "perplexity": float(p)}
                 for ll, n, p in zip(*(out[k].numpy() for k in ("log_likelihood", "tokens", "perplexity")))]

@@ -23,6 +23,7 @@ from zoo.core import disk
 from zoo.runs import run_lock
 
 MANIFEST = "ops_manifest.json"
+VARIABLES_INDEX = os.path.join("variables", "variables.index")
 WARMUP = os.path.join("assets.extra", "tf_serving_warmup_requests")
 STAGING = ".staging-"  # + "<host>-<pid>": the writing process's version, until it is complete
 _STAGING_NAME = re.compile(rf"{re.escape(STAGING)}(?:(?P<host>.+)-)?(?P<pid>\d+)$")  # older zoos: .staging-<pid>
@@ -34,30 +35,64 @@ def next_version(export_dir):
 
 
 def find_version(path):
-    """The version folder `path` names: `path` itself when it holds a SavedModel, else the newest
-    integer version in it that does (an --export_dir); None when neither."""
-    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+    """The version folder `path` names: `path` itself when it holds a part of an export (saved_model.pb,
+    variables/ or the manifest), else the newest integer version in it that does (an --export_dir); None
+    when neither. A version with parts missing is found all the same: load_version names it as damaged
+    rather than an older version being loaded in its place."""
+    if holds_export_part(path):
         return path
     versions = [int(n) for n in os.listdir(path) if n.isdigit()] if os.path.isdir(path) else []
-    versions = [v for v in versions if os.path.isfile(os.path.join(path, str(v), "saved_model.pb"))]
+    versions = [v for v in versions if holds_export_part(os.path.join(path, str(v)))]
     return os.path.join(path, str(max(versions))) if versions else None
+
+
+def holds_export_part(path):
+    return any(os.path.exists(os.path.join(path, part)) for part in ("saved_model.pb", "variables", MANIFEST))
+
+
+def missing_files(version_dir):
+    """The files of a SavedModel with variables that `version_dir` lacks (paths relative to it): the graph,
+    the variables' index and each of its data shards."""
+    missing = [name for name in ("saved_model.pb", VARIABLES_INDEX)
+               if not os.path.isfile(os.path.join(version_dir, name))]
+    variables = os.path.join(version_dir, "variables")
+    shards = [n for n in os.listdir(variables) if n.startswith("variables.data-")] if os.path.isdir(variables) else []
+    count = int(shards[0].rsplit("-of-", 1)[1]) if shards and "-of-" in shards[0] else 1
+    return missing + [os.path.join("variables", f"variables.data-{i:05d}-of-{count:05d}") for i in range(count)
+                      if f"variables.data-{i:05d}-of-{count:05d}" not in shards]
 
 
 def load_version(version_dir):
     """(the SavedModel loaded, the metadata its manifest records) of an export's version folder; TF Text
-    is imported first when the manifest says its graph needs TF Text's ops."""
+    is imported first when the manifest says its graph needs TF Text's ops. A version with a file missing
+    or unreadable is refused as damaged, naming the file."""
     path = os.path.join(version_dir, MANIFEST)
+    missing = missing_files(version_dir)
     try:
         with open(path, encoding="utf-8") as f:
             manifest = json.load(f)
     except FileNotFoundError:
-        raise ValueError(f"{version_dir} holds a SavedModel but no {MANIFEST}: it is not an export of the zoo "
-                         "(recipes write one beside every version). Load it with tf.saved_model.load.") from None
+        if missing:
+            missing.append(MANIFEST)
+        else:
+            raise ValueError(f"{version_dir} holds a SavedModel but no {MANIFEST}: the zoo writes one beside every "
+                             "version it exports (if it was deleted, export the run again); a SavedModel made "
+                             "elsewhere is loaded with tf.saved_model.load.") from None
     except ValueError as error:
         raise ValueError(f"{path} is damaged ({error}): export the run again.") from None
+    if missing:
+        raise ValueError(f"{version_dir} is a damaged export: {', '.join(missing)} "
+                         f"{'is' if len(missing) == 1 else 'are'} missing. Export the run again, or load another "
+                         "version of the export.")
     if "tensorflow_text" in manifest.get("non_core_ops", {}).values():
         import tensorflow_text  # noqa: F401  (registers TF Text's ops before the graph is read)
-    return tf.saved_model.load(version_dir), manifest.get("metadata", {})
+    try:
+        saved = tf.saved_model.load(version_dir)
+    except (OSError, IndexError, tf.errors.DataLossError) as error:  # a file cut short or overwritten
+        raise ValueError(f"{version_dir} is a damaged export: TensorFlow cannot read it "
+                         f"({str(error).splitlines()[0]}). Export the run again, or load another version of the "
+                         "export.") from None
+    return saved, manifest.get("metadata", {})
 
 
 def graph_ops(saved_model_dir):

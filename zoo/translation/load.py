@@ -7,7 +7,8 @@ Python object `zoo.load` returns for a translation run or its export.
 
 import dataclasses
 
-from zoo.core.signatures import call, texts_tensor
+from zoo.core import inputs
+from zoo.core.signatures import call, strings
 from zoo.runs.run_dir import RunDir
 from zoo.translation import model as translation
 from zoo.translation.search import DecodeConfig
@@ -46,13 +47,23 @@ class Translator:
     def from_export(cls, saved, metadata):
         return cls(DecodeConfig(**metadata["decode"]), metadata.get("step"), saved=saved)
 
-    def translate(self, texts, beam_size=None, length_penalty=None):
+    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=inputs.BATCH_SIZE):
         """The best translation of each text, in order ("" for an empty text). beam_size 1 is greedy
-        search; default: the export's, or a run's beam 5 with length penalty 0.6."""
-        asked = {k: v for k, v in (("beam_size", beam_size), ("length_penalty", length_penalty)) if v is not None}
-        out = call(self.serving(dataclasses.replace(self.decode, **asked)), "serving_default",
-                   text=texts_tensor(texts))
-        return [t.decode("utf-8") for t in out["translation"].numpy()]
+        search; default: the export's, or a run's beam 5 with length penalty 0.6. The texts are translated
+        `batch_size` at a time, grouped by length."""
+        asked = {}
+        if beam_size is not None:
+            asked["beam_size"] = inputs.whole("beam_size", beam_size, low=1)
+        if length_penalty is not None:
+            asked["length_penalty"] = inputs.finite("length_penalty", length_penalty, low=0.0,
+                                                    meaning=" (0: none; the recipe's default is 0.6)")
+        signatures = self.serving(dataclasses.replace(self.decode, **asked))
+
+        def translate_batch(batch):
+            out = call(signatures, "serving_default", text=strings(batch))
+            return [t.decode("utf-8") for t in out["translation"].numpy()]
+
+        return inputs.in_batches(translate_batch, texts, batch_size)
 
     def serving(self, decode):
         """The serving_default that searches as `decode` says: the export's own (refusing another search),
