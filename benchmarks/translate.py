@@ -159,7 +159,8 @@ def throughput(model_dir, steps, rounds):
     from zoo.translation import model as translation, preprocessor as translation_preprocessing
     from zoo.training.distribute import make_strategy
     from zoo.training.optimization import make_optimizer
-    from zoo.training.config import Task, TrainConfig, dtype_policy
+    from zoo.core.dtype_policy import dtype_policy
+    from zoo.training.config import Task, TrainConfig
     from zoo.training.loop import Trainer
 
     from recipes.translate import padded_lengths

@@ -24,7 +24,7 @@ def fine_tuning_rates(checkpoint, batch_size, length, steps, dtype):
 
     from zoo.classifier import model as classifier
     from zoo.pretraining import published
-    from zoo.training.config import dtype_policy
+    from zoo.core.dtype_policy import dtype_policy
     from zoo.training.runtime import keep_freed_memory
 
     keep_freed_memory()

@@ -6,8 +6,7 @@ import re
 import numpy as np
 
 from zoo.data import tokenizer
-from zoo.pretraining.checkpoint_weights import _find
-from zoo.pretraining.published import BUFFERS, ENCODER_PARTS, HEAD_PREFIX, PublishedCheckpointError
+from zoo.pretraining.checkpoint_format import BUFFERS, ENCODER_PARTS, HEAD_PREFIX, PublishedCheckpointError, find
 
 
 def check_checkpoint(checkpoint):
@@ -68,7 +67,7 @@ def _check_tensors(checkpoint):
              "embedding_size": config.embedding_dim, None: None}
     expected = _tensor_shapes(config, head=f"{HEAD_PREFIX}transform.dense.weight" in weights)
     for name, fields in expected.items():
-        found = _find(weights, name)
+        found = find(weights, name)
         if found is None:
             raise PublishedCheckpointError(f"{source} lacks the tensor {name}: it is not a complete "
                                            f"{checkpoint.model_type} checkpoint; download it again.")
@@ -80,7 +79,7 @@ def _check_tensors(checkpoint):
             raise PublishedCheckpointError(
                 f"{source}: the tensor {found} has shape {shape}, but {said} {tuple(n or '*' for n in needed)}: "
                 "config.json and the weights disagree; use the config.json published with these weights.")
-    known = {_find(weights, name) for name in expected} | set(BUFFERS)
+    known = {find(weights, name) for name in expected} | set(BUFFERS)
     unknown = sorted(name for name in weights if name.startswith(ENCODER_PARTS) and name not in known)
     if unknown:
         raise PublishedCheckpointError(

@@ -6,13 +6,7 @@ import re
 import numpy as np
 
 from zoo.classifier import model as classifier
-from zoo.pretraining.published import ENCODER_PARTS, HEAD_PREFIX, PublishedCheckpointError
-
-
-def _find(weights, name):
-    """The name under which `weights` holds `name`: itself, or with LayerNorm's older gamma and beta; else None."""
-    legacy = name.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
-    return next((candidate for candidate in (name, legacy) if candidate in weights), None)
+from zoo.pretraining.checkpoint_format import ENCODER_PARTS, HEAD_PREFIX, PublishedCheckpointError, find
 
 
 def unused_parts(checkpoint, head=False):
@@ -30,7 +24,7 @@ def encoder_weights(checkpoint, model):
     w, source = checkpoint.weights, checkpoint.source
 
     def get(name):
-        found = _find(w, name)  # older BERT checkpoints name LayerNorm's scale and offset gamma and beta
+        found = find(w, name)  # older BERT checkpoints name LayerNorm's scale and offset gamma and beta
         if found is None:
             raise PublishedCheckpointError(f"{source} lacks the weight {name!r}: it is not a complete "
                                            f"{checkpoint.model_type} encoder checkpoint; download it again.")
@@ -103,7 +97,7 @@ def mlm_head_weights(checkpoint):
     prefix = HEAD_PREFIX
     if f"{prefix}transform.dense.weight" not in w:
         return None
-    norm = [w[_find(w, f"{prefix}transform.LayerNorm.{part}")] for part in ("weight", "bias")]
+    norm = [w[find(w, f"{prefix}transform.LayerNorm.{part}")] for part in ("weight", "bias")]
     return {
         "dense": [np.asarray(w[f"{prefix}transform.dense.weight"]).T, np.asarray(w[f"{prefix}transform.dense.bias"])],
         "norm": [np.asarray(v) for v in norm],

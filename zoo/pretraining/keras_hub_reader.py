@@ -6,7 +6,7 @@ import re
 import numpy as np
 
 from zoo.classifier import model as classifier
-from zoo.pretraining.published import Checkpoint, PublishedCheckpointError, _one_line
+from zoo.pretraining.checkpoint_format import Checkpoint, PublishedCheckpointError, one_line
 
 
 def read_keras_hub(spec, preset):
@@ -43,7 +43,7 @@ def read_keras_hub(spec, preset):
 def _keras_hub_reason(error, preset):
     """Why keras-hub could not load `preset`, in one line: its network and unknown-name errors in our words (the
     first is a long repr of a connection, the second a numbered list), any other whole."""
-    message = _one_line(error)
+    message = one_line(error)
     host = re.search(r"host='([^']+)'", message)
     if host and "Connection" in type(error).__name__:
         return (f"it could not reach {host.group(1)} to download the preset ({type(error).__name__}). Check the "

@@ -17,7 +17,7 @@ from zoo.classifier import model as classifier
 from zoo.pretraining import checkpoint_weights, model as pretraining, published
 from zoo.data import tokenizer
 from zoo.runs.run_dir import LoadedRun, RunDir
-from zoo.training.config import dtype_policy
+from zoo.core.dtype_policy import dtype_policy
 
 RECIPE = "pretrain"
 

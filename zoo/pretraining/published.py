@@ -22,9 +22,11 @@ import dataclasses
 import json
 import os
 
-
 from zoo.classifier import model as classifier
 from zoo.data import tokenizer
+from zoo.pretraining.checkpoint_checks import check_checkpoint
+from zoo.pretraining.checkpoint_format import Checkpoint, PublishedCheckpointError, one_line
+from zoo.pretraining.keras_hub_reader import read_keras_hub
 
 MODEL_TYPES = ("bert", "electra")
 HF_PREFIX = "hf:"
@@ -35,29 +37,6 @@ HF_FILES = ["config.json", "*.safetensors", "model.safetensors.index.json", "voc
             "tokenizer_config.json"]
 # What a local folder holds to be read as a published checkpoint.
 LAYOUT = "config.json with model_type bert or electra, model.safetensors, and vocab.txt or tokenizer.json"
-ENCODER_PARTS = ("embeddings.", "embeddings_project.", "encoder.")
-# Index buffers that older transformers versions saved beside the weights: the zoo's encoder makes its own.
-BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
-HEAD_PREFIX = "cls.predictions."  # BERT's masked-LM head
-
-
-class PublishedCheckpointError(ValueError):
-    """A spec that names no usable published checkpoint; the message says why and what to do."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Checkpoint:
-    """A published checkpoint read into NumPy: Hugging Face's weight names without the model
-    prefix, in PyTorch's layout (a Linear's weight is (out, in))."""
-
-    source: str
-    model_type: str
-    config: classifier.ClassifierConfig  # the encoder's, max_length = the checkpoint's positions
-    weights: dict
-    vocabulary: list
-    lowercase: bool
-    strip_accents: bool | None  # None: follows lowercase, as in BERT
-    vocabulary_source: str  # the file the vocabulary was read from (vocab.txt, tokenizer.json), or the preset
 
 
 def is_published(spec):
@@ -75,10 +54,6 @@ def normalize(spec):
 
 def read_checkpoint(spec):
     """The Checkpoint that `spec` names, checked whole (`check_checkpoint`), or PublishedCheckpointError."""
-    # The reader and the checks import this module's names: imported here, once it is whole.
-    from zoo.pretraining.checkpoint_checks import check_checkpoint
-    from zoo.pretraining.keras_hub_reader import read_keras_hub
-
     if spec.startswith(KERAS_HUB_PREFIX):
         checkpoint = read_keras_hub(spec, spec[len(KERAS_HUB_PREFIX):])
     else:
@@ -103,8 +78,6 @@ def _read_folder(spec, directory):
         raise PublishedCheckpointError(f"{spec} is a folder without config.json: a published checkpoint's folder "
                                        f"holds {LAYOUT}.")
     if "class_name" in config:
-        from zoo.pretraining.keras_hub_reader import read_keras_hub  # it imports this module's names
-
         return read_keras_hub(spec, directory)
     model_type = config.get("model_type")
     if model_type is None and "recipe" in config:
@@ -120,12 +93,6 @@ def _read_folder(spec, directory):
                       vocabulary_source=source)
 
 
-def _one_line(error):
-    """A library's error message whole, its lines joined into one sentence."""
-    message = " ".join(str(error).split()) or type(error).__name__
-    return message if message.endswith((".", "!", "?")) else f"{message}."
-
-
 def _download(spec):
     name, _, revision = spec[len(HF_PREFIX):].partition("@")
     try:
@@ -138,7 +105,7 @@ def _download(spec):
         return huggingface_hub.snapshot_download(name, revision=revision or None, allow_patterns=HF_FILES)
     except Exception as error:  # offline, unknown repository or revision, network errors
         raise PublishedCheckpointError(
-            f"Could not fetch {spec} from the Hugging Face Hub: {type(error).__name__}: {_one_line(error)} Check "
+            f"Could not fetch {spec} from the Hugging Face Hub: {type(error).__name__}: {one_line(error)} Check "
             f"the name and the network, or download the checkpoint elsewhere and give its local folder ({LAYOUT}).") \
             from None
 

@@ -22,7 +22,7 @@ from zoo.runs import checkpoints
 from zoo.core import disk
 from zoo.runs.run_lock import RunLock
 from zoo.data.tokenizer import TOKENIZER_FILE, load_tokenizer
-from zoo.training.config import dtype_policy
+from zoo.core.dtype_policy import dtype_policy
 from zoo.runs.checkpoints import restore_model
 
 CONFIG_FILE = "config.json"

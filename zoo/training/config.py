@@ -1,16 +1,12 @@
-"""What a training run is given: its settings (`TrainConfig`), its `Task` (how to build the model, its data
-and its loss), and the dtype policy it trains in."""
+"""What a training run is given: its settings (`TrainConfig`) and its `Task` (how to build the model, its
+data and its loss)."""
 
-import contextlib
 import dataclasses
 from typing import Callable
 
-import keras
-
 from zoo.core import checks
+from zoo.core.dtype_policy import PRECISIONS
 from zoo.training.optimization import SCHEDULES
-
-PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,16 +88,3 @@ class Task:
     initial_state: Callable | None = None
     initialize: Callable | None = None
     layer_depths: Callable | None = None
-
-
-
-@contextlib.contextmanager
-def dtype_policy(mixed_precision):
-    """Keras's global dtype policy for `mixed_precision` ("float32", "bfloat16", "float16": variables
-    stay float32) inside the `with` block; the caller's policy again after it."""
-    before = keras.mixed_precision.dtype_policy()
-    keras.mixed_precision.set_dtype_policy(PRECISIONS[mixed_precision])
-    try:
-        yield
-    finally:
-        keras.mixed_precision.set_dtype_policy(before)

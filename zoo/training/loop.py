@@ -24,7 +24,7 @@ from zoo.training.distribute import is_chief
 from zoo.training.optimization import make_optimizer
 from zoo.core.progress import Progress
 from zoo.runs.checkpoints import random_states
-from zoo.training.config import dtype_policy
+from zoo.core.dtype_policy import dtype_policy
 from zoo.training.runtime import keep_freed_memory
 from zoo.training.stopping import Stopped, noting_stop_signals
 
