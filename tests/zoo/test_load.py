@@ -11,6 +11,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the signatures below read the exports directly: TF Text's ops)
 
 import zoo
+from tests.conftest import data_path_peak
 from zoo import api
 from zoo.classifier.load import Classifier
 from zoo.language_model.load import LanguageModel
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.slow  # outside the default run: python -m pytest -m sl
 # The CI-sized flags of tests/recipes, fewer steps: a trained model's answers are not what is checked here.
 SHARED = {"preset": "tiny", "mode": "train", "train_steps": 4, "checkpoint_every": 4, "log_every": 4}
 FLAGS = {
-    "sentiment": {"dataset": "sst2", "max_examples": 200, "vocab_size": 300, "batch_size": 16},
+    "sentiment": {"dataset": "sst2", "max_examples": 200, "vocab_size": 300, "batch_size": 16, "max_length": 512},
     "translate": {"dataset": "multi30k", "source": "de", "target": "en", "max_examples": 200, "vocab_size": 300,
                   "max_tokens": 1024, "beam_size": 2, "max_length": 24},
     "lm": {"dataset": "ptb", "batch_size": 8},
@@ -65,6 +66,27 @@ def test_a_classifier_run_and_its_export_answer_as_the_saved_model(trained):
     assert zoo.load(model_dir).predict([]) == []
     with pytest.raises(TypeError, match=r"a list of strings, e\.g\. \['dull'\]"):
         run.predict("dull")
+
+
+# Run in a fresh process: 4,000 texts of 1 to 700 words classified in one call of predict; prints the peak memory.
+PREDICT_PEAK = """
+import json, random, resource, sys
+import zoo
+classifier = zoo.load(sys.argv[1])
+words = "the a film story moving dull long witty gorgeous and far too of it is was not".split()
+rng = random.Random(0)
+texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 700))) for _ in range(4000)]
+answers = classifier.predict(texts)
+print(json.dumps({"answers": len(answers), "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def test_a_long_list_of_long_texts_is_predicted_within_4_gb(trained, tmp_path):
+    # The export reads 512 tokens a text (FLAGS): as one batch, 4,000 texts' attention scores alone,
+    # (4000, 2 heads, 512, 512) float32, take 8.4 GB; 32 texts at a time, 67 MB.
+    _, _, export_dir = trained("sentiment")
+    measured = data_path_peak(PREDICT_PEAK, tmp_path, export_dir)
+    assert measured["answers"] == 4000 and measured["peak_mb"] < 4096, measured
 
 
 def test_a_translation_run_and_its_export_translate_as_the_saved_model(trained):
