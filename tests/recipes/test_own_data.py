@@ -200,7 +200,7 @@ def lm_runs_fixture(files, tmp_path_factory):
     dirs = lambda name: [f"--model_dir={base}/{name}", f"--export_dir={base}/{name}_export"]
     corpus = f"--corpus=text:{root}/lm/*.txt*,csv:{root}/lm/d.csv,jsonl:{root}/lm/e.jsonl"
     results = in_pairs({
-        "text": ("lm", [f"--dataset=text:{root}/lm/*.txt*", "--level=subword", "--vocab_size=40", *LM, *dirs("text")],
+        "text": ("lm", [f"--dataset=text:{root}/lm/*.txt*", "--level=subword", "--vocab_size=300", *LM, *dirs("text")],
                  None),
         "csv": ("lm", [f"--dataset=csv:{root}/lm/d.csv", "--text_column=body", "--level=word", *LM, *dirs("csv")],
                 None),
@@ -363,7 +363,7 @@ def test_the_language_model_trains_on_each_form_and_evaluates_its_held_out_share
         for memory in ("train_memory", "no_memory"):  # characters are scored in bits, words and pieces in perplexity
             score = held_out[memory].get("perplexity", held_out[memory].get("bits_per_character"))
             assert score is not None and 0 < score < 1e6 and held_out[memory]["tokens"] > 0, form
-    assert read_json(base, "text", "config.json")["model"]["vocab_size"] == 40
+    assert read_json(base, "text", "config.json")["model"]["vocab_size"] == 300  # 256 of them bytes
 
 
 def test_the_language_model_exports_generate_and_score(served):

@@ -64,28 +64,34 @@ def training_pieces(texts, max_characters=MAX_SENTENCE_BYTES // 4):
             yield text
 
 
-def train_tokenizer(texts, vocabulary_size, lowercase=True, seed=0, user_symbols=()):
+def train_tokenizer(texts, vocabulary_size, lowercase=True, seed=0, user_symbols=(), **settings):
     """A SentencePiece unigram model (serialized proto bytes) learnt from `texts`.
 
     The settings of keras-hub's `compute_sentence_piece_proto` (ids 0-3 as above), plus
-    `user_symbols`: pieces that are never split, numbered from 4 on (pretraining's <mask>)."""
+    `user_symbols`: pieces that are never split, numbered from 4 on (pretraining's <mask>);
+    `settings`: SentencePiece trainer options that replace these (the subword LM's text kept as it is)."""
     texts = sample_texts(texts, MAX_TRAINING_CHARACTERS, seed)
     writer = io.BytesIO()
+    options = dict(
+        vocab_size=vocabulary_size,
+        model_type="unigram",
+        normalization_rule_name="nmt_nfkc_cf" if lowercase else "nmt_nfkc",
+        pad_id=PAD_ID,
+        unk_id=UNK_ID,
+        bos_id=START_ID,
+        eos_id=END_ID,
+        user_defined_symbols=list(user_symbols),
+        minloglevel=2,
+    )
     try:
-        sentencepiece.SentencePieceTrainer.train(
-            sentence_iterator=training_pieces(texts),
-            model_writer=writer,
-            vocab_size=vocabulary_size,
-            model_type="unigram",
-            normalization_rule_name="nmt_nfkc_cf" if lowercase else "nmt_nfkc",
-            pad_id=PAD_ID,
-            unk_id=UNK_ID,
-            bos_id=START_ID,
-            eos_id=END_ID,
-            user_defined_symbols=list(user_symbols),
-            minloglevel=2,
-        )
+        sentencepiece.SentencePieceTrainer.train(sentence_iterator=training_pieces(texts), model_writer=writer,
+                                                 **{**options, **settings})
     except RuntimeError as error:
+        least = re.search(r"smaller than required_chars\. \d+ vs (\d+)", str(error))
+        if least is not None:  # byte fallback's 256 byte pieces, the text's characters and the special pieces
+            raise ValueError(f"vocab_size={vocabulary_size} is too small for this training text: the vocabulary "
+                             f"needs at least {least.group(1)} pieces for its characters (and bytes). Raise "
+                             "--vocab_size.") from None
         limit = re.search(r"<= (\d+)", str(error))
         if limit is None:
             raise ValueError(f"SentencePiece could not learn a vocabulary from this text: {error}") from None

@@ -1,9 +1,13 @@
 """A subword vocabulary for language modelling (`--level=subword`): a SentencePiece unigram model trained
-on the training text (zoo.data.tokenizer's settings, case kept), so a user's text needs no pre-tokenization
-and has no out-of-vocabulary words.
+on the training text, so a user's text needs no pre-tokenization and has no out-of-vocabulary words.
+
+The text is kept as it is (KEEP_TEXT): no Unicode normalization, every space kept (a run of them may be one
+piece: code's indentation), no space added before a line, and a character the vocabulary lacks written as
+its UTF-8 bytes (byte fallback, 256 pieces), so ids become the very same text again. Runs made before
+(zoo.data.tokenizer's NFKC settings, case kept) keep their model, whose file carries its own normalization.
 
 A line end is the piece <n> (id 4), as <eos> ends a word-level line: the text's "\n" are written as <n>
-before SentencePiece sees them (its normalization would make them spaces) and <n> is a newline again when
+before SentencePiece sees them (an NFKC model would make them spaces) and <n> is a newline again when
 ids become text. It has the interface of zoo.language_model.vocabulary.Vocabulary.
 """
 
@@ -16,6 +20,9 @@ from zoo.data import tokenizer as sentence_piece
 
 NEWLINE = "<n>"
 LEVEL = "subword"
+# SentencePiece trainer options that keep the text byte for byte (new runs).
+KEEP_TEXT = dict(normalization_rule_name="identity", remove_extra_whitespaces=False, add_dummy_prefix=False,
+                 split_by_whitespace=True, allow_whitespace_only_pieces=True, byte_fallback=True)
 
 
 class SubwordVocabulary:
@@ -28,13 +35,15 @@ class SubwordVocabulary:
         self.tokenizer = sentence_piece.load_tokenizer(proto)
         self.newline_id = self.tokenizer.token_to_id(NEWLINE)
         self.processor = None  # the SentencePiece library's own, made when first used
+        # An earlier run's model adds a word-start mark before each line: its space after <n> is not the text's.
+        self.line_start = NEWLINE + " ?" if adds_space_before_text(proto) else NEWLINE
 
     @classmethod
     def build(cls, lines, vocab_size, seed=0):
         """Trained on `lines` (strings, newlines or not), a sample of the training text."""
         pieces = (line.rstrip("\n") for line in lines)
         proto = sentence_piece.train_tokenizer(list(pieces), vocab_size, lowercase=False, seed=seed,
-                                               user_symbols=(NEWLINE,))
+                                               user_symbols=(NEWLINE,), **KEEP_TEXT)
         return cls(proto)
 
     def __len__(self):
@@ -89,6 +98,13 @@ class SubwordVocabulary:
 
     def detokenize(self, ids):
         """int ids (batch, n), dense or ragged -> tf.string (batch,)."""
-        text = self.tokenizer.detokenize(ids)
-        # A line's first piece has SentencePiece's word-start mark: the space it becomes is not the text's.
-        return tf.strings.regex_replace(text, NEWLINE + " ?", "\n")
+        return tf.strings.regex_replace(self.tokenizer.detokenize(ids), self.line_start, "\n")
+
+
+def adds_space_before_text(proto):
+    """Whether the SentencePiece model `proto` (bytes) adds a space before every text (its add_dummy_prefix)."""
+    from sentencepiece import sentencepiece_model_pb2
+
+    model = sentencepiece_model_pb2.ModelProto()
+    model.ParseFromString(proto)
+    return model.normalizer_spec.add_dummy_prefix
