@@ -10,8 +10,11 @@ which answers exactly as the export answers TF Serving:
     lm          LanguageModel   generate(prompts, max_new_tokens, top_k, temperature, seed), score(texts)
     pretrain    Encoder         encode(texts), fill_mask(texts, top_k)
 
+Each method takes a list of any length, answered `batch_size` texts at a time (default 32), and refuses
+what is no list of texts, or an out-of-range number, by name before TensorFlow sees it (zoo.core.inputs).
 A run is loaded by its family's `load` (float32, the newest checkpoint) and served by the same
-module its export would hold; an export by its SavedModel's signatures. docs/python_api.md has more.
+module its export would hold; an export by its SavedModel's signatures, a damaged one refused naming its
+missing file (zoo.runs.export.load_version). docs/python_api.md has more.
 """
 
 import collections

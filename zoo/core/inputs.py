@@ -17,8 +17,8 @@ def in_batches(answer, texts, batch_size, name="texts", by_length=True):
     by_length: the texts are sorted by length before they are cut into batches, so a batch pads its texts
     to about their own length (a batch of one long text and 31 short ones costs 32 long ones). Off where a
     text's answer depends on its row in the batch (sampling draws per row)."""
-    texts = utf8_texts(texts, name)
     batch_size = whole("batch_size", batch_size, low=1)
+    texts = utf8_texts(texts, name)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i])) if by_length else range(len(texts))
     answers = [None] * len(texts)
     for start in range(0, len(texts), batch_size):
