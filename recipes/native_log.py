@@ -7,7 +7,7 @@ therefore points file descriptor 2, where that C++ code writes, at a log file of
 Python's `sys.stderr` (the recipes' `error:` lines, warnings) keeps the terminal. Python log records
 (absl's handler holds the stream it started with) go to the file too: they are TensorFlow's. The file
 is kept and named when the run fails, and removed when it ends well. (A run of one process shows fatal
-C++ lines alone, `zoo/__init__.py`; a multi-worker job keeps them all, for the failure they may explain.)
+C++ lines alone, `recipes/__init__.py`; a multi-worker job keeps them all, for the failure they may explain.)
 """
 
 import os

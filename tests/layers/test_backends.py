@@ -87,10 +87,3 @@ def test_import_layers_sets_nothing_and_the_zoo_needs_tensorflow(backend, tmp_pa
     else:
         assert "\n" not in found["zoo_error"] and "needs Keras's TensorFlow backend" in found["zoo_error"]
 
-
-@from_tensorflow
-def test_the_zoo_chooses_tensorflow_when_it_is_imported_first(tmp_path):
-    program = "import zoo, keras, os; print(keras.backend.backend(), os.environ['KERAS_BACKEND'])"
-    result = run(["-c", program], tmp_path, backend="jax")
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.split()[-2:] == ["tensorflow", "tensorflow"]
