@@ -11,16 +11,18 @@ A start token heads every text; its final hidden state is classified.
 import dataclasses
 import os
 
+import numpy as np
 from absl import app, flags
 
 from recipes import common, driver
+from zoo.core import disk
 from zoo.data import batching, datasets, tokenizer
-from zoo.classifier import data as classifier_data, model as classifier
+from zoo.classifier import data as classifier_data, metrics, model as classifier
 from zoo.classifier.load import load_run as load_trained, preprocessor
 from zoo.pretraining import pretrained, published
 from zoo.classifier.preprocessor import ClassifierPreprocessor
 from zoo.training.distribute import is_chief
-from zoo.training.evaluation import evaluate, write_summaries
+from zoo.training.evaluation import gather, write_summaries
 from zoo.runs.run_dir import RunDir
 from zoo.training.config import Task, TrainConfig
 
@@ -46,6 +48,8 @@ flags.DEFINE_string("init_from", None, "Fine-tune this encoder: a finished recip
                     "keras_hub:PRESET (its config and WordPiece vocabulary; --max_length may shorten its positions; "
                     "training defaults become --learning_rate=5e-5 --warmup_steps=200 --schedule=cosine "
                     "--weight_decay=0.01).")
+flags.DEFINE_string("predictions", None, "--mode=eval and train_and_eval: write each evaluated text's label, "
+                    "prediction and class probabilities to this file, one JSON object a line, in the data's order.")
 flags.DEFINE_float("layer_decay", None, "Layer-wise learning-rate decay: each encoder layer learns at this "
                    "factor of the rate of the layer above it (the head at --learning_rate). Default: 1 (off).")
 FLAGS = flags.FLAGS
@@ -62,6 +66,7 @@ class Settings:
     eval_split: str
     text: str | None  # --mode=explain
     columns: classifier_data.Columns | None  # your own files' columns; None: the trained run's
+    predictions: str | None = None  # --predictions: the JSONL file of each evaluated text's prediction
 
 
 def model_config(preset, **overrides):
@@ -127,7 +132,9 @@ def prepare(settings, strategy):
     return driver.Prepared(record, train_config, {"max_examples": shared.max_examples}, task)
 
 
-def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=None):
+def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=None, predictions=None):
+    """Accuracy, loss, macro-F1, each class's precision, recall, F1 and support and the confusion matrix of
+    the `split`, printed and written to metrics.json; with `predictions`, each text's prediction to that file."""
     loaded = load_trained(model_dir, average)
     dataset = dataset or loaded.run["dataset"]
     if columns is None:  # the columns the run trained with
@@ -135,17 +142,43 @@ def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=N
     data = classifier_data.load(dataset, split, columns, class_names=loaded.run["class_names"])
     rows = classifier_data.token_rows(data, preprocessor(loaded), tokenizer.files_key(model_dir))
     plan = batching.evaluation_plan(rows.lengths, batch_size)
-    batches = batching.plan_dataset(plan, {"token_ids": rows, "label": rows.labels},
-                                    max_length=loaded.config.max_length)
-    totals = evaluate(classifier.classification_metrics(loaded.model), batches, len(plan), description=split)
-    result = {"accuracy": totals["correct"] / totals["examples"], "loss": totals["loss"] / totals["examples"]}
+    fields = {"token_ids": rows, "label": rows.labels, "index": np.arange(len(rows.labels))}
+    batches = batching.plan_dataset(plan, fields, max_length=loaded.config.max_length)
+    outputs = gather(classifier.classification_outputs(loaded.model), batches, len(plan), description=split)
+    order = np.argsort(outputs["index"])  # the data's order
+    labels, probabilities = outputs["label"][order], outputs["probabilities"][order]
+    class_names = loaded.run["class_names"]
+    report = metrics.classification_report(labels, probabilities.argmax(-1), class_names)
+    result = {"accuracy": report["accuracy"], "loss": float(outputs["loss"].mean()), "macro_f1": report["macro_f1"]}
     # Another dataset's split (SST-2 dev for a run trained on sst2_tune) is kept beside the run's own.
     name = f"eval_{split}" if dataset == loaded.run["dataset"] else f"eval_{dataset}_{split}"
     write_summaries(model_dir, name, loaded.step, result)
-    result.update(examples=int(totals["examples"]), step=loaded.step, dataset=dataset, average_checkpoints=average)
+    result.update({key: report[key] for key in ("per_class", "macro_avg", "weighted_avg", "confusion_matrix")})
+    result.update(examples=len(labels), step=loaded.step, dataset=dataset, average_checkpoints=average)
+    if predictions:
+        disk.write_atomically(predictions, metrics.predictions_lines(data.texts(), labels, probabilities, class_names),
+                              "the predictions")
+        result["predictions"] = os.path.abspath(predictions)
     RunDir(model_dir).update_metrics(**{name: result})
-    print(f"{split}: accuracy {result['accuracy']:.4f}, loss {result['loss']:.4f} on {result['examples']} texts")
+    print(f"{split}: accuracy {result['accuracy']:.4f}, loss {result['loss']:.4f}, macro-F1 {result['macro_f1']:.4f} "
+          f"on {result['examples']} texts\n{metrics.format_report(report)}")
+    if predictions:
+        print(f"Predictions of the {len(labels)} texts in {predictions}")
     return result
+
+
+def predictions_file(mode):
+    """--predictions, checked before any work: only where the mode evaluates, into a folder that exists."""
+    path = FLAGS.predictions
+    if path is None:
+        return None
+    if mode not in ("eval", "train_and_eval"):
+        raise app.UsageError("--predictions is written by --mode=eval and --mode=train_and_eval.")
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder):
+        problem = "is a folder" if os.path.isdir(path) else f"is in {folder}, which is not a folder"
+        raise ValueError(f"--predictions={path} {problem}: name a file in a folder that exists.")
+    return path
 
 
 def server(loaded, settings):
@@ -237,7 +270,7 @@ def config_from_flags(mode):
     given = any(FLAGS[name].present for name in ("text_column", "label_column", "bad_rows"))
     columns = classifier_data.Columns(FLAGS.text_column, FLAGS.label_column, FLAGS.bad_rows)
     return Settings(shared, FLAGS.dataset, model, init_from, FLAGS.eval_split, FLAGS.text,
-                    columns if training or given else None)
+                    columns if training or given else None, predictions_file(mode))
 
 
 SENTIMENT = driver.Recipe(
@@ -248,7 +281,7 @@ SENTIMENT = driver.Recipe(
     server=server,
     evaluate=lambda settings: run_eval(settings.run.model_dir, settings.eval_split, settings.dataset,
                                        settings.run.batch_size or 64, settings.run.average_checkpoints,
-                                       settings.columns),
+                                       settings.columns, settings.predictions),
     modes={"explain": lambda settings: run_explain(settings.run.model_dir, settings.text,
                                                    settings.run.average_checkpoints)},
 )

@@ -149,16 +149,16 @@ def classification_loss(label_smoothing):
     return loss
 
 
-def classification_metrics(model):
-    """Per-batch sums for `zoo.training.evaluation.evaluate`: loss, correct, examples, probabilities."""
+def classification_outputs(model):
+    """Per-example outputs for `zoo.training.evaluation.gather`: each text's loss, class probabilities and
+    index (batches come in length order; the index puts them back in the data's)."""
 
-    def metrics(batch):
-        logits = model(batch["token_ids"], training=False)
-        losses = smoothed_cross_entropy(batch["label"], logits)
-        correct = tf.cast(tf.argmax(logits, -1, output_type=tf.int32) == batch["label"], tf.float32)
-        return {"loss": tf.reduce_sum(losses), "correct": tf.reduce_sum(correct), "examples": tf.size(correct)}
+    def outputs(batch):
+        logits = tf.cast(model(batch["token_ids"], training=False), tf.float32)
+        return {"loss": smoothed_cross_entropy(batch["label"], logits), "probabilities": tf.nn.softmax(logits),
+                "label": batch["label"], "index": batch["index"]}
 
-    return metrics
+    return outputs
 
 
 def attention_scores(model, token_ids):

@@ -73,12 +73,16 @@ def _file_on(path):
 
 
 def write_atomically(path, data, what):
-    """Writes the bytes `data` to `path` through a temporary file renamed into place: a crash or a
-    refused write leaves the old file (or none), never half of one; a refused write is a WriteError."""
+    """Writes the bytes `data` (or an iterable of bytes, written as it comes) to `path` through a temporary
+    file renamed into place: a crash or a refused write leaves the old file (or none), never half of one; a
+    refused write is a WriteError."""
     temporary = path + ".tmp"
     try:
         with open(temporary, "wb") as f:
-            f.write(data)
+            if isinstance(data, bytes):
+                f.write(data)
+            else:
+                f.writelines(data)
         os.replace(temporary, path)
     except BaseException as error:
         with contextlib.suppress(OSError):

@@ -1,5 +1,7 @@
-"""Evaluation over a finite dataset: sums per batch, totals at the end."""
+"""Evaluation over a finite dataset: sums per batch, totals at the end (`evaluate`), or every example's
+outputs (`gather`)."""
 
+import numpy as np
 import tensorflow as tf
 
 from zoo.core.progress import Progress
@@ -16,6 +18,19 @@ def evaluate(metrics_fn, dataset, num_batches=None, description="eval"):
             totals[name] = totals.get(name, 0.0) + float(value)
         progress.update(i + 1)
     return totals
+
+
+def gather(outputs_fn, dataset, num_batches=None, description="eval"):
+    """Runs `outputs_fn(batch) -> dict of per-example tensors` over `dataset` in a tf.function and returns
+    each output of every example, batches concatenated, as NumPy arrays, with a progress bar."""
+    step = tf.function(outputs_fn, reduce_retracing=True)
+    progress = Progress(num_batches, unit=f"{description} batch")
+    parts = {}
+    for i, batch in enumerate(dataset):
+        for name, value in step(batch).items():
+            parts.setdefault(name, []).append(value.numpy())
+        progress.update(i + 1)
+    return {name: np.concatenate(values) for name, values in parts.items()}
 
 
 def write_summaries(model_dir, name, step, metrics):

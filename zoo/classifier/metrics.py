@@ -1,0 +1,71 @@
+"""A classifier's evaluation as a user reads it: accuracy, each class's precision, recall, F1 and support,
+their macro and support-weighted averages and the confusion matrix, as scikit-learn's `classification_report`
+and `confusion_matrix` give them (a class never predicted has precision 0, one never present recall 0); and
+each evaluated text's label, prediction and probabilities (`predictions_lines`, for --predictions).
+"""
+
+import json
+
+import numpy as np
+
+
+def confusion_matrix(labels, predictions, num_classes):
+    """(num_classes, num_classes) counts: row = the true class, column = the predicted one."""
+    matrix = np.zeros((num_classes, num_classes), np.int64)
+    np.add.at(matrix, (np.asarray(labels, np.int64), np.asarray(predictions, np.int64)), 1)
+    return matrix
+
+
+def _ratio(numerator, denominator):
+    """numerator / denominator, 0 where the denominator is 0 (scikit-learn's zero_division)."""
+    return np.divide(numerator, denominator, out=np.zeros(len(numerator)), where=denominator > 0)
+
+
+def classification_report(labels, predictions, class_names):
+    """The report of integer `labels` against `predictions` (class ids into `class_names`), as a dict:
+    accuracy, macro_f1, per_class {name: {precision, recall, f1, support}}, macro_avg and weighted_avg
+    (precision, recall, f1) and confusion_matrix (a list of rows, the true class's)."""
+    matrix = confusion_matrix(labels, predictions, len(class_names))
+    correct, support, predicted = np.diag(matrix), matrix.sum(axis=1), matrix.sum(axis=0)
+    precision, recall = _ratio(correct, predicted), _ratio(correct, support)
+    f1 = _ratio(2 * precision * recall, precision + recall)
+    weights = support / max(support.sum(), 1)
+    return {
+        "accuracy": float(correct.sum() / max(matrix.sum(), 1)),
+        "macro_f1": float(f1.mean()),
+        "per_class": {name: {"precision": float(p), "recall": float(r), "f1": float(f), "support": int(s)}
+                      for name, p, r, f, s in zip(class_names, precision, recall, f1, support)},
+        "macro_avg": {"precision": float(precision.mean()), "recall": float(recall.mean()), "f1": float(f1.mean())},
+        "weighted_avg": {"precision": float(weights @ precision), "recall": float(weights @ recall),
+                         "f1": float(weights @ f1)},
+        "confusion_matrix": matrix.tolist(),
+    }
+
+
+def format_report(report):
+    """The report as text: scikit-learn's classification_report table, then the confusion matrix."""
+    names = list(report["per_class"])
+    width = max(12, *(len(name) for name in names))
+    total = sum(row["support"] for row in report["per_class"].values())
+    line = f"{{:>{width}}} {{:>9}} {{:>9}} {{:>9}} {{:>9}}"
+    lines = [line.format("", "precision", "recall", "f1-score", "support"), ""]
+    for name, row in report["per_class"].items():
+        lines.append(line.format(name, *(f"{row[k]:.4f}" for k in ("precision", "recall", "f1")), row["support"]))
+    lines += ["", line.format("accuracy", "", "", f"{report['accuracy']:.4f}", total)]
+    for title, key in (("macro avg", "macro_avg"), ("weighted avg", "weighted_avg")):
+        lines.append(line.format(title, *(f"{report[key][k]:.4f}" for k in ("precision", "recall", "f1")), total))
+    cell = max(5, *(len(str(v)) for row in report["confusion_matrix"] for v in row), *(len(n) for n in names))
+    lines += ["", "confusion matrix (rows: true class, columns: predicted)",
+              " " * width + "".join(f" {name:>{cell}}" for name in names)]
+    for name, row in zip(names, report["confusion_matrix"]):
+        lines.append(f"{name:>{width}}" + "".join(f" {value:>{cell}}" for value in row))
+    return "\n".join(lines)
+
+
+def predictions_lines(texts, labels, probabilities, class_names):
+    """One JSON line (UTF-8 bytes) per text, in order: {"text", "label", "prediction", "probabilities":
+    {class name: probability}}."""
+    for text, label, row in zip(texts, labels, probabilities):
+        record = {"text": text, "label": class_names[label], "prediction": class_names[int(np.argmax(row))],
+                  "probabilities": {name: round(float(p), 6) for name, p in zip(class_names, row)}}
+        yield (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
