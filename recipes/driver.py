@@ -19,10 +19,12 @@ from absl import app, flags
 
 from recipes import common
 from recipes.native_log import NativeLog, worker_log_path
+from zoo.core.config import to_yaml
+from zoo.data import cache
 from zoo.runs import export
 from zoo.training.distribute import is_chief, make_strategy
 from zoo.runs.run_dir import RunDir, RunDirError
-from zoo.training.config import Task, TrainConfig
+from zoo.training.config import Task
 from zoo.training.loop import Trainer
 
 FLAGS = flags.FLAGS
@@ -36,9 +38,9 @@ WRITING_MODES = (*common.TRAINING_MODES, "eval", "explain")
 class Prepared:
     """A training run made ready by `Recipe.prepare`: what the driver records and trains."""
 
-    run: dict  # config.json's record (recipe, data, model), less the training settings
-    train: TrainConfig  # the steps --epochs asked for counted
-    setup: dict  # data settings a resumed run must share (zoo.runs.run_dir.RESUME_KEYS), beside replicas and strategy
+    config: object  # the recipe's typed config as the run trains it: the model's derived fields and the steps
+    # --epochs asked for filled in
+    derived: dict  # what the run found out (class names, the files' digest, data sizes: zoo.runs.record)
     task: Task
 
 
@@ -56,7 +58,7 @@ class Serving:
 class Recipe:
     """What a recipe adds to the driver. `settings` is the recipe's own frozen dataclass, made by
     `config_from_flags(mode)` (the only place the recipe reads FLAGS), with the shared
-    `common.RunSettings` as its `run` field."""
+    `common.RunSettings` (the run's typed config among them) as its `run` field."""
 
     name: str  # config.json's "recipe"
     config_from_flags: Callable  # mode -> settings; bad flags fail here, before any work
@@ -73,14 +75,15 @@ def train(recipe, settings, strategy):
     shared = settings.run
     replicas = strategy.num_replicas_in_sync
     if shared.train.batch_size % replicas:
-        raise ValueError(f"batch_size={shared.train.batch_size} is not divisible by the {replicas} replicas.")
+        raise ValueError(f"train.batch_size={shared.train.batch_size} is not divisible by the {replicas} replicas.")
+    cache.check_writable()  # a cache that cannot take the tokens is refused before the run folder gets a file
     os.makedirs(shared.model_dir, exist_ok=True)
     prepared = recipe.prepare(settings, strategy)
     chief = is_chief(strategy)
     run_dir = RunDir(shared.model_dir)
-    setup = {**prepared.setup, "replicas": replicas, "strategy": type(strategy).__name__}
-    run_dir.record_training(prepared.run, prepared.train, setup, chief)
-    metrics = Trainer(prepared.task, prepared.train, shared.model_dir, strategy).train()
+    derived = {**prepared.derived, "epochs": shared.epochs, "replicas": replicas, "strategy": type(strategy).__name__}
+    run_dir.record_training(recipe.name, prepared.config, derived, chief)
+    metrics = Trainer(prepared.task, prepared.config.train, shared.model_dir, strategy).train()
     if chief and metrics is not None:
         run_dir.update_metrics(train=metrics)
     return metrics
@@ -99,6 +102,9 @@ def export_run(recipe, settings):
 def main(recipe):
     """One run of `recipe` as the flags say."""
     mode = FLAGS.mode
+    if mode == "config":  # the resolved config as YAML, for a file to start from; nothing is written
+        print(to_yaml(recipe.config_from_flags(mode).run.config), end="")
+        return
     if not FLAGS.model_dir:
         raise app.UsageError("--model_dir is required.")
     training = mode in common.TRAINING_MODES
@@ -106,7 +112,8 @@ def main(recipe):
         raise app.UsageError("--mode=export needs --export_dir.")
     settings = recipe.config_from_flags(mode)
     shared = settings.run
-    strategy = make_strategy(shared.strategy, shared.cpu_replicas, shared.tpu) if training else None
+    setup = shared.config.setup if training else None
+    strategy = make_strategy(setup.strategy, setup.cpu_replicas, setup.tpu) if training else None
     with hold_model_dir(shared, strategy):
         if training:
             train(recipe, settings, strategy)
@@ -240,4 +247,4 @@ def run(recipe):
                 if kept:
                     print(f"TensorFlow's log of this worker: {kept}", file=sys.stderr)
 
-    app.run(guarded)
+    app.run(guarded, flags_parser=common.parse_flags)

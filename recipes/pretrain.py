@@ -24,14 +24,11 @@ from zoo.pretraining import checkpoint_weights, pretrained, model as pretraining
 from zoo.training.distribute import is_chief
 from zoo.training.evaluation import evaluate, write_summaries
 from zoo.runs.run_dir import RunDir
-from zoo.training.config import Task, TrainConfig
+from zoo.pretraining import run_config
+from zoo.pretraining.run_config import PretrainRunConfig
+from zoo.training.config import Task
 
 RECIPE = "pretrain"
-DEFAULTS = TrainConfig(
-    train_steps=6000, batch_size=32, learning_rate=1e-3, warmup_steps=400, schedule="cosine", label_smoothing=0.0,
-    weight_decay=0.01, checkpoint_every=250, log_every=50,
-)
-
 common.define_mode()
 flags.DEFINE_list("corpus", None, "Comma-separated corpora: imdb_unsup, imdb, sst2 (training texts), "
                   "tfds:<name>, or your own files: text:<glob> (a document a line), csv:<glob>, jsonl:<glob> "
@@ -59,62 +56,46 @@ FLAGS = flags.FLAGS
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """A pretraining run as the flags ask for it."""
+    """A pretraining run as the flags ask for it: the run's typed config (run.config) when it trains."""
 
     run: common.RunSettings
-    model: pretraining.PretrainConfig | None  # training only
-    corpus: list | None
-    document_per_file: bool
-    eval_fraction: float
-    init_from: str | None  # a published checkpoint to continue from
-    text_column: str  # csv:, jsonl: corpora
-    bad_rows: str
 
 
-def pretrain_config(preset, objective, sequence_length, mask_rate, generator_scale, **encoder):
-    if preset not in pretraining.PRESETS:
-        raise ValueError(f"Unknown preset {preset!r}: use one of {sorted(pretraining.PRESETS)}.")
-    base = pretraining.PRESETS[preset]
-    encoder = dataclasses.replace(base.encoder, **{k: v for k, v in encoder.items() if v is not None})
-    fields = dict(objective=objective, sequence_length=sequence_length, mask_rate=mask_rate,
-                  generator_scale=generator_scale)
-    return dataclasses.replace(base, encoder=encoder, **{k: v for k, v in fields.items() if v is not None})
+# Flag -> config field, beside common.SHORTCUTS.
+SHORTCUTS = {"corpus": "data.corpus", "document_per_file": "data.document_per_file", "text_column": "data.text_column",
+             "eval_fraction": "data.eval_fraction", "init_from": "setup.init_from",
+             **{name: f"model.{name}" for name in ("objective", "sequence_length", "mask_rate", "generator_scale")},
+             **{name: f"model.encoder.{name}" for name in ("vocab_size", "max_length", "dropout")}}
 
 
-def published_config(spec, objective, sequence_length, mask_rate, max_length, dropout):
-    """The PretrainConfig that continues a published checkpoint's masked-LM training."""
+def base_config(preset, init_from):
+    """The run's base config: the preset's, or a published checkpoint's that continues its masked-LM training
+    (its shape and vocabulary: --preset and --vocab_size must be left out)."""
+    if init_from is None:
+        return run_config.base(preset)
     given = [f"--{name}" for name in ("preset", "vocab_size") if FLAGS[name].present]
     if given:
         raise ValueError(f"{' and '.join(given)} cannot be set with --init_from: the model's shape and "
                          "vocabulary come from the checkpoint. Leave them out.")
-    if objective not in (None, "mlm"):
-        raise ValueError(f"--objective={objective} cannot continue a published checkpoint: --init_from continues "
-                         "masked-LM training (--objective=mlm).")
-    checkpoint = published.read_checkpoint(spec)
-    return pretraining.PretrainConfig(
-        encoder=published.encoder_config(checkpoint, max_length, dropout),
-        sequence_length=sequence_length, **({} if mask_rate is None else {"mask_rate": mask_rate}),
-        **checkpoint_weights.special_ids(checkpoint),
-    )
+    checkpoint = published.read_checkpoint(init_from)
+    model = pretraining.PretrainConfig(encoder=published.encoder_config(checkpoint),
+                                       **checkpoint_weights.special_ids(checkpoint))
+    return run_config.base(preset, init_from, model)
 
 
-def documents_of(run, bad_rows="error"):
-    """(documents, held-out mask) of a run: its corpora, split by its seed and eval fraction."""
-    documents = pretraining_data.load_corpora(run["corpus"], run["document_per_file"],
-                                              run.get("text_column", "text"), bad_rows)
-    return documents, pretraining_data.held_out_mask(documents.count, run["eval_fraction"], run["seed"])
+def documents_of(config, bad_rows="error"):
+    """(documents, held-out mask) of a run's config: its corpora, split by its seed and eval fraction."""
+    data = config.data
+    documents = pretraining_data.load_corpora(list(data.corpus), data.document_per_file, data.text_column, bad_rows)
+    return documents, pretraining_data.held_out_mask(documents.count, data.eval_fraction, config.train.seed)
 
 
-def prepare_run(model_dir, model, corpus, document_per_file, eval_fraction, seed, chief, init_from=None,
-                text_column="text", bad_rows="error"):
-    """The run's record, training documents and tokenizer: read back when resuming, else made now
-    (trained on the corpus, or the published checkpoint's with `init_from`)."""
-    fresh = {"recipe": RECIPE, "corpus": corpus, "document_per_file": document_per_file,
-             "eval_fraction": eval_fraction, "seed": seed, "model": dataclasses.asdict(model), "init_from": init_from}
-    if any(name.partition(":")[0] in ("csv", "jsonl") for name in corpus):
-        fresh["text_column"] = text_column
-    documents, held = documents_of(fresh, bad_rows)  # every row read: a bad one is refused before any write
-    common.check_same_files(model_dir, RECIPE, documents.digest)
+def prepare_run(model_dir, config, chief):
+    """The run's config, training documents and tokenizer: read back when resuming, else made now
+    (trained on the corpus, or the published checkpoint's with setup.init_from)."""
+    init_from, seed, model = config.setup.init_from, config.train.seed, config.model
+    documents, held = documents_of(config, config.data.bad_rows)  # every row read: a bad one is refused now
+    common.check_same_files(model_dir, RECIPE, PretrainRunConfig, documents.digest)
 
     def write_tokenizer():
         if init_from:
@@ -130,10 +111,9 @@ def prepare_run(model_dir, model, corpus, document_per_file, eval_fraction, seed
         tokenizer.save_tokenizer(proto, model_dir)
 
     last = tokenizer.WORDPIECE_CONFIG_FILE if init_from else tokenizer.TOKENIZER_FILE
-    run = common.start_run(model_dir, RECIPE, fresh, write_tokenizer, last, chief)
-    if documents.digest:
-        run = {**run, "files": {"digest": documents.digest, "bad_rows_skipped": documents.skipped}}
-    return run, (documents, held), RunDir(model_dir).tokenizer()
+    config = common.start_run(model_dir, RECIPE, config, write_tokenizer, last, chief)
+    derived = {"files": {"digest": documents.digest, "bad_rows_skipped": documents.skipped}} if documents.digest else {}
+    return config, derived, (documents, held), RunDir(model_dir).tokenizer()
 
 
 def packed_rows(tok, documents, keep, config, model_dir, name):
@@ -141,6 +121,7 @@ def packed_rows(tok, documents, keep, config, model_dir, name):
     from the token cache."""
     rows = pretraining_data.token_rows(documents, keep, tok.tokenize, tokenizer.files_key(model_dir),
                                        config.separator_id, name)
+    rows.check_ids(config.encoder.vocab_size)
     return pretraining_data.PackedRows(rows, config.sequence_length, config.start_id)
 
 
@@ -163,10 +144,8 @@ def prepare(settings, strategy):
     into sequences, the batch plan and the Task. With `init_from` (a published checkpoint), a fresh run
     starts from its encoder and masked-LM head."""
     shared = settings.run
-    run, (documents, held), tok = prepare_run(
-        shared.model_dir, settings.model, settings.corpus, settings.document_per_file, settings.eval_fraction,
-        shared.train.seed, is_chief(strategy), settings.init_from, settings.text_column, settings.bad_rows)
-    config = pretraining.PretrainConfig(**run["model"])
+    run_config, derived, (documents, held), tok = prepare_run(shared.model_dir, shared.config, is_chief(strategy))
+    config, init_from = run_config.model, run_config.setup.init_from
     print(f"Packing {int((~held).sum())} documents into sequences of {config.sequence_length} tokens.", flush=True)
     rows = packed_rows(tok, documents, ~held, config, shared.model_dir, "training")
     train_config = common.with_epochs(shared.train, shared.epochs, len(rows))
@@ -178,18 +157,19 @@ def prepare(settings, strategy):
         dataset=batching.planned_dataset_fn(plan, replicas, lambda part, skip, pipeline_id: masked_dataset(
             rows, part, config, train_config.seed, pipeline_id, skip=skip)),
         loss=pretraining.pretraining_loss(config, train_config.label_smoothing),
-        initialize=pretrained.pretrainer_initializer(settings.init_from) if settings.init_from else None,
+        initialize=pretrained.pretrainer_initializer(init_from) if init_from else None,
     )
-    return driver.Prepared(run, train_config, {"sequences": len(rows)}, task)
+    return driver.Prepared(dataclasses.replace(run_config, train=train_config), {**derived, "sequences": len(rows)},
+                           task)
 
 
 def run_eval(model_dir, batch_size=64, average=1):
     """Masked-token accuracy and perplexity (and ELECTRA's detection accuracy) on the held-out documents."""
     trained = pretrained.load_pretrained(model_dir, finished=False, average=average)
-    documents, held = documents_of(trained.run)
+    documents, held = documents_of(trained.record.config)
     rows = packed_rows(trained.tokenizer, documents, held, trained.config, model_dir, "held-out")
     plan = batching.evaluation_plan(rows.lengths, batch_size)
-    batches = masked_dataset(rows, plan, trained.config, seed=trained.run["seed"] + 1, stream_id=0)
+    batches = masked_dataset(rows, plan, trained.config, seed=trained.record.config.train.seed + 1, stream_id=0)
     totals = evaluate(pretraining.pretraining_metrics(trained.model), batches, len(plan), description="held-out")
     result = pretraining.summarize(totals)
     write_summaries(model_dir, "eval_held_out", trained.step, result)
@@ -204,29 +184,26 @@ def server(loaded, settings):
     return driver.Serving(
         module, {"serving_default": module.encode, "encode": module.encode, "fill_mask": module.fill_mask},
         {"text": ["a wonderful, moving film", ""]},
-        metadata={"recipe": RECIPE, "corpus": loaded.run["corpus"], "step": loaded.step, "model": loaded.run["model"]},
+        metadata={"recipe": RECIPE, "corpus": list(loaded.record.config.data.corpus), "step": loaded.step,
+                  "model": dataclasses.asdict(loaded.config)},
     )
 
 
 def config_from_flags(mode):
-    """Settings from the flags; every flag is checked here, before any work."""
-    model = init_from = None
-    if mode in common.TRAINING_MODES:
-        if not FLAGS.corpus:
-            raise app.UsageError("--corpus is required to train (e.g. --corpus=imdb_unsup,imdb).")
-        if not 0.0 < FLAGS.eval_fraction < 1.0:
-            raise ValueError(f"--eval_fraction={FLAGS.eval_fraction} must be in (0, 1).")
-        init_from = published.normalize(FLAGS.init_from) if FLAGS.init_from else None
-        if init_from:
-            model = published_config(init_from, FLAGS.objective, FLAGS.sequence_length, FLAGS.mask_rate,
-                                     FLAGS.max_length, FLAGS.dropout)
-        else:
-            model = pretrain_config(
-                FLAGS.preset, FLAGS.objective, FLAGS.sequence_length, FLAGS.mask_rate, FLAGS.generator_scale,
-                vocab_size=FLAGS.vocab_size, max_length=FLAGS.max_length, dropout=FLAGS.dropout,
-            )
-    return Settings(common.run_settings(DEFAULTS), model, FLAGS.corpus, FLAGS.document_per_file, FLAGS.eval_fraction,
-                    init_from, FLAGS.text_column, FLAGS.bad_rows)
+    """Settings from the flags; every flag and config field is checked here, before any work."""
+    config = None
+    if mode in common.TRAINING_MODES or mode == "config":
+        config = common.run_config(PretrainRunConfig, base_config, RECIPE, SHORTCUTS)
+        if FLAGS["max_length"].present and not FLAGS["sequence_length"].present:  # the default: the longest text
+            config = dataclasses.replace(config, model=dataclasses.replace(
+                config.model, sequence_length=config.model.encoder.max_length))
+        if config.setup.init_from:
+            config = dataclasses.replace(config, setup=dataclasses.replace(
+                config.setup, init_from=published.normalize(config.setup.init_from)))
+        if mode != "config" and not config.data.corpus:
+            raise app.UsageError("--corpus is required to train (e.g. --corpus=imdb_unsup,imdb), or data.corpus in "
+                                 "--config.")
+    return Settings(common.run_settings(config))
 
 
 PRETRAIN = driver.Recipe(

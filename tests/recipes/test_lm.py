@@ -123,7 +123,7 @@ def test_tiny_shakespeare_trains_at_character_level_and_reports_bits_per_charact
         assert json.load(f)["data"]["random_offset"] is True
     refused = probe_recipe("lm", "--dataset=tinyshakespeare", *QUICK, "--train_steps=20", f"--model_dir={model_dir}",
                            "--mode=train")
-    assert refused.returncode == 2 and "random_offset=False (was True)" in refused.stderr
+    assert refused.returncode == 2 and "data.random_offset: True -> False" in refused.stderr
     generated = run_recipe("lm", "--mode=generate", f"--model_dir={model_dir}", "--prompt=ROMEO:",
                            "--max_new_tokens=20", "--greedy")
     assert generated.stdout.startswith("ROMEO:") and len(generated.stdout.rstrip("\n")) >= 20

@@ -227,7 +227,7 @@ def test_each_sentiment_form_trains_and_evaluates_with_its_class_names(sentiment
         config, metrics = read_json(base, form, "config.json"), read_json(base, form, "metrics.json")
         assert [str(c) for c in config["class_names"]] == [str(c) for c in class_names[form]], form
         assert metrics["eval_validation"]["examples"] == examples[form], form
-    assert read_json(base, "tsv", "config.json")["files"]["bad_rows_skipped"] == 2
+    assert read_json(base, "tsv", "config.json")["derived"]["files"]["bad_rows_skipped"] == 2
 
 
 @pytest.fixture(scope="module", name="served")
@@ -269,7 +269,7 @@ def test_the_sentiment_exports_answer_the_validation_texts_as_evaluation_scored_
     """Accuracy of the served labels on the validation files equals what --mode=eval reported."""
     _, validation = files
     for form in ("csv", "jsonl", "folder"):
-        class_names = [str(c) for c in read_json(sentiment_runs["base"], form, "config.json")["class_names"]]
+        class_names = [str(c) for c in read_json(sentiment_runs["base"], form, "config.json")["derived"]["class_names"]]
         answer = served[form]
         assert answer["label"] == [class_names[i] for i in answer["label_id"]], form
         np.testing.assert_allclose(np.sum(answer["probabilities"], -1), 1.0, atol=1e-5)
@@ -341,7 +341,7 @@ def test_translation_trains_and_evaluates_on_aligned_text_files_and_on_tsv_shard
         with open(os.path.join(base, form, metrics["hypotheses"]), encoding="utf-8") as f:
             assert len(f.read().split("\n")[:-1]) == 20, form
         config = read_json(base, form, "config.json")
-        assert (config["source"], config["target"]) == ("zh", "en")
+        assert (config["data"]["source"], config["data"]["target"]) == ("zh", "en")
 
 
 def test_a_tsv_header_sets_the_column_order_and_without_one_the_source_comes_first(translate_runs):
@@ -358,7 +358,7 @@ def test_the_language_model_trains_on_each_form_and_evaluates_its_held_out_share
     for form, level in (("text", "subword"), ("csv", "word"), ("jsonl", "char")):
         assert "validation" in results[form].stdout, form
         config = read_json(base, form, "config.json")
-        assert config["level"] == level, form
+        assert config["data"]["level"] == level, form
         held_out = read_json(base, form, "metrics.json")["eval_validation"]  # without {split}: validation
         for memory in ("train_memory", "no_memory"):  # characters are scored in bits, words and pieces in perplexity
             score = held_out[memory].get("perplexity", held_out[memory].get("bits_per_character"))

@@ -35,7 +35,7 @@ def test_pretraining_trains_evaluates_and_records_its_run(pretrained_run):
     assert "step 20/20" in result.stdout and "held-out: masked_accuracy" in result.stdout
     with open(os.path.join(model_dir, "config.json")) as f:
         config = json.load(f)
-    assert config["recipe"] == "pretrain" and config["corpus"] == ["sst2"]
+    assert config["recipe"] == "pretrain" and config["data"]["corpus"] == ["sst2"]
     assert config["model"]["objective"] == "electra" and config["model"]["sequence_length"] == 64
     with open(os.path.join(model_dir, "metrics.json")) as f:
         held_out = json.load(f)["eval_held_out"]
@@ -110,7 +110,7 @@ def test_fine_tuning_starts_from_the_pretrained_encoder_and_resumes(pretrained_r
     assert f"Initialized the encoder from {model_dir}" in first.stdout
     with open(os.path.join(run_dir, "config.json")) as f:
         config = json.load(f)
-    assert config["init_from"] == model_dir and config["train"]["layer_decay"] == 0.8
+    assert config["setup"]["init_from"] == model_dir and config["train"]["layer_decay"] == 0.8
     assert config["model"]["hidden_dim"] == 32 and config["model"]["vocab_size"] == 500
     with open(os.path.join(model_dir, "tokenizer.model"), "rb") as a, open(os.path.join(run_dir, "tokenizer.model"), "rb") as b:
         assert a.read() == b.read()
@@ -121,8 +121,8 @@ def test_fine_tuning_starts_from_the_pretrained_encoder_and_resumes(pretrained_r
 
 
 @pytest.mark.parametrize("flag, message", [
-    ("--vocab_size=800", "--vocab_size=800"),
-    ("--max_length=4096", "--max_length=4096"),
+    ("--vocab_size=800", "model.vocab_size=800"),
+    ("--max_length=4096", "model.max_length=4096"),
     ("--preset=small", "--preset=small"),
 ])
 def test_fine_tuning_refuses_settings_that_contradict_the_pretrained_run(pretrained_run, tmp_path,

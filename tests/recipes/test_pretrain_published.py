@@ -121,7 +121,7 @@ def test_fine_tuning_the_continued_run_uses_its_wordpiece_vocabulary_and_may_sho
 def test_electra_cannot_continue_a_published_checkpoint(checkpoint, tmp_path, probe_recipe):
     result = probe_recipe("pretrain", *QUICK, "--objective=electra", f"--init_from={checkpoint}",
                           f"--model_dir={tmp_path / 'run'}")
-    assert result.returncode == 2 and "--init_from continues masked-LM training" in result.stderr
+    assert result.returncode == 2 and "init_from continues masked-LM training" in result.stderr
 
 
 @pytest.mark.parametrize("fault", list(fixtures.FAULTS))

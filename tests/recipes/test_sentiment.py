@@ -74,7 +74,7 @@ def test_export_answers_in_a_fresh_tensorflow_process_like_the_model_in_process(
     token_ids = ClassifierPreprocessor(trained.tokenizer, trained.config.max_length)(tf.constant(texts))
     probabilities = tf.nn.softmax(trained.model(token_ids)).numpy()
     np.testing.assert_allclose(served["p"], probabilities, atol=1e-5)
-    assert served["l"] == [trained.run["class_names"][i] for i in probabilities.argmax(-1)]
+    assert served["l"] == [trained.record.derived["class_names"][i] for i in probabilities.argmax(-1)]
 
 
 def test_an_export_of_averaged_checkpoints_serves_the_mean_model(trained, run_recipe, tmp_path, probe_recipe):

@@ -48,7 +48,7 @@ def test_the_run_keeps_the_checkpoints_vocabulary_and_bert_defaults(trained, che
     assert not os.path.exists(os.path.join(model_dir, "tokenizer.model"))
     with open(os.path.join(model_dir, "config.json")) as f:
         run = json.load(f)
-    assert run["init_from"] == os.path.abspath(checkpoint)
+    assert run["setup"]["init_from"] == os.path.abspath(checkpoint)
     assert run["model"]["embedding"] == "normalized" and run["model"]["epsilon"] == 1e-12
     assert run["model"]["max_length"] == 24 and run["model"]["activation"] == "gelu"
     assert run["train"]["learning_rate"] == 5e-5 and run["train"]["schedule"] == "cosine"

@@ -38,7 +38,7 @@ def test_train_and_eval_writes_bleu_chrf_and_hypotheses(trained):
         assert len(f.read().splitlines()) == 1014
     with open(os.path.join(model_dir, "config.json")) as f:
         config = json.load(f)
-    assert (config["source"], config["target"]) == ("de", "en") and config["model"]["shared_vocabulary"]
+    assert (config["data"]["source"], config["data"]["target"]) == ("de", "en") and config["model"]["shared_vocabulary"]
 
 
 def test_translate_mode_writes_one_line_per_input_line(trained, run_recipe):

@@ -8,6 +8,7 @@ Python object `zoo.load` returns for a sentiment run or its export.
 
 from zoo.classifier import model as classifier
 from zoo.classifier.preprocessor import ClassifierPreprocessor
+from zoo.classifier.run_config import SentimentRunConfig
 from zoo.core import inputs
 from zoo.core.signatures import Served, call, strings
 from zoo.runs.run_dir import RunDir
@@ -18,8 +19,8 @@ RECIPE = "sentiment"
 def load_run(model_dir, average=1):
     """The newest checkpoint of a run (with average=N, the mean of the newest N), rebuilt in float32
     whatever it trained in: a LoadedRun."""
-    return RunDir(model_dir).load_run(RECIPE, lambda model: classifier.ClassifierConfig(**model),
-                                      classifier.build_classifier, lambda run_dir, _: run_dir.tokenizer(), average)
+    return RunDir(model_dir).load_run(RECIPE, SentimentRunConfig, classifier.build_classifier,
+                                      lambda run_dir, _: run_dir.tokenizer(), average)
 
 
 def preprocessor(loaded):
@@ -40,8 +41,9 @@ class Classifier(Served):
     @classmethod
     def from_run(cls, model_dir, average=1):
         loaded = load_run(model_dir, average)
-        module = classifier.ClassifierServer(loaded.model, preprocessor(loaded), loaded.run["class_names"])
-        return cls({"serving_default": module.serve}, module, loaded.run["class_names"], loaded.step)
+        class_names = loaded.record.derived["class_names"]
+        module = classifier.ClassifierServer(loaded.model, preprocessor(loaded), class_names)
+        return cls({"serving_default": module.serve}, module, class_names, loaded.step)
 
     @classmethod
     def from_export(cls, saved, metadata):

@@ -36,7 +36,7 @@ def _plain(value):
 
 
 def to_yaml(config):
-    return yaml.safe_dump(to_dict(config), sort_keys=False, default_flow_style=None, width=100)
+    return yaml.safe_dump(to_dict(config), sort_keys=False, default_flow_style=False, width=100)
 
 
 def from_dict(cls, data, prefix=""):

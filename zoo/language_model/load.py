@@ -6,12 +6,15 @@ the Python object `zoo.load` returns for a language-model run or its export.
     lm.score(["To be, or not to be"])  # [{"log_likelihood": ..., "tokens": ..., "perplexity": ...}]
 """
 
+import dataclasses
+
 import tensorflow as tf
 
 from zoo.core import inputs
 from zoo.core.signatures import Served, call, strings
 from zoo.language_model import data as lm_data, model as lm
 from zoo.language_model.server import LanguageModelServer
+from zoo.language_model.run_config import LMRunConfig
 from zoo.runs.run_dir import RunDir
 
 RECIPE = "lm"
@@ -20,12 +23,13 @@ RECIPE = "lm"
 def load_run(model_dir, memory_length=None, average=1):
     """The newest checkpoint (float32; with average=N, the mean of the newest N) as a LoadedRun whose
     tokenizer is the Vocabulary, optionally keeping a different memory length."""
-    def make_config(model):
-        config = lm.LMConfig(**model)
-        return config if memory_length is None else lm.with_memory_length(config, memory_length)
+    def build(config):
+        return lm.build_language_model(config if memory_length is None else lm.with_memory_length(config, memory_length))
 
-    return RunDir(model_dir).load_run(RECIPE, make_config, lm.build_language_model,
-                                      lambda run_dir, _: lm_data.load_vocabulary(run_dir.path), average)
+    loaded = RunDir(model_dir).load_run(RECIPE, LMRunConfig, build,
+                                        lambda run_dir, _: lm_data.load_vocabulary(run_dir.path), average)
+    return loaded if memory_length is None else dataclasses.replace(
+        loaded, config=lm.with_memory_length(loaded.config, memory_length))
 
 
 class LanguageModel(Served):

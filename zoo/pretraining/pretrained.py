@@ -16,7 +16,8 @@ import tensorflow as tf
 from zoo.classifier import model as classifier
 from zoo.pretraining import checkpoint_weights, model as pretraining, published
 from zoo.data import tokenizer
-from zoo.runs.run_dir import LoadedRun, RunDir
+from zoo.pretraining.run_config import PretrainRunConfig
+from zoo.runs.run_dir import CONFIG_FILE, LoadedRun, RunDir
 from zoo.core.dtype_policy import dtype_policy
 
 RECIPE = "pretrain"
@@ -32,11 +33,12 @@ def load_pretrained(model_dir, finished=True, average=1):
     the mean of the newest N checkpoints' weights (`RunDir.load_model`)."""
     run_dir = RunDir(model_dir)
     run = run_dir.read_finished(RECIPE, finished)
-    config = pretraining.PretrainConfig(**run["model"])
+    record = run_dir.read_record(RECIPE, PretrainRunConfig)
+    config = record.config.model
     model, step = run_dir.load_model(lambda: pretraining.build_pretrainer(config), average)
     if finished:
         run_dir.check_finished(run, step)
-    return LoadedRun(run, config, model, run_dir.tokenizer(), step)
+    return LoadedRun(record, config, model, run_dir.tokenizer(), step)
 
 
 def load_encoder(source):
@@ -72,9 +74,9 @@ def check_run_source(source):
     if not os.path.isdir(source):
         raise PretrainedRunError(f"{source} is a file, not a folder: give a finished recipes.pretrain run folder, "
                                  f"or a published checkpoint's folder ({published.LAYOUT}).")
-    if not os.path.exists(os.path.join(source, "config.json")):
+    if not RunDir(source).holds(CONFIG_FILE):
         raise PretrainedRunError(
-            f"{source} is a folder that is neither a zoo pretraining run (the config.json that recipes.pretrain "
+            f"{source} is a folder that is neither a zoo pretraining run (the {CONFIG_FILE} that recipes.pretrain "
             f"writes, and its checkpoints) nor a published checkpoint ({published.LAYOUT}): run recipes.pretrain "
             "there, or give the checkpoint's folder.")
 
@@ -82,7 +84,9 @@ def check_run_source(source):
 def pretrained_encoder_config(model_dir):
     """The encoder config (a ClassifierConfig) of the finished pretraining run in `model_dir`."""
     check_run_source(model_dir)
-    return pretraining.PretrainConfig(**RunDir(model_dir).read_finished(RECIPE)["model"]).encoder
+    run_dir = RunDir(model_dir)
+    run_dir.read_finished(RECIPE)
+    return run_dir.read_record(RECIPE, PretrainRunConfig).config.model.encoder
 
 
 def encoder_weights(model_dir):

@@ -18,7 +18,7 @@ import os
 import time
 import typing
 
-from zoo.runs import checkpoints
+from zoo.runs import checkpoints, record
 from zoo.core import disk
 from zoo.runs.run_lock import RunLock
 from zoo.data.tokenizer import TOKENIZER_FILE, load_tokenizer
@@ -28,10 +28,9 @@ from zoo.runs.checkpoints import restore_model
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.json"
 TRANSLATION_TOKENIZER_FILES = ("source.model", "target.model")  # one per language (else tokenizer.model)
-# What a resumed run must share with the run it resumes: the batch plan (and so
-# the data position) and the checkpoint's structure depend on these.
-RESUME_KEYS = ("batch_size", "max_tokens", "seed", "mixed_precision", "max_examples", "replicas", "random_offset",
-               "sequences")
+# What a resumed run must share with the run it resumes beside its config (zoo.runs.record's derived):
+# the batch plan (and so the data position) depends on these.
+RESUME_KEYS = ("replicas", "sequences")
 RUN_NAMES = {"pretrain": "pretraining"}  # how messages name a recipe's runs (else by the recipe's name)
 
 CONFIG_ADVICE = ("it is the run's record (its data, model and training settings). Restore it from a backup, or "
@@ -50,7 +49,7 @@ class Tokenizers(typing.NamedTuple):
 class LoadedRun:
     """A trained run loaded back (float32) for evaluation, export and the recipes' other modes."""
 
-    run: dict  # config.json's record
+    record: object  # config.json as a zoo.runs.record.Record: the run's typed config and what it derived
     config: object  # the model's config (ClassifierConfig, TranslatorConfig, LMConfig, PretrainConfig)
     model: object
     tokenizer: object  # the recipe's: a tokenizer, a translation run's (source, target) pair, a Vocabulary
@@ -61,10 +60,10 @@ class RunDirError(ValueError):
     """A model_dir that cannot be used as asked; the message says why and what to do."""
 
 
-def check_resumable(run, setup):
-    """Raises RunDirError naming every RESUME_KEYS field where `setup` differs from `run`'s."""
-    before = {**run.get("train", {}), **run.get("data", {})}
-    changed = [f"{k}={setup[k]!r} (was {before[k]!r})" for k in RESUME_KEYS if k in before and before[k] != setup[k]]
+def check_resumable(derived, asked):
+    """Raises RunDirError naming every RESUME_KEYS field where `asked` differs from the record's `derived`."""
+    changed = [f"{k}={asked[k]!r} (was {derived[k]!r})" for k in RESUME_KEYS if k in derived and k in asked
+               and derived[k] != asked[k]]
     if changed:
         raise RunDirError(
             f"This run cannot resume as asked: {', '.join(changed)}. Keep those settings to resume "
@@ -117,18 +116,24 @@ class RunDir:
         """The compute dtype the run here trained in, or None (no run here yet)."""
         run = self.read_config() if self.path else None
         try:
-            return run["train"]["mixed_precision"]
+            return run["train"]["mixed_precision"] if run["format"] == record.FORMAT else None
         except (KeyError, TypeError):
             return None  # not a run to resume: read_run says why later
 
-    def record_training(self, run, train, setup, write=True):
-        """Checks that training with `train` (a TrainConfig) and `setup` (replicas, strategy, data
-        sizes) can resume `run`, then writes the record (with write=False, as a non-chief worker
-        does, only checks)."""
-        train = dataclasses.asdict(train)
-        check_resumable(run, {**train, **setup})
+    def read_record(self, recipe, cls):
+        """The run's record as a zoo.runs.record.Record, its config typed as `cls`; None if absent."""
+        data = self.read_run(recipe)
+        return None if data is None else record.from_record(data, recipe, cls, self.file(CONFIG_FILE))
+
+    def record_training(self, recipe, config, derived, write=True):
+        """Checks that training with `derived` (replicas, strategy, data sizes) can resume the run here, then
+        writes its record: `config` (the recipe's typed config) and `derived` (with write=False, as a
+        non-chief worker does, only checks)."""
+        existing = self.read_run(recipe)
+        if existing is not None:
+            check_resumable(existing.get("derived") or {}, derived)
         if write:
-            self._write_json(CONFIG_FILE, {**run, "train": train, "data": setup})
+            self._write_json(CONFIG_FILE, record.as_record(recipe, config, derived))
 
     # --- metrics.json -----------------------------------------------------------------------------
 
@@ -209,13 +214,15 @@ class RunDir:
             model = build_model()
         return model, restore_model(model, self.path, average)
 
-    def load_run(self, recipe, make_config, build_model, load_tokenizer, average=1):
-        """A trained `recipe` run as a LoadedRun: its record, `make_config(record["model"])`, the model
-        `build_model(config)` holding the newest checkpoint (`load_model`), and `load_tokenizer(self, config)`."""
-        run = self.require_run(recipe)
-        config = make_config(run["model"])
+    def load_run(self, recipe, cls, build_model, load_tokenizer, average=1):
+        """A trained `recipe` run as a LoadedRun: its record (config typed as `cls`), the model
+        `build_model(model config)` holding the newest checkpoint (`load_model`), and
+        `load_tokenizer(self, model config)`."""
+        self.require_run(recipe)
+        record = self.read_record(recipe, cls)
+        config = record.config.model
         model, step = self.load_model(lambda: build_model(config), average)
-        return LoadedRun(run, config, model, load_tokenizer(self, config), step)
+        return LoadedRun(record, config, model, load_tokenizer(self, config), step)
 
     # --- one run at a time ------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ import dataclasses
 from zoo.core import inputs
 from zoo.core.signatures import call, strings
 from zoo.runs.run_dir import RunDir
+from zoo.translation.run_config import TranslateRunConfig
 from zoo.translation import model as translation
 from zoo.translation.search import DecodeConfig
 from zoo.translation.server import TranslatorServer
@@ -20,8 +21,7 @@ RECIPE = "translate"
 def load_run(model_dir, average=1):
     """The newest checkpoint of a run (with average=N, the mean of the newest N), rebuilt in float32
     whatever it trained in: a LoadedRun whose tokenizer is the (source, target) pair."""
-    return RunDir(model_dir).load_run(RECIPE, lambda model: translation.TranslatorConfig(**model),
-                                      translation.build_translator,
+    return RunDir(model_dir).load_run(RECIPE, TranslateRunConfig, translation.build_translator,
                                       lambda run_dir, config: run_dir.tokenizers(config.shared_vocabulary), average)
 
 

@@ -39,7 +39,8 @@ def test_the_record_is_checked_to_belong_to_the_recipe(tmp_path):
     with pytest.raises(RunDirError, match=f"^{tmp_path} holds no trained 'sentiment' run \\(config.json missing\\): "
                                           "train there first.$"):
         folder.require_run("sentiment")
-    (tmp_path / CONFIG_FILE).write_text(json.dumps({"recipe": "translate", "train": {"mixed_precision": "bfloat16"}}))
+    (tmp_path / CONFIG_FILE).write_text(json.dumps({"format": 2, "recipe": "translate",
+                                                  "train": {"mixed_precision": "bfloat16"}}))
     assert folder.trained_dtype() == "bfloat16"
     with pytest.raises(RunDirError, match=f"^{tmp_path} holds a 'translate' run, not a 'sentiment' one: choose "
                                           "another --model_dir.$"):
@@ -102,19 +103,33 @@ def test_metrics_sections_are_updated_atomically(tmp_path, monkeypatch):
     assert sorted(os.listdir(tmp_path)) == [METRICS_FILE]  # no half-written file left
 
 
-def test_training_is_recorded_only_where_it_can_resume(tmp_path):
+def test_training_is_recorded_as_the_typed_config_only_where_it_can_resume(tmp_path):
+    from zoo.classifier.run_config import SentimentData, SentimentRunConfig
+
     folder = RunDir(str(tmp_path))
-    train = TrainConfig(train_steps=30, batch_size=16)
-    folder.record_training({"recipe": "sentiment", "dataset": "sst2"}, train, {"replicas": 1}, write=False)
+    config = SentimentRunConfig(data=SentimentData("sst2"), train=TrainConfig(train_steps=30, batch_size=16))
+    folder.record_training("sentiment", config, {"replicas": 1}, write=False)
     assert folder.read_config() is None  # a non-chief worker only checks
-    folder.record_training({"recipe": "sentiment", "dataset": "sst2"}, train, {"replicas": 1})
+    folder.record_training("sentiment", config, {"replicas": 1, "class_names": ["a", "b"]})
     run = folder.read_run("sentiment")
-    assert list(run) == ["recipe", "dataset", "train", "data"] and run["train"] == dataclasses.asdict(train)
-    message = ("This run cannot resume as asked: batch_size=8 (was 16), replicas=2 (was 1). Keep those settings to "
+    assert list(run) == ["format", "recipe", "data", "model", "train", "setup", "derived"]
+    assert run["train"] == dataclasses.asdict(config.train)
+    record = folder.read_record("sentiment", SentimentRunConfig)
+    assert record.config == config and record.derived == {"replicas": 1, "class_names": ["a", "b"]}
+    message = ("This run cannot resume as asked: replicas=2 (was 1). Keep those settings to "
                "resume at the same data position, or use another --model_dir.")
     with pytest.raises(RunDirError, match=f"^{re.escape(message)}$"):
-        folder.record_training(run, dataclasses.replace(train, batch_size=8), {"replicas": 2})
-    assert folder.read_run("sentiment")["train"]["batch_size"] == 16
+        folder.record_training("sentiment", config, {"replicas": 2})
+    assert folder.read_run("sentiment")["derived"]["replicas"] == 1
+
+
+def test_a_record_of_an_older_zoo_is_named_with_what_to_do(tmp_path):
+    from zoo.classifier.run_config import SentimentRunConfig
+    from zoo.core.config import ConfigError
+
+    (tmp_path / CONFIG_FILE).write_text(json.dumps({"recipe": "sentiment", "dataset": "sst2", "model": {}}))
+    with pytest.raises(ConfigError, match="written by an older zoo .config.json format 1, this zoo reads 2."):
+        RunDir(str(tmp_path)).read_record("sentiment", SentimentRunConfig)
 
 
 def test_a_worker_waits_for_the_chiefs_file_then_gives_up_naming_it(tmp_path):

@@ -1,0 +1,78 @@
+"""The typed config of a sentiment (classification) run: its data, model, training and setup, one frozen
+object made by `zoo.core.config` from a preset, a file, dotted overrides and shortcut flags, and written
+whole into the run's config.json."""
+
+import dataclasses
+
+from zoo.classifier import model as classifier
+from zoo.core.config import ConfigError
+from zoo.training.config import TrainConfig
+from zoo.training.setup import SetupConfig
+
+BAD_ROWS = ("error", "skip")
+
+
+@dataclasses.dataclass(frozen=True)
+class SentimentData:
+    dataset: str | None = None  # imdb, sst2, sst2_tune, tfds:NAME, or your files as FORM:PATTERN
+    eval_split: str = "validation"  # the split evaluated after training and by --mode=eval
+    text_column: str = "text"  # your csv:, tsv:, jsonl: files: the text's column or key
+    label_column: str = "label"  # your csv:, tsv:, jsonl: files: the label's column or key
+    bad_rows: str = "error"  # rows that do not parse: error (refused, file:line) or skip (counted)
+    classes: tuple[str, ...] | None = None  # the labels (folder: the class folders) to use, in order; None: all
+    max_examples: int | None = None  # train on at most this many examples (a seeded choice)
+
+    def __post_init__(self):
+        if self.bad_rows not in BAD_ROWS:
+            raise ValueError(f"bad_rows={self.bad_rows!r} must be one of {', '.join(BAD_ROWS)}.")
+        if self.max_examples is not None and self.max_examples < 1:
+            raise ValueError(f"max_examples={self.max_examples} must be at least 1.")
+
+
+TRAIN = TrainConfig(train_steps=2000, batch_size=32, learning_rate=5e-4, warmup_steps=400, checkpoint_every=500,
+                    log_every=50)
+# Fine-tuning a published checkpoint: BERT's (Devlin et al. 2019, appendix A.3) small rate, decayed to
+# zero, with decoupled weight decay; a rate made for training from scratch would undo the pretraining.
+PUBLISHED_TRAIN = dataclasses.replace(TRAIN, learning_rate=5e-5, warmup_steps=200, schedule="cosine", weight_decay=0.01)
+
+
+@dataclasses.dataclass(frozen=True)
+class SentimentRunConfig:
+    data: SentimentData = SentimentData()
+    model: classifier.ClassifierConfig = classifier.PRESETS["small"]
+    train: TrainConfig = TRAIN
+    setup: SetupConfig = SetupConfig()
+
+    def __post_init__(self):
+        if self.model.max_length < 2:
+            raise ConfigError(f"model.max_length={self.model.max_length} leaves no room for text beside the start "
+                              "token: use at least 2.")
+
+
+def base(preset, init_from=None, encoder=None):
+    """The config a run starts from, before any file or override: the preset's model and the recipe's
+    training defaults; with `init_from`, the pretrained `encoder`'s model (a ClassifierConfig), and for a
+    published checkpoint BERT's fine-tuning defaults."""
+    from zoo.pretraining import published
+
+    if init_from is None:
+        if preset not in classifier.PRESETS:
+            raise ConfigError(f"Unknown preset {preset!r}: use one of {', '.join(classifier.PRESETS)}.")
+        return SentimentRunConfig(model=classifier.PRESETS[preset])
+    train = PUBLISHED_TRAIN if published.is_published(init_from) else TRAIN
+    return SentimentRunConfig(model=encoder, train=train, setup=SetupConfig(init_from=init_from))
+
+
+def check_encoder(model, encoder):
+    """A model config must keep the pretrained encoder's shape: every field but dropout, num_classes and a
+    max_length no longer than the encoder's."""
+    free = {"dropout", "num_classes", "max_length"}
+    wrong = [f"model.{f.name}={getattr(model, f.name)!r} (the encoder of setup.init_from has "
+             f"{getattr(encoder, f.name)!r})" for f in dataclasses.fields(model)
+             if f.name not in free and getattr(model, f.name) != getattr(encoder, f.name)]
+    if model.max_length > encoder.max_length:
+        wrong.append(f"model.max_length={model.max_length} (the encoder has {encoder.max_length} positions: at most "
+                     f"{encoder.max_length})")
+    if wrong:
+        raise ConfigError(f"setup.init_from's encoder contradicts {'; '.join(wrong)}: leave those fields out (they "
+                          "come from the encoder) or pretrain with them.")

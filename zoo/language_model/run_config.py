@@ -1,0 +1,57 @@
+"""The typed config of a language-modelling (Transformer-XL) run: its data, model, training and setup, made
+by `zoo.core.config` from a preset, a file, dotted overrides and shortcut flags, and written whole into the
+run's config.json."""
+
+import dataclasses
+
+from zoo.core.config import ConfigError
+from zoo.language_model import model as lm
+from zoo.language_model.data import FILE_LEVELS
+from zoo.training.config import TrainConfig
+from zoo.training.setup import SetupConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class LMData:
+    dataset: str | None = None  # ptb, wikitext2, tinyshakespeare ..., or your files as text:, csv:, jsonl:PATTERN
+    eval_split: str | None = None  # the split evaluated; None: test, or the held-out share of files without {split}
+    level: str | None = None  # your files' tokens: subword (the default), word, char or byte
+    vocab_size: int = 8000  # pieces of a subword vocabulary (model.vocab_size is the vocabulary's size)
+    text_column: str = "text"  # your csv:, jsonl: files: the text's column or key
+    bad_rows: str = "error"  # rows that do not parse: error (refused, file:line) or skip (counted)
+    random_offset: bool = False  # start every pass at a random offset, so segment boundaries move (seeded)
+    max_examples: int | None = None  # not for a language model: it trains on the whole text
+
+    def __post_init__(self):
+        if self.level is not None and self.level not in FILE_LEVELS:
+            raise ValueError(f"level={self.level!r} must be one of {', '.join(FILE_LEVELS)}.")
+        if self.vocab_size < 1:
+            raise ValueError(f"vocab_size={self.vocab_size} must be positive.")
+        if self.max_examples is not None:
+            raise ValueError("max_examples picks training examples (sentiment, translation); a language model trains "
+                             "on the whole text: shorten a quick run with train_steps instead.")
+
+
+TRAIN = TrainConfig(train_steps=4000, batch_size=32, learning_rate=1e-3, warmup_steps=400, label_smoothing=0.0,
+                    clip_norm=0.25, checkpoint_every=500, log_every=50)
+
+
+@dataclasses.dataclass(frozen=True)
+class LMRunConfig:
+    data: LMData = LMData()
+    model: lm.LMConfig = lm.PRESETS["small"]
+    train: TrainConfig = TRAIN
+    setup: SetupConfig = SetupConfig()
+
+    def __post_init__(self):
+        if self.setup.init_from is not None:
+            raise ConfigError("setup.init_from is for sentiment and pretrain runs; a language model trains from "
+                              "scratch: leave it out.")
+
+
+def base(preset, init_from=None):
+    """The preset's model with the recipe's training defaults."""
+    del init_from  # refused by LMRunConfig
+    if preset not in lm.PRESETS:
+        raise ConfigError(f"Unknown preset {preset!r}: use one of {', '.join(lm.PRESETS)}.")
+    return LMRunConfig(model=lm.PRESETS[preset])

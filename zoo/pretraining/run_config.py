@@ -1,0 +1,58 @@
+"""The typed config of a pretraining run: its corpora, model (encoder and objective), training and setup,
+made by `zoo.core.config` from a preset, a file, dotted overrides and shortcut flags, and written whole into
+the run's config.json."""
+
+import dataclasses
+
+from zoo.core.config import ConfigError
+from zoo.pretraining import model as pretraining
+from zoo.training.config import TrainConfig
+from zoo.training.setup import SetupConfig
+
+BAD_ROWS = ("error", "skip")
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainData:
+    corpus: tuple[str, ...] = ()  # imdb_unsup, imdb, sst2, tfds:NAME, or your files: text:, csv:, jsonl:GLOB
+    document_per_file: bool = False  # text: files hold one document each (else one per line)
+    text_column: str = "text"  # your csv:, jsonl: files: the text's column or key
+    bad_rows: str = "error"  # rows that do not parse: error (refused, file:line) or skip (counted)
+    eval_fraction: float = 0.01  # share of the documents held out for evaluation (seeded by train.seed)
+    max_examples: int | None = None  # not for pretraining: it reads every document
+
+    def __post_init__(self):
+        if self.bad_rows not in BAD_ROWS:
+            raise ValueError(f"bad_rows={self.bad_rows!r} must be one of {', '.join(BAD_ROWS)}.")
+        if not 0.0 < self.eval_fraction < 1.0:
+            raise ValueError(f"eval_fraction={self.eval_fraction} must be in (0, 1).")
+        if self.max_examples is not None:
+            raise ValueError("max_examples is not for pretraining, which reads every document: shorten a quick run "
+                             "with train_steps instead.")
+
+
+TRAIN = TrainConfig(train_steps=6000, batch_size=32, learning_rate=1e-3, warmup_steps=400, schedule="cosine",
+                    label_smoothing=0.0, weight_decay=0.01, checkpoint_every=250, log_every=50)
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainRunConfig:
+    data: PretrainData = PretrainData()
+    model: pretraining.PretrainConfig = pretraining.PRESETS["small"]
+    train: TrainConfig = TRAIN
+    setup: SetupConfig = SetupConfig()
+
+    def __post_init__(self):
+        if self.setup.init_from is not None and self.model.objective != "mlm":
+            raise ConfigError(f"model.objective={self.model.objective} cannot continue a published checkpoint: "
+                              "setup.init_from continues masked-LM training (model.objective=mlm).")
+
+
+def base(preset, init_from=None, model=None):
+    """The preset's model with the recipe's training defaults; with `init_from` (a published checkpoint), its
+    `model` (the PretrainConfig continuing its masked-LM training)."""
+    if init_from is not None:
+        return PretrainRunConfig(model=model, setup=SetupConfig(init_from=init_from))
+    if preset not in pretraining.PRESETS:
+        raise ConfigError(f"Unknown preset {preset!r}: use one of {', '.join(pretraining.PRESETS)}.")
+    return PretrainRunConfig(model=pretraining.PRESETS[preset])

@@ -1,0 +1,81 @@
+"""A run's record (config.json) as its typed config, and a run's config made from its sources.
+
+config.json holds `format`, `recipe`, the typed config's sections (data, model, train, setup) and `derived`:
+what the run found out rather than was told (class names, the files' digest, replicas, the strategy's
+class). `resolve` makes a recipe's typed config from, in this precedence, its preset (the base) < a file or
+mapping (a run's own config.json is one) < dotted overrides < shortcut flags; `read` gives a run's record
+back as that type. Nothing else reads config.json's sections by name.
+"""
+
+import dataclasses
+import os
+
+from zoo.core import config as cfg
+
+FORMAT = 2
+RECORD_KEYS = ("format", "recipe", "derived")  # config.json's keys that are not config sections
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """A run's record read back: its typed config and what it derived."""
+
+    recipe: str
+    config: object
+    derived: dict
+
+
+def as_record(recipe, config, derived):
+    """config.json's contents for `config` (a recipe's typed config) and `derived`."""
+    return {"format": FORMAT, "recipe": recipe, **cfg.to_dict(config), "derived": derived}
+
+
+def from_record(data, recipe, cls, where):
+    """The Record of config.json's contents `data` (read from `where`), typed as `cls`."""
+    sections = as_layer(data, recipe, where)
+    try:
+        config = cfg.from_dict(cls, sections)
+    except cfg.ConfigError as error:
+        raise cfg.ConfigError(f"{where} does not hold a valid {recipe} config ({error}): it was written by another "
+                              "version of the zoo, or edited; fix that field, or train again.") from None
+    return Record(recipe, config, dict(data.get("derived") or {}))
+
+
+def as_layer(data, recipe, where):
+    """The config sections of a mapping given as a config (a file, a run's config.json, a dict): a record
+    of another recipe is refused, and one written before records held typed configs is named as such."""
+    if "recipe" in data and data["recipe"] != recipe:
+        raise cfg.ConfigError(f"{where} is the record of a {data['recipe']!r} run, not of a {recipe!r} one.")
+    if "recipe" in data and data.get("format") != FORMAT:
+        raise cfg.ConfigError(
+            f"{where} was written by an older zoo (config.json format {data.get('format', 1)}, this zoo reads "
+            f"{FORMAT}): its fields are not the config's sections. Its model section still holds the model's "
+            "fields: copy them under model: in a YAML file, or train with the older zoo.")
+    return {key: value for key, value in data.items() if key not in RECORD_KEYS}
+
+
+def source_layer(source, recipe, cls):
+    """A config source as a mapping: a path to a YAML or JSON file, a mapping, or a typed config of `cls`."""
+    if source is None:
+        return {}
+    if isinstance(source, cls):
+        return cfg.to_dict(source)
+    if dataclasses.is_dataclass(source):
+        raise cfg.ConfigError(f"config={type(source).__name__}(...) is not a {recipe} config: give a {cls.__name__}, "
+                              "a mapping or a file.")
+    if isinstance(source, (str, os.PathLike)):
+        return as_layer(cfg.read_file(os.fspath(source)), recipe, os.fspath(source))
+    if isinstance(source, dict):
+        return as_layer(source, recipe, "the config given")
+    raise cfg.ConfigError(f"config={source!r} must be a file path, a mapping or a {cls.__name__}.")
+
+
+def resolve(cls, base, recipe, preset=None, source=None, overrides=(), shortcuts=None):
+    """A `recipe` run's typed config (`cls`): `base(preset, setup.init_from)` (the base), then `source`
+    (`source_layer`), the dotted `overrides` ('model.num_layers=6' strings or (name, value) pairs), then
+    `shortcuts` (a mapping of sections, e.g. {'train': {'learning_rate': 1e-4}}), later ones winning."""
+    pairs = [cfg.parse_override(item) if isinstance(item, str) else tuple(item) for item in overrides]
+    layers = [source_layer(source, recipe, cls), cfg.nested(dict(pairs)), shortcuts or {}]
+    merged = cfg.merge(*layers)
+    setup = merged.get("setup") if isinstance(merged.get("setup"), dict) else {}
+    return cfg.from_dict(cls, cfg.merge(cfg.to_dict(base(preset, setup.get("init_from"))), merged))

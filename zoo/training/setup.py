@@ -1,0 +1,19 @@
+"""Where and how a run trains (`SetupConfig`): the tf.distribute strategy and the weights it starts from."""
+
+import dataclasses
+
+from zoo.training.distribute import STRATEGIES
+
+
+@dataclasses.dataclass(frozen=True)
+class SetupConfig:
+    strategy: str = "one_device"  # tf.distribute strategy: one_device, mirrored, multi_worker_mirrored or tpu
+    cpu_replicas: int = 0  # split the CPU into this many logical devices (mirrored on a CPU, for tests)
+    tpu: str | None = None  # TPU address or name, with strategy=tpu
+    init_from: str | None = None  # start from a pretraining run's folder or a published checkpoint (sentiment, pretrain)
+
+    def __post_init__(self):
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy={self.strategy!r} is not one of {', '.join(STRATEGIES)}.")
+        if self.cpu_replicas < 0:
+            raise ValueError(f"cpu_replicas={self.cpu_replicas} must be 0 or more.")

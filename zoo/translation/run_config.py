@@ -1,0 +1,58 @@
+"""The typed config of a translation run: its data, model, training and setup, made by `zoo.core.config`
+from a preset, a file, dotted overrides and shortcut flags, and written whole into the run's config.json."""
+
+import dataclasses
+
+from zoo.core.config import ConfigError
+from zoo.training.config import TrainConfig
+from zoo.training.setup import SetupConfig
+from zoo.translation import model as translation
+
+BAD_ROWS = ("error", "skip")
+
+
+@dataclasses.dataclass(frozen=True)
+class TranslationData:
+    dataset: str | None = None  # multi30k, tfds:NAME, or your files as text:PATTERN with {lang}, or tsv:PATTERN
+    source: str = "de"  # the source language's code
+    target: str = "en"  # the target language's code
+    eval_split: str | None = None  # the split evaluated; None: test, or the held-out share of files without {split}
+    bad_rows: str = "error"  # rows that do not parse: error (refused, file:line) or skip (counted)
+    max_examples: int | None = None  # train on at most this many pairs (a seeded choice)
+
+    def __post_init__(self):
+        if self.bad_rows not in BAD_ROWS:
+            raise ValueError(f"bad_rows={self.bad_rows!r} must be one of {', '.join(BAD_ROWS)}.")
+        if self.source == self.target:
+            raise ValueError(f"source={self.source!r} and target={self.target!r} must be two languages.")
+        if self.max_examples is not None and self.max_examples < 1:
+            raise ValueError(f"max_examples={self.max_examples} must be at least 1.")
+
+
+TRAIN = TrainConfig(train_steps=5000, batch_size=512, max_tokens=6144, learning_rate=1e-3, warmup_steps=800,
+                    label_smoothing=0.1, checkpoint_every=500, log_every=50)
+
+
+@dataclasses.dataclass(frozen=True)
+class TranslateRunConfig:
+    data: TranslationData = TranslationData()
+    model: translation.TranslatorConfig = translation.PRESETS["small"]
+    train: TrainConfig = TRAIN
+    setup: SetupConfig = SetupConfig()
+
+    def __post_init__(self):
+        if self.setup.init_from is not None:
+            raise ConfigError("setup.init_from is for sentiment and pretrain runs; translation trains from scratch: "
+                              "leave it out.")
+        if self.train.max_tokens is not None and self.train.max_tokens < self.model.max_length:
+            raise ConfigError(f"train.max_tokens={self.train.max_tokens} cannot hold one pair of up to "
+                              f"model.max_length={self.model.max_length} tokens: give at least {self.model.max_length}, "
+                              "or a smaller model.max_length.")
+
+
+def base(preset, init_from=None):
+    """The preset's model with the recipe's training defaults."""
+    del init_from  # refused by TranslateRunConfig
+    if preset not in translation.PRESETS:
+        raise ConfigError(f"Unknown preset {preset!r}: use one of {', '.join(translation.PRESETS)}.")
+    return TranslateRunConfig(model=translation.PRESETS[preset])
