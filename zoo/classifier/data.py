@@ -44,11 +44,12 @@ def class_order(names):
 
 class Examples:
     """One split of labelled texts: iterate for (text, label id); `count`, `class_names`, `key` (the data's part
-    of a cache key) and `paths` (the files read, for a run's record)."""
+    of a cache key), `paths` (the files read, for a run's record) and `sources` (zoo.data.cache.Sources of the
+    files, None for a built-in dataset)."""
 
-    def __init__(self, read, count, class_names, key, paths=(), text_bytes=None, skipped=0):
+    def __init__(self, read, count, class_names, key, paths=(), text_bytes=None, skipped=0, sources=None):
         self._read, self.count, self.class_names, self.key = read, count, tuple(class_names), key
-        self.paths, self.text_bytes, self.skipped = tuple(paths), text_bytes, skipped
+        self.paths, self.text_bytes, self.skipped, self.sources = tuple(paths), text_bytes, skipped, sources
 
     def __iter__(self):
         return self._read()
@@ -105,10 +106,11 @@ def load(name, split, columns=Columns(), class_names=None, max_examples=None, se
             index += 1
 
     paths = files.paths(spec, split)
-    key = {"files": cache.files_digest(_all_files(spec, paths)), "spec": str(spec), "split": split,
+    sources = cache.Sources(lambda: _all_files(spec, files.paths(spec, split)))
+    key = {"files": sources.digest, "spec": str(spec), "split": split,
            "columns": dataclasses.asdict(columns), "max_examples": max_examples, "seed": seed, "classes": known}
     skipped = bad.count if columns.bad_rows == "skip" else 0
-    return Examples(read, len(keep) if keep is not None else count, known, key, paths, text_bytes, skipped)
+    return Examples(read, len(keep) if keep is not None else count, known, key, paths, text_bytes, skipped, sources)
 
 
 def _all_files(spec, paths):
@@ -159,7 +161,9 @@ def check_split(name, split):
 
 
 def token_rows(examples, preprocessor, tokenizer_key):
-    """The examples' framed token ids (`preprocessor.framed`) and labels, from the cache."""
+    """The examples' framed token ids (`preprocessor.framed`) and labels, from the cache (a file that changes
+    while it is tokenized is refused)."""
     key = {"data": examples.key, "tokenizer": tokenizer_key, "max_length": preprocessor.max_length,
            "framing": [preprocessor.start_id, preprocessor.end_id]}
-    return cache.token_rows(key, iter(examples), preprocessor.framed, "tokenizing", examples.text_bytes)
+    return cache.token_rows(key, iter(examples), preprocessor.framed, "tokenizing", examples.text_bytes,
+                            sources=examples.sources)

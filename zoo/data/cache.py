@@ -6,11 +6,17 @@ bytes and settings. A second run on the same files and tokenizer reuses it; a ch
 key and is tokenized again. Clear it with `rm -r ~/.cache/transformer_zoo/tokens`.
 
 An entry holds `ids.bin` (every row's int32 ids, one after another), `offsets.bin` (int64, where each
-row ends), `labels.bin` (int32, one per row; empty for unlabelled text) and `meta.json`. It is written into a
-dot-folder and renamed into place, so no reader sees half an entry. Tokenizing streams: a chunk of texts
-at a time, so memory does not grow with the corpus.
+row ends), `labels.bin` (int32, one per row; empty for unlabelled text) and `meta.json`: the entry's format,
+its row and token counts, the range of its ids, and each file's size and sha256 (hashed as it is written).
+It is written into a dot-folder and renamed into place, so no reader sees half an entry. Tokenizing streams:
+a chunk of texts at a time, so memory does not grow with the corpus.
+
+The cache never lies: the files an entry is read from (`Sources`) are checked again after the pass, and a file
+that changed keeps the entry out; every opening checks the entry's sizes and checksums, and a damaged,
+incomplete or older entry is named on stderr, moved aside and removed, and made again.
 """
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -22,39 +28,129 @@ import uuid
 
 import numpy as np
 
+from zoo.core import disk
+from zoo.data.datasets import DatasetError
+
 CACHE_ENV = "ZOO_CACHE_DIR"
 IDS_FILE, OFFSETS_FILE, LABELS_FILE, META_FILE = "ids.bin", "offsets.bin", "labels.bin", "meta.json"
+FILES = (IDS_FILE, OFFSETS_FILE, LABELS_FILE)
+FORMAT = 2  # of an entry's files and meta.json; an entry of another format is made again
 CHUNK_BYTES = 4 << 20  # texts tokenized per call: large enough for TF's per-call cost to vanish
+READ_BYTES = 1 << 22  # files are hashed this much at a time
 
 
 def cache_root():
     return os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "transformer_zoo", "tokens")
 
 
-_FILE_HASHES = {}
+class CacheWriteError(disk.WriteError):
+    """The cache's folder refused a write; the message names ZOO_CACHE_DIR and what to do."""
+
+
+def write_error(error):
+    """The one error for an OSError raised while writing into the cache."""
+    root = cache_root()
+    code = disk.cause(error)
+    if os.path.exists(root) and not os.path.isdir(root):
+        happened = f"{root} is a file, not a folder"
+    elif code is not None:
+        happened = f"{disk.CAUSES[code][0].format(path=root)} ({os.strerror(code)})"
+    else:
+        happened = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0][:200]}"
+    return CacheWriteError(f"The token cache cannot be written: {happened}. Nothing was kept there. Set {CACHE_ENV} "
+                           f"to a folder this user can write with room for the tokens (now {root}), or free space "
+                           "there, and run again.")
+
+
+@contextlib.contextmanager
+def writing():
+    """Turns an OSError of a write into the cache's one error (`write_error`)."""
+    try:
+        yield
+    except OSError as error:
+        raise write_error(error) from None
+
+
+def check_writable():
+    """Refuses a cache folder that cannot be written (read-only, a file, full), before a run writes anything:
+    makes the folder, then writes and removes a probe file."""
+    probe = os.path.join(cache_root(), f".probe.{uuid.uuid4().hex}")
+    with writing():
+        try:
+            os.makedirs(cache_root(), exist_ok=True)
+            with open(probe, "wb") as f:
+                f.write(b"\0" * 4096)
+        finally:
+            with contextlib.suppress(OSError):
+                os.remove(probe)
+
+
+_FILE_STATES = {}
+
+
+def _state(path, fresh=False):
+    """(size, mtime in ns, sha256) of a file; hashed once per process for an unchanged size and mtime, or
+    always when `fresh`. A file that changes while it is hashed is given its size and time from before, so
+    that a later look finds it changed."""
+    before = os.stat(path)
+    stamp = (before.st_size, before.st_mtime_ns)
+    known = _FILE_STATES.get(path)
+    if known and known[:2] == stamp and not fresh:
+        return known
+    state = (*stamp, _file_hash(path))
+    after = os.stat(path)
+    if (after.st_size, after.st_mtime_ns) == stamp:
+        _FILE_STATES[path] = state
+    return state
 
 
 def file_digest(path):
     """sha256 of a file's bytes, once per process for an unchanged (size, mtime)."""
-    stat = os.stat(path)
-    known = _FILE_HASHES.get(path)
-    if known and known[0] == (stat.st_size, stat.st_mtime_ns):
-        return known[1]
+    return _state(path)[2]
+
+
+def _names_digest(paths, digests):
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
-            digest.update(chunk)
-    _FILE_HASHES[path] = ((stat.st_size, stat.st_mtime_ns), digest.hexdigest())
+    for path, file_hash in zip(paths, digests):
+        digest.update(f"{os.path.abspath(path)}\0{file_hash}\n".encode())
     return digest.hexdigest()
 
 
 def files_digest(paths):
     """One hash of several files' names and contents: the data's part of a cache key (and of a run's record,
     so that a resumed run sees a changed file)."""
-    digest = hashlib.sha256()
-    for path in paths:
-        digest.update(f"{os.path.abspath(path)}\0{file_digest(path)}\n".encode())
-    return digest.hexdigest()
+    return _names_digest(paths, [file_digest(path) for path in paths])
+
+
+class Sources:
+    """The files a cache entry's rows are read from, as they were when its key was made: `find()` lists them,
+    each is recorded by size, modification time and sha256. `digest` (`files_digest` of them) is the data's
+    part of the key; `check()`, after the tokenizing pass, refuses a file that was added, removed or changed
+    meanwhile, so that an entry holds the rows of the bytes its key names."""
+
+    def __init__(self, find):
+        self.find = find
+        self.paths = tuple(find())
+        self.states = tuple(_state(path) for path in self.paths)
+        self.digest = _names_digest(self.paths, [state[2] for state in self.states])
+
+    def check(self):
+        paths = tuple(self.find())
+        for path in sorted(set(paths) ^ set(self.paths)):
+            raise self._changed(path, "appeared" if path in paths else "went away")
+        for path, before in zip(self.paths, self.states):
+            try:
+                now = _state(path, fresh=True)
+            except FileNotFoundError:
+                raise self._changed(path, "went away") from None
+            if now != before:
+                sizes = f" (from {before[0]:,} to {now[0]:,} bytes)" if now[0] != before[0] else ""
+                raise self._changed(path, f"changed{sizes}")
+
+    @staticmethod
+    def _changed(path, what):
+        return DatasetError(f"{path} {what} while it was tokenized: its tokens were not kept in the cache. Run "
+                            "again once the files stay as they are.")
 
 
 def contents_digest(paths):
@@ -72,14 +168,17 @@ def key_name(key):
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
 
 
-class TokenRows:
-    """The rows of one cache entry. `lengths` and `labels` are in memory (4 bytes a row); the ids stay on
-    disk and are read per batch by `gather`."""
+class DamagedEntry(DatasetError):
+    """A cache entry that is incomplete, damaged or of another format: it is made again."""
 
-    def __init__(self, directory):
+
+class TokenRows:
+    """The rows of one cache entry, checked as it opens (`check_entry`). `lengths` and `labels` are in
+    memory (4 bytes a row); the ids stay on disk and are read per batch by `gather`."""
+
+    def __init__(self, directory, written=None):
         self.directory = directory
-        with open(os.path.join(directory, META_FILE)) as f:
-            self.meta = json.load(f)
+        self.meta = check_entry(directory, written)
         ends = np.fromfile(os.path.join(directory, OFFSETS_FILE), np.int64)
         self.starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
         self.lengths = (ends - self.starts).astype(np.int32)
@@ -92,6 +191,18 @@ class TokenRows:
     @property
     def num_tokens(self):
         return int(self.lengths.sum())
+
+    def check_ids(self, vocab_size):
+        """Refuses ids outside [0, vocab_size): rows a model with `vocab_size` embeddings cannot read (a
+        tokenizer larger than the model's vocabulary)."""
+        if self.meta["id_range"] is None:
+            return
+        low, high = self.meta["id_range"]
+        if low < 0 or high >= vocab_size:
+            raise DatasetError(f"The token cache entry {self.directory} holds id {low if low < 0 else high}, outside "
+                               f"the model's vocabulary (0 to {vocab_size - 1}): its tokenizer does not match the "
+                               f"model's vocab_size={vocab_size}. Train with a tokenizer of at most that many ids, "
+                               "or a model with a larger vocab_size.")
 
     def ids(self):
         """The memory map of every id. Made anew by each caller and dropped after use: the pages of a map
@@ -119,31 +230,93 @@ class TokenRows:
         return np.asarray(self.ids()[begin:end], np.int32)
 
 
-def token_rows(key, examples, encode, description, total_bytes=None, in_graph=True, verify=None):
-    """The cache entry of `key`, made now if missing: `examples` (an iterable of (text, label or None))
-    tokenized by `encode` a chunk at a time: a batch of strings -> ragged ids, run as a tf.function, or with
-    in_graph=False a Python function of a list of strings -> a list of id lists. Shows progress (MB done,
-    MB/s, time left against `total_bytes`). `verify(meta)`, if given, runs on a new entry's record (its
-    "rows" among them) before the entry is put in place, and may raise to keep it out of the cache."""
-    directory = os.path.join(cache_root(), key_name(key))
-    if os.path.exists(os.path.join(directory, META_FILE)):
+def check_entry(directory, written=None):
+    """The entry's meta.json, once its files are checked against it: the format, each file's size (its row and
+    token counts) and its sha256, hashed again unless they are the files this process has just `written`.
+    Anything else is a DamagedEntry saying what is wrong."""
+    try:
+        with open(os.path.join(directory, META_FILE)) as f:
+            meta = json.load(f)
+    except FileNotFoundError:
+        raise DamagedEntry(f"is incomplete (no {META_FILE})") from None
+    except (OSError, ValueError) as error:
+        raise DamagedEntry(f"has a {META_FILE} that does not read ({type(error).__name__})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise DamagedEntry(f"is of an older format (not {FORMAT})")
+    try:
+        recorded = {name: (int(meta["files"][name]["bytes"]), str(meta["files"][name]["sha256"])) for name in FILES}
+        expected = {IDS_FILE: 4 * int(meta["tokens"]), OFFSETS_FILE: 8 * int(meta["rows"])}
+    except (KeyError, TypeError, ValueError):
+        raise DamagedEntry(f"has a {META_FILE} without its files' sizes and checksums") from None
+    for name, (size, digest) in recorded.items():
+        path = os.path.join(directory, name)
+        if not os.path.isfile(path):
+            raise DamagedEntry(f"is incomplete ({name} is missing)")
+        if os.path.getsize(path) != size or expected.get(name, size) != size:
+            raise DamagedEntry(f"is damaged ({name} holds {os.path.getsize(path):,} bytes where {META_FILE} says "
+                               f"{expected.get(name, size):,})")
+        if meta["files"] != written and _file_hash(path) != digest:
+            raise DamagedEntry(f"is damaged ({name} does not match its checksum)")
+    return meta
+
+
+def _file_hash(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(READ_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def open_entry(directory):
+    """The entry at `directory`, or None when there is none: one that `check_entry` refuses is named on stderr
+    and moved aside (then removed), never read."""
+    if not os.path.lexists(directory):
+        return None
+    try:
         return TokenRows(directory)
-    os.makedirs(cache_root(), exist_ok=True)
+    except DamagedEntry as damage:
+        print(f"token cache: {directory} {damage}: moved aside, tokenizing again.", file=sys.stderr, flush=True)
+    aside = os.path.join(os.path.dirname(directory), f".{os.path.basename(directory)}.damaged-{uuid.uuid4().hex}")
+    with writing():
+        try:
+            os.rename(directory, aside)
+        except FileNotFoundError:  # another process moved it first
+            return None
+    if os.path.isdir(aside):
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        os.remove(aside)
+    return None
+
+
+def token_rows(key, examples, encode, description, total_bytes=None, in_graph=True, sources=None):
+    """The cache entry of `key`, made now if missing (or refused by `check_entry`): `examples` (an iterable of
+    (text, label or None)) tokenized by `encode` a chunk at a time: a batch of strings -> ragged ids, run as a
+    tf.function, or with in_graph=False a Python function of a list of strings -> a list of id lists. Shows
+    progress (MB done, MB/s, time left against `total_bytes`). `sources` (a `Sources`, the files the examples
+    are read from) are checked after the pass: one that changed keeps the new entry out of the cache."""
+    directory = os.path.join(cache_root(), key_name(key))
+    rows = open_entry(directory)
+    if rows is not None:
+        return rows
     # One staging folder per writer, also across machines sharing the cache (equal process ids are common there).
     staging = os.path.join(cache_root(), f".{key_name(key)}.{uuid.uuid4().hex}")
-    os.makedirs(staging)
+    with writing():
+        os.makedirs(cache_root(), exist_ok=True)
+        os.makedirs(staging)
     try:
         meta = _write_entry(staging, key, examples, _batch_encoder(encode, in_graph), description, total_bytes)
-        if verify is not None:
-            verify(meta)
+        if sources is not None:
+            sources.check()
         try:
             os.rename(staging, directory)
-        except OSError:  # another process made the same entry first: use its
+        except OSError as error:  # another process made the same entry first: use its
             if not os.path.exists(os.path.join(directory, META_FILE)):
-                raise
+                raise write_error(error) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return TokenRows(directory)
+    return TokenRows(directory, written=meta["files"])
 
 
 def _batch_encoder(encode, in_graph):
@@ -166,22 +339,45 @@ def _batch_encoder(encode, in_graph):
     return ragged
 
 
-def _write_entry(staging, key, examples, encode, description, total_bytes):
-    texts, labels, chunk_bytes, end = [], [], 0, np.int64(0)
-    meter = Meter(description, total_bytes)
-    files = [open(os.path.join(staging, name), "wb") for name in (IDS_FILE, OFFSETS_FILE, LABELS_FILE)]
-    ids_file, offsets_file, labels_file = files
-    with ids_file, offsets_file, labels_file:
+class _EntryFile:
+    """One of a new entry's files, its size and sha256 kept as it is written (no second read)."""
 
-        def flush(end):
+    def __init__(self, path):
+        with writing():
+            self.file = open(path, "wb")
+        self.sha256, self.size = hashlib.sha256(), 0
+
+    def write(self, array):
+        data = memoryview(np.ascontiguousarray(array)).cast("B")
+        with writing():
+            self.file.write(data)
+        self.sha256.update(data)
+        self.size += len(data)
+
+    def close(self):
+        with writing():
+            self.file.close()
+        return {"bytes": self.size, "sha256": self.sha256.hexdigest()}
+
+
+def _write_entry(staging, key, examples, encode, description, total_bytes):
+    texts, labels, chunk_bytes, end, low, high = [], [], 0, np.int64(0), None, None
+    meter = Meter(description, total_bytes)
+    written = {name: _EntryFile(os.path.join(staging, name)) for name in FILES}
+    try:
+
+        def flush(end, low, high):
             values, lengths = encode(texts)
-            values.tofile(ids_file)
-            ends = end + np.cumsum(lengths)
-            ends.tofile(offsets_file)
-            np.asarray(labels, np.int32).tofile(labels_file)
+            written[IDS_FILE].write(np.asarray(values, np.int32))
+            ends = end + np.cumsum(lengths, dtype=np.int64)
+            written[OFFSETS_FILE].write(ends)
+            written[LABELS_FILE].write(np.asarray(labels, np.int32))
             texts.clear()
             labels.clear()
-            return ends[-1] if len(ends) else end
+            if len(values):
+                low = int(values.min()) if low is None else min(low, int(values.min()))
+                high = int(values.max()) if high is None else max(high, int(values.max()))
+            return (ends[-1] if len(ends) else end), low, high
 
         rows = 0
         for text, label in examples:
@@ -193,14 +389,16 @@ def _write_entry(staging, key, examples, encode, description, total_bytes):
             chunk_bytes += size
             meter.add(size)
             if chunk_bytes >= CHUNK_BYTES:
-                end = flush(end)
+                end, low, high = flush(end, low, high)
                 chunk_bytes = 0
         if texts:
-            end = flush(end)
+            end, low, high = flush(end, low, high)
+    finally:
+        records = {name: entry_file.close() for name, entry_file in written.items()}
     meter.done()
-    meta = {"key": key, "rows": rows, "tokens": int(end), "bytes": meter.bytes,
-            "seconds": round(meter.seconds(), 3)}
-    with open(os.path.join(staging, META_FILE), "w") as f:
+    meta = {"format": FORMAT, "key": key, "rows": rows, "tokens": int(end), "id_range": None if low is None else
+            [low, high], "files": records, "bytes": meter.bytes, "seconds": round(meter.seconds(), 3)}
+    with writing(), open(os.path.join(staging, META_FILE), "w") as f:
         json.dump(meta, f, indent=1)
     return meta
 

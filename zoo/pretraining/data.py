@@ -76,11 +76,12 @@ def load_documents(name):
 
 class Documents:
     """The documents of one or more corpora, in order, readable more than once without holding those read
-    from files: iterate for strings; `count`, `size` (characters), `key` (for the token cache) and `digest`
-    (of the files read, None without files)."""
+    from files: iterate for strings; `count`, `size` (characters), `key` (for the token cache), `sources` (the
+    files read, zoo.data.cache.Sources; None without files) and `digest` (of those files)."""
 
-    def __init__(self, parts, key, digest):
-        self.parts, self.key, self.digest = parts, key, digest
+    def __init__(self, parts, key, sources=None):
+        self.parts, self.key, self.sources = parts, key, sources
+        self.digest = sources.digest if sources is not None else None
         self.count = sum(count for _, count, _ in parts)
         self.skipped = 0  # bad rows left out (--bad_rows=skip)
         self.size = sum(size for _, _, size in parts)
@@ -100,7 +101,7 @@ def load_corpora(names, document_per_file=False, text_column="text", bad_rows="e
     here (a bad row is refused before any work) and again whenever the documents are iterated."""
     if not names:
         raise DatasetError("--corpus is empty: name at least one corpus (e.g. imdb_unsup,imdb).")
-    parts, paths, skipped = [], [], 0
+    parts, specs, skipped = [], [], 0
     for name in names:
         spec = files.parse(name, FORMS)
         if spec is None:
@@ -118,13 +119,14 @@ def load_corpora(names, document_per_file=False, text_column="text", bad_rows="e
                 count, size = count + 1, size + len(document)
             bad.check(str(spec))
             skipped += bad.count if bad_rows == "skip" else 0
-            paths += files.paths(spec, "train")
+            specs.append(spec)
         if not count:
             raise DatasetError(f"Corpus {name!r} holds no document.")
         parts.append((read, count, size))
+    sources = cache.Sources(lambda: [p for spec in specs for p in files.paths(spec, "train")]) if specs else None
     key = {"corpus": list(names), "document_per_file": document_per_file, "text_column": text_column,
-           "files": cache.files_digest(paths) if paths else None}
-    documents = Documents(parts, key, key["files"])
+           "files": sources.digest if sources is not None else None}
+    documents = Documents(parts, key, sources)
     documents.skipped = skipped
     return documents
 
@@ -159,7 +161,8 @@ def held_out_mask(num_documents, fraction, seed):
 
 def token_rows(documents, keep, tokenize, tokenizer_key, separator_id, name):
     """The ids of the documents whose index `keep` accepts, each followed by `separator_id`, from the token
-    cache (tokenized once by `tokenize`, a batch of strings -> ragged ids)."""
+    cache (tokenized once by `tokenize`, a batch of strings -> ragged ids; a file that changes meanwhile is
+    refused)."""
     import tensorflow as tf
 
     def with_separator(texts):
@@ -168,8 +171,10 @@ def token_rows(documents, keep, tokenize, tokenizer_key, separator_id, name):
 
     key = {"documents": documents.key, "part": name, "kept": hashlib.sha256(np.packbits(keep).tobytes()).hexdigest(),
            "tokenizer": tokenizer_key, "separator": separator_id}
-    chosen = ((d, None) for i, d in enumerate(documents) if keep[i])
-    return cache.token_rows(key, chosen, with_separator, f"tokenizing {name} documents", documents.size)
+    # Documents past `keep` (a file grown since it was read) are left to the cache's check, which refuses them.
+    chosen = ((document, None) for document, kept in zip(documents, keep) if kept)
+    return cache.token_rows(key, chosen, with_separator, f"tokenizing {name} documents", documents.size,
+                            sources=documents.sources)
 
 
 class PackedRows:

@@ -28,11 +28,12 @@ class Pairs:
     """One split of sentence pairs, read again from its files (or a built-in dataset's lists) each time it
     is iterated: (source, target) texts. `count`, `chars` and `bytes` (characters and UTF-8 bytes of each
     side), `key` (the data's part of a token-cache key), `example` (the first source sentence), `skipped` (bad
-    rows left out), `unchanged()` (whether the files still hold what `load` read)."""
+    rows left out), `sources` (the files, zoo.data.cache.Sources, as `load` read them; None for a built-in
+    dataset)."""
 
-    def __init__(self, read, count, chars, key, example, skipped=0, sizes=None, unchanged=lambda: True):
+    def __init__(self, read, count, chars, key, example, skipped=0, sizes=None, sources=None):
         self._read, self.count, self.chars, self.key = read, count, tuple(chars), key
-        self.example, self.skipped, self.unchanged = example, skipped, unchanged
+        self.example, self.skipped, self.sources = example, skipped, sources
         self.bytes = tuple(sizes) if sizes is not None else self.chars
 
     def __iter__(self):
@@ -68,7 +69,7 @@ class Pairs:
                 sizes[side] += len(pair[side].encode("utf-8"))
             example = pair[0] if example is None else example
         return Pairs(read, count, chars, {**self.key, "max_examples": count, "seed": seed}, example, self.skipped,
-                     sizes, self.unchanged)
+                     sizes, self.sources)
 
 
 def load(name, split, source, target, bad_rows="error"):
@@ -95,7 +96,7 @@ def load(name, split, source, target, bad_rows="error"):
         return _aligned(spec, split, source, target) if spec.form == "text" else _tsv(spec, split, source, target, bad)
 
     bad = files.BadRows(bad_rows)
-    digest = files_digest(name, split, source, target)
+    sources = cache.Sources(lambda: _paths(spec, split, source, target))
     count, chars, sizes, example = 0, [0, 0], [0, 0], None
     for pair in pairs(bad):
         count += 1
@@ -106,30 +107,25 @@ def load(name, split, source, target, bad_rows="error"):
     bad.check(f"{spec} ({split})")
     if not count:
         raise DatasetError(f"--dataset={spec} has no sentence pairs in its {split} split.")
-    key = {"files": digest, "spec": str(spec), "split": split, "source": source, "target": target,
+    key = {"files": sources.digest, "spec": str(spec), "split": split, "source": source, "target": target,
            "bad_rows": bad_rows}
     return Pairs(lambda: pairs(files.BadRows("skip")), count, chars, key, example,
-                 bad.count if bad_rows == "skip" else 0, sizes,
-                 unchanged=lambda: files_digest(name, split, source, target) == digest)
+                 bad.count if bad_rows == "skip" else 0, sizes, sources)
 
 
 def token_rows(pairs, tokenizers, tokenizer_key, max_length):
     """(source rows, target rows): zoo.data.cache.TokenRows of the pairs' framed ids (`source_ids`,
-    `target_ids`), tokenized once into the token cache, a side at a time."""
+    `target_ids`), tokenized once into the token cache, a side at a time; the files are read again here, and
+    one that differs from what `load` checked is refused."""
     from zoo.translation import preprocessor
-
-    def verify(meta):  # the files are read again here: refuse what differs from what `load` checked
-        if meta["rows"] != pairs.count or not pairs.unchanged():
-            raise DatasetError(f"The files of {pairs.key.get('spec', pairs.key.get('dataset'))} changed while they "
-                               f"were read ({pairs.count} pairs checked, {meta['rows']} tokenized): run again once "
-                               "they stay as they are.")
 
     rows = []
     for side, (name, tok, ids) in enumerate(zip(SIDES, tokenizers, (preprocessor.source_ids, preprocessor.target_ids))):
         key = {"data": pairs.key, "side": name, "tokenizer": tokenizer_key, "max_length": max_length}
         encode = lambda texts, tok=tok, ids=ids: ids(tok, texts, max_length)  # noqa: E731
         texts = ((text, None) for text in pairs.texts(side))
-        rows.append(cache.token_rows(key, texts, encode, f"tokenizing {name}s", pairs.bytes[side], verify=verify))
+        rows.append(cache.token_rows(key, texts, encode, f"tokenizing {name}s", pairs.bytes[side],
+                                     sources=pairs.sources))
     return rows
 
 
@@ -184,13 +180,10 @@ def _tsv(spec, split, source, target, bad):
             index += 1
 
 
-def files_digest(name, split, source, target):
-    """One hash of the files a split is read from (None for a built-in dataset): a resumed run compares it."""
-    spec = files.parse(name, FORMS)
-    if spec is None:
-        return None
+def _paths(spec, split, source, target):
+    """The files of a split: each language's for aligned text files, else the TSV files."""
     languages = (source, target) if spec.form == "text" else ("",)
-    return cache.files_digest([p for language in languages for p in files.paths(spec, split, lang=language)])
+    return [p for language in languages for p in files.paths(spec, split, lang=language)]
 
 
 def check_split(name, split, source, target):
