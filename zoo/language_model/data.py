@@ -2,6 +2,10 @@
 files (text: one line a row; csv: and jsonl: a text column, each row a line), one split at a time, read as
 lines. Its token ids come from `token_stream`: tokenized once into zoo.data.cache, the rows laid end to
 end as the corpus's one stream, read from disk a window at a time.
+
+Files whose validation is held out of the training text (no {split} in the pattern, or no validation files)
+hold out whole blocks of lines, not lines scattered among the training ones (`held_out_blocks`): a text's
+lines continue each other, so a held-out line between trained-on neighbours would not be held out at all.
 """
 
 import collections
@@ -18,16 +22,20 @@ from zoo.language_model.vocabulary import LEVELS, VOCABULARY_FILE, Vocabulary, s
 
 FORMS = ("text", "csv", "jsonl")
 FILE_LEVELS = (*LEVELS, "subword")
+# The held-out share: 1 in HELD_OUT_EVERY of the lines, as whole blocks of at least MIN_BLOCK_CHARACTERS
+# (about), at most MAX_BLOCKS of them spread through the text (a corpus's topics drift along it).
+HELD_OUT_EVERY = files.HELD_OUT_EVERY
+MIN_BLOCK_CHARACTERS = 1_000_000
+MAX_BLOCKS = 10
+HELD_OUT_RULE = "blocks"  # in the token cache's key: entries made under the earlier scattered lines differ
 
 
 class Corpus:
     """One split of a corpus as lines (each ending in "\\n"), readable more than once; `level` is how
-    the corpus is tokenized, `key` the data's part of a cache key, `size` about its characters, `sources` its
-    files (zoo.data.cache.Sources; None for a built-in corpus)."""
+    the corpus is tokenized, `key` the data's part of a cache key, `size` about its characters."""
 
-    def __init__(self, lines, level, key, size, paths=(), encoding="utf-8", sources=None):
+    def __init__(self, lines, level, key, size, paths=(), encoding="utf-8"):
         self._lines, self.level, self.key, self.size, self.paths = lines, level, key, size, tuple(paths)
-        self.sources = sources
         self.encoding = encoding  # byte level: how a line's characters become its bytes
         self.skipped = 0  # bad rows left out (--bad_rows=skip)
 
@@ -65,18 +73,51 @@ def load(name, split, level=None, text_column="text", bad_rows="error"):
         files.check_columns(spec, split, (text_column,))
     paths = files.paths(spec, split)
     bad = files.BadRows(bad_rows)
-    size = 0
+    size = count = 0
     for line in _lines(spec, split, text_column, bad):
         size += len(line)
+        count += 1
     bad.check(f"{spec} ({split})")
     if size == 0:
         raise DatasetError(f"--dataset={spec} has no text in its {split} split.")
-    sources = cache.Sources(lambda: files.paths(spec, split))
-    key = {"files": sources.digest, "spec": str(spec), "split": split, "column": text_column}
-    corpus = Corpus(lambda: _lines(spec, split, text_column, files.BadRows("skip")), level, key, size, paths,
-                    sources=sources)
+    key = {"files": cache.files_digest(paths), "spec": str(spec), "split": split, "column": text_column}
+    lines = lambda: _lines(spec, split, text_column, files.BadRows("skip"))  # noqa: E731
+    if split in ("train", "validation") and not spec.has_splits:
+        lines, size = _held_out_split(lines, split, count, size, spec)
+        key["held_out"] = HELD_OUT_RULE
+    corpus = Corpus(lines, level, key, size, paths)
     corpus.skipped = bad.count if bad_rows == "skip" else 0
     return corpus
+
+
+def held_out_blocks(count, size, spec="the text"):
+    """A predicate on a line's index (of `count` good lines, `size` characters, all files in order): whether
+    it is in the held-out share. The lines are cut into HELD_OUT_EVERY x blocks equal runs and the last of
+    every HELD_OUT_EVERY runs is held out: one block at the end of a small text, up to MAX_BLOCKS spread
+    through a large one. A function of the count and size alone, so evaluation finds the same lines."""
+    if count < HELD_OUT_EVERY:
+        raise DatasetError(f"--dataset={spec} has {count} lines: too few to hold out 1 in {HELD_OUT_EVERY} of them "
+                           "for validation. Give more text, or name the files with {split} (train, validation, "
+                           "test).")
+    blocks = max(1, min(MAX_BLOCKS, size // (HELD_OUT_EVERY * MIN_BLOCK_CHARACTERS), count // HELD_OUT_EVERY))
+    runs = blocks * HELD_OUT_EVERY
+    return lambda index: index * runs // count % HELD_OUT_EVERY == HELD_OUT_EVERY - 1
+
+
+def _held_out_split(lines, split, count, size, spec):
+    """The lines (a function returning an iterator over all of them) of `split`, train or its held-out
+    validation, and about how many characters they hold."""
+    held_out = held_out_blocks(count, size, spec)
+    wanted = split == "validation"
+    kept = lambda: (line for index, line in enumerate(lines()) if held_out(index) == wanted)  # noqa: E731
+    return kept, size // HELD_OUT_EVERY if wanted else size - size // HELD_OUT_EVERY
+
+
+def default_split(name):
+    """The split evaluated when none is asked for: test, or the held-out share (validation) of files without
+    {split}, which have no test split."""
+    spec = files.parse(name, FORMS)
+    return "validation" if spec is not None and not spec.has_splits else "test"
 
 
 def _text_lines(text):
@@ -90,7 +131,8 @@ def _text_lines(text):
 
 
 def _lines(spec, split, text_column, bad):
-    for row in files.rows(spec, split, bad):
+    """Every line of `split`'s files, a held-out share's too (`load` picks its blocks)."""
+    for row in files.rows(spec, split, bad, whole=True):
         text = row.values.get("text" if spec.form == "text" else text_column)
         if not isinstance(text, str):
             bad.add(row.where, f"no text in {text_column!r}" if text is None else f"{text_column!r} is not text")
@@ -141,11 +183,9 @@ def vocabulary_key(directory):
 
 
 def token_stream(corpus, vocabulary, vocabulary_key):
-    """The corpus's ids, tokenized in graph (`vocabulary.tokenize`, as served) line by line into the cache (a
-    file that changes while it is tokenized is refused)."""
+    """The corpus's ids, tokenized in graph (`vocabulary.tokenize`, as served) line by line into the cache."""
     key = {"data": corpus.key, "vocabulary": vocabulary_key, "level": corpus.level}
     rows = ((line, None) for line in corpus.rows())
     if corpus.level == "subword":  # the library's encoder, which gives the ids the graph does, twice as fast
-        return cache.token_rows(key, rows, vocabulary.encode_lines, "tokenizing", corpus.size, in_graph=False,
-                                sources=corpus.sources)
-    return cache.token_rows(key, rows, vocabulary.tokenize, "tokenizing", corpus.size, sources=corpus.sources)
+        return cache.token_rows(key, rows, vocabulary.encode_lines, "tokenizing", corpus.size, in_graph=False)
+    return cache.token_rows(key, rows, vocabulary.tokenize, "tokenizing", corpus.size)
