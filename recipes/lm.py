@@ -22,12 +22,15 @@ from zoo.training.evaluation import write_summaries
 from zoo.language_model.server import LanguageModelServer
 from zoo.core.progress import Progress
 from zoo.runs.run_dir import RunDir
-from zoo.training.config import Task, TrainConfig
+from zoo.language_model.run_config import LMRunConfig, base as run_config_base
+from zoo.training.config import Task
 
 RECIPE = "lm"
-DEFAULTS = TrainConfig(train_steps=4000, batch_size=32, learning_rate=1e-3, warmup_steps=400, label_smoothing=0.0,
-                       clip_norm=0.25, checkpoint_every=500, log_every=50)
-
+# Flag -> config field, beside common.SHORTCUTS.
+SHORTCUTS = {"eval_split": "data.eval_split", "level": "data.level", "vocab_size": "data.vocab_size",
+             "text_column": "data.text_column", "random_offset": "data.random_offset",
+             **{name: f"model.{name}" for name in ("segment_length", "memory_length", "clamp_length", "same_length",
+                                                   "dropout", "attention_dropout", "activation")}}
 common.define_mode("generate")
 flags.DEFINE_enum("eval_split", None, datasets.SPLITS, "Split to evaluate (tune on validation). Default: test; for "
                   "files without {split}, their held-out share (validation).")
@@ -37,6 +40,20 @@ flags.DEFINE_integer("vocab_size", 8000, "Pieces of a subword vocabulary (--leve
 flags.DEFINE_integer("segment_length", None, "Tokens per segment. Default: the preset's.")
 flags.DEFINE_integer("memory_length", None, "Cached positions per layer in training. Default: the preset's.")
 flags.DEFINE_integer("eval_memory_length", None, "Cached positions per layer at evaluation (longer helps).")
+# Longer is refused when parsed, before any allocation: attention's scores alone hold
+# segment_length x (segment_length + memory_length) floats a head and a sequence (64 GiB at 65,536 each).
+MAX_POSITIONS = 65_536
+
+
+def bound_positions(flag):
+    flags.register_validator(flag, lambda value: value is None or value <= MAX_POSITIONS,
+                             f"--{flag} must be at most {MAX_POSITIONS:,} tokens (attention's scores grow with "
+                             "segment_length x (segment_length + memory_length)).")
+
+
+bound_positions("segment_length")
+bound_positions("memory_length")
+bound_positions("eval_memory_length")
 flags.DEFINE_integer("clamp_length", None, "Relative distances beyond this share one encoding.")
 flags.DEFINE_bool("same_length", None, "Every query attends to the same number of keys.")
 flags.DEFINE_float("dropout", None, "Dropout rate. Default: the preset's.")
@@ -67,63 +84,51 @@ class Generation:
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """A language-modelling run as the flags ask for it."""
+    """A language-modelling run as the flags ask for it: the run's typed config (run.config) when it trains."""
 
     run: common.RunSettings
-    dataset: str | None  # training only
-    model: lm.LMConfig | None  # training only
-    level: str | None  # your own files' tokens (None: subword, or a built-in corpus's own)
-    vocab_size: int  # pieces of a subword vocabulary
-    text_column: str  # csv:, jsonl:
-    bad_rows: str
-    random_offset: bool
     eval_split: str | None  # None: the run's dataset's `lm_data.default_split`
     eval_memory_length: int | None
     eval_batch_size: int
+    bad_rows: str  # evaluation's (training's is config.data.bad_rows)
     prompt: str | None  # --mode=generate
     generation: Generation
 
 
-def model_config(preset, **overrides):
-    return common.preset_config(lm.PRESETS, preset, **overrides)
-
-
-def prepare_run(model_dir, dataset, model, corpus, chief, vocab_size=None, seed=0):
-    """The run's record and vocabulary (`common.start_run`): a new run's is built from the training text (a
-    sample of it for a subword vocabulary of `vocab_size` pieces); its size, not a flag, is the model's."""
-    fresh = {"recipe": RECIPE, "dataset": dataset, "model": dataclasses.asdict(model)}
-    run = common.start_run(model_dir, RECIPE, fresh, lambda: lm_data.build_vocabulary(corpus, vocab_size, seed).save(
-        model_dir), lm_data.vocabulary_file(corpus.level), chief, derived=("vocab_size",))
+def prepare_run(model_dir, config, corpus, chief):
+    """The run's config and vocabulary (`common.start_run`): a new run's is built from the training text (a
+    sample of it for a subword vocabulary of data.vocab_size pieces); its size, not a flag, is the model's."""
+    data, seed = config.data, config.train.seed
+    config = common.start_run(model_dir, RECIPE, config, lambda: lm_data.build_vocabulary(
+        corpus, data.vocab_size, seed).save(model_dir), lm_data.vocabulary_file(corpus.level), chief,
+        derived=("model.vocab_size",))
     vocabulary = lm_data.load_vocabulary(model_dir)
-    if run is fresh:
-        model = dataclasses.replace(model, vocab_size=len(vocabulary))
-        run = {**fresh, "model": dataclasses.asdict(model), "level": corpus.level}
-    return run, vocabulary
+    return dataclasses.replace(config, model=dataclasses.replace(config.model, vocab_size=len(vocabulary))), vocabulary
 
 
 def prepare(settings, strategy):
-    """The training run (`driver.Prepared`): its record and vocabulary, the training text laid out as
+    """The training run (`driver.Prepared`): its config and vocabulary, the training text laid out as
     batch_size streams read segment after segment, and the Task (its memory carried from step to step)."""
     shared = settings.run
+    data = shared.config.data
     # Every line read now: a bad one is refused before anything is written.
-    corpus = lm_data.load(settings.dataset, "train", settings.level, settings.text_column, settings.bad_rows)
-    common.check_same_files(shared.model_dir, RECIPE, corpus.key.get("files"))
+    corpus = lm_data.load(data.dataset, "train", data.level, data.text_column, data.bad_rows)
+    common.check_same_files(shared.model_dir, RECIPE, LMRunConfig, corpus.key.get("files"))
     if shared.evaluating and corpus.paths:  # its bad rows too, before any write
-        lm_data.load(settings.dataset, settings.eval_split, corpus.level, settings.text_column, settings.bad_rows)
-    run, vocabulary = prepare_run(shared.model_dir, settings.dataset, settings.model, corpus, is_chief(strategy),
-                                  settings.vocab_size, shared.train.seed)
-    if corpus.paths:
-        run = {**run, "files": {"digest": corpus.key["files"], "text_column": settings.text_column,
-                                "bad_rows_skipped": corpus.skipped}}
-    config = lm.LMConfig(**run["model"])
+        lm_data.load(data.dataset, settings.eval_split, corpus.level, data.text_column, data.bad_rows)
+    asked = dataclasses.replace(shared.config, data=dataclasses.replace(data, level=corpus.level))
+    run_config, vocabulary = prepare_run(shared.model_dir, asked, corpus, is_chief(strategy))
+    derived = {"files": {"digest": corpus.key["files"], "bad_rows_skipped": corpus.skipped}} if corpus.paths else {}
+    config = run_config.model
     replicas = strategy.num_replicas_in_sync
     ids = lm_data.token_stream(corpus, vocabulary, lm_data.vocabulary_key(shared.model_dir))
+    ids.check_ids(config.vocab_size)
     if shared.evaluating and corpus.paths:  # a held-out share too short to evaluate is refused before training
-        held_out = lm_data.load(settings.dataset, settings.eval_split, corpus.level, settings.text_column, "skip")
+        held_out = lm_data.load(data.dataset, settings.eval_split, corpus.level, data.text_column, "skip")
         evaluation_streams(lm_data.token_stream(held_out, vocabulary, lm_data.vocabulary_key(shared.model_dir)),
                            settings.eval_batch_size, config.segment_length, settings.eval_split)
     streams = lm_preprocessing.stream_layout(ids, shared.train.batch_size)
-    per_pass = lm_preprocessing.segments_per_pass(streams, config.segment_length, settings.random_offset)
+    per_pass = lm_preprocessing.segments_per_pass(streams, config.segment_length, data.random_offset)
     train_config = common.with_epochs(shared.train, shared.epochs, per_pass, per_batch=1)
     per_replica = train_config.batch_size // replicas
 
@@ -132,7 +137,7 @@ def prepare(settings, strategy):
         first = context.input_pipeline_id * local
         return lm_preprocessing.stream_dataset(
             streams, config.segment_length, replicas, first, local, start_step, train_config.train_steps,
-            offset_seed=train_config.seed if settings.random_offset else None,
+            offset_seed=train_config.seed if data.random_offset else None,
         )
 
     task = Task(
@@ -141,8 +146,8 @@ def prepare(settings, strategy):
         loss=lm.lm_loss(train_config.label_smoothing),
         initial_state=lambda model: model.initial_state(per_replica),
     )
-    setup = {"segments_per_pass": per_pass, "random_offset": settings.random_offset}
-    return driver.Prepared(run, train_config, setup, task)
+    derived["segments_per_pass"] = per_pass
+    return driver.Prepared(dataclasses.replace(run_config, train=train_config), derived, task)
 
 
 def report(nll, count, level):
@@ -165,19 +170,21 @@ def evaluation_streams(ids, batch_size, segment_length, split):
 
 
 def run_eval(model_dir, split, eval_memory_length, batch_size, average=1, bad_rows="error"):
-    run = RunDir(model_dir).require_run(RECIPE)
-    split = split or lm_data.default_split(run["dataset"])
-    corpus = lm_data.load(run["dataset"], split, run.get("level"), run.get("files", {}).get("text_column", "text"),
-                          bad_rows)
+    RunDir(model_dir).require_run(RECIPE)
+    trained = RunDir(model_dir).read_record(RECIPE, LMRunConfig).config
+    split = split or lm_data.default_split(trained.data.dataset)
+    corpus = lm_data.load(trained.data.dataset, split, trained.data.level, trained.data.text_column, bad_rows)
     ids = None
-    trained_memory = run["model"]["memory_length"]
+    trained_memory = trained.model.memory_length
     memories = {"train_memory": trained_memory, "no_memory": 0}
     if eval_memory_length and eval_memory_length != trained_memory:
         memories["eval_memory"] = eval_memory_length
     results = {}
     for name, memory_length in memories.items():
         loaded = load_trained(model_dir, memory_length, average)
-        ids = ids or lm_data.token_stream(corpus, loaded.tokenizer, lm_data.vocabulary_key(model_dir))
+        if ids is None:
+            ids = lm_data.token_stream(corpus, loaded.tokenizer, lm_data.vocabulary_key(model_dir))
+            ids.check_ids(loaded.config.vocab_size)
         segment = loaded.config.segment_length
         streams, per_pass = evaluation_streams(ids, batch_size, segment, split)
         progress = Progress(per_pass, unit=f"{split} segment (memory {memory_length})")
@@ -206,8 +213,8 @@ def server(loaded, settings):
     return driver.Serving(
         module, {"serving_default": module.serve, "generate": module.generate, "score": module.score},
         {"prompt": [example, ""]},
-        metadata={"recipe": RECIPE, "dataset": loaded.run["dataset"], "step": loaded.step,
-                  "model": loaded.run["model"], "level": vocabulary.level},
+        metadata={"recipe": RECIPE, "dataset": loaded.record.config.data.dataset, "step": loaded.step,
+                  "model": dataclasses.asdict(loaded.record.config.model), "level": vocabulary.level},
     )
 
 
@@ -242,30 +249,26 @@ def config_from_flags(mode):
         raise ValueError(f"--max_new_tokens={generation.max_new_tokens}: it must be positive.")
     if not (0 < generation.temperature < math.inf) or generation.top_k < 0:
         raise ValueError("--temperature must be positive and finite, and --top_k non-negative.")
-    model = None
-    if mode in common.TRAINING_MODES:
-        if not FLAGS.dataset:
+    training = mode in common.TRAINING_MODES
+    config = None
+    if training or mode == "config":
+        config = common.run_config(LMRunConfig, run_config_base, RECIPE, SHORTCUTS)
+        dataset = config.data.dataset
+        if training and not dataset:
             raise app.UsageError(f"--dataset is required to train (one of {sorted(lm_corpora.CORPORA)}, or your own "
-                                 "files: text:, csv:, jsonl:).")
-        if FLAGS.dataset not in lm_corpora.CORPORA and lm_data.files.parse(FLAGS.dataset, lm_data.FORMS) is None:
-            raise datasets.DatasetError(f"Unknown language-modelling dataset {FLAGS.dataset!r}: use one of "
+                                 "files: text:, csv:, jsonl:), or data.dataset in --config.")
+        if dataset and dataset not in lm_corpora.CORPORA and lm_data.files.parse(dataset, lm_data.FORMS) is None:
+            raise datasets.DatasetError(f"Unknown language-modelling dataset {dataset!r}: use one of "
                                         f"{sorted(lm_corpora.CORPORA)}, or your own files (text:PATTERN, csv:, jsonl:).")
-        if FLAGS.level is not None and FLAGS.dataset in lm_corpora.CORPORA:
-            lm_data.load(FLAGS.dataset, "validation", FLAGS.level)  # a built-in corpus has its own level
-        if FLAGS.max_examples is not None:
-            raise ValueError("--max_examples picks training examples (sentiment, translation); a language model "
-                             "trains on the whole text: shorten a quick run with --train_steps instead.")
-        model = model_config(
-            FLAGS.preset, segment_length=FLAGS.segment_length, memory_length=FLAGS.memory_length,
-            clamp_length=FLAGS.clamp_length, same_length=FLAGS.same_length, dropout=FLAGS.dropout,
-            attention_dropout=FLAGS.attention_dropout, activation=FLAGS.activation,
-        )
-    eval_split = FLAGS.eval_split or (lm_data.default_split(FLAGS.dataset) if FLAGS.dataset else None)
+        if config.data.level is not None and dataset in lm_corpora.CORPORA:
+            lm_data.load(dataset, "validation", config.data.level)  # a built-in corpus has its own level
+    eval_split = config.data.eval_split if config is not None else FLAGS.eval_split
+    if config is not None and eval_split is None and config.data.dataset:
+        eval_split = lm_data.default_split(config.data.dataset)
     if mode == "train_and_eval":  # a missing or damaged evaluation file fails now, not after training
-        lm_data.check_split(FLAGS.dataset, eval_split)
-    return Settings(common.run_settings(DEFAULTS), FLAGS.dataset, model, FLAGS.level, FLAGS.vocab_size,
-                    FLAGS.text_column, FLAGS.bad_rows, FLAGS.random_offset, eval_split, FLAGS.eval_memory_length,
-                    FLAGS.eval_batch_size, FLAGS.prompt, generation)
+        lm_data.check_split(config.data.dataset, eval_split)
+    return Settings(common.run_settings(config), eval_split, FLAGS.eval_memory_length, FLAGS.eval_batch_size,
+                    FLAGS.bad_rows, FLAGS.prompt, generation)
 
 
 LM = driver.Recipe(

@@ -8,6 +8,7 @@ r"""Machine translation with the encoder-decoder Transformer.
 
 import dataclasses
 import json
+import math
 import os
 import sys
 import time
@@ -25,13 +26,17 @@ from zoo.training.distribute import is_chief, uses_xla
 from zoo.training.evaluation import evaluate, write_summaries
 from zoo.core.progress import Progress
 from zoo.runs.run_dir import RunDir
-from zoo.training.config import Task, TrainConfig
+from zoo.training.config import Task
+from zoo.translation.run_config import TranslateRunConfig, base as run_config_base
 from zoo.translation.search import DecodeConfig, translate_ids
 from zoo.translation.server import TranslatorServer
 
 RECIPE = "translate"
-DEFAULTS = TrainConfig(train_steps=5000, batch_size=512, max_tokens=6144, learning_rate=1e-3, warmup_steps=800,
-                       label_smoothing=0.1, checkpoint_every=500, log_every=50)
+# Flag -> config field (or fields), beside common.SHORTCUTS.
+SHORTCUTS = {"source": "data.source", "target": "data.target", "eval_split": "data.eval_split",
+             "vocab_size": ("model.source_vocab_size", "model.target_vocab_size"),
+             "max_tokens": "train.max_tokens",
+             **{name: f"model.{name}" for name in ("shared_vocabulary", "tie_embeddings", "max_length", "dropout")}}
 
 common.define_mode("translate")
 flags.DEFINE_string("source", "de", "Source language code.")
@@ -47,6 +52,8 @@ flags.DEFINE_integer("max_length", None, "Tokens per source or target sentence. 
 flags.DEFINE_float("dropout", None, "Dropout rate. Default: the preset's.")
 flags.DEFINE_integer("beam_size", 5, "Beam size (1 = greedy search).")
 flags.DEFINE_float("length_penalty", 0.6, "GNMT length penalty alpha of beam search (0 = none).")
+flags.register_validator("length_penalty", lambda value: -math.inf < value < math.inf,
+                         "--length_penalty must be a finite number (GNMT's alpha, e.g. 0.6; 0 = none).")
 flags.DEFINE_integer("num_return", 1, "Translations returned per sentence (n-best, best first) in --mode=translate.")
 flags.DEFINE_integer("top_k", 0, "Sample from the k most likely tokens instead of searching (needs --beam_size=1).")
 flags.DEFINE_float("top_p", 1.0, "Sample from the smallest set of tokens reaching this probability (needs --beam_size=1).")
@@ -60,22 +67,16 @@ class Settings:
     """A translation run as the flags ask for it."""
 
     run: common.RunSettings
-    data: dict | None  # training only: {"dataset", "source", "target"}, as config.json records them
-    model: translation.TranslatorConfig | None  # training only
     decode: DecodeConfig
     eval_split: str | None  # None: `default_split` of the run's dataset
     eval_batch_size: int
     jit_compile: bool
-    bad_rows: str  # your own files: "error" or "skip"
+    bad_rows: str  # evaluation's (training's is config.data.bad_rows)
 
 
-def model_config(preset, **overrides):
-    return common.preset_config(translation.PRESETS, preset, **overrides)
-
-
-def prepare_run(model_dir, data_names, model, data, seed, chief):
-    """The run's record and tokenizers (`common.start_run`): a new run's are trained now (cased)."""
-    run_dir = RunDir(model_dir)
+def prepare_run(model_dir, config, data, chief):
+    """The run's config and tokenizers (`common.start_run`): a new run's are trained now (cased)."""
+    run_dir, model, seed = RunDir(model_dir), config.model, config.train.seed
     source_file, target_file = run_dir.tokenizer_files(model.shared_vocabulary)
 
     def write_tokenizers():
@@ -90,11 +91,8 @@ def prepare_run(model_dir, data_names, model, data, seed, chief):
             texts = data.tokenizer_sample((side,), limit, seed)
             tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, size, False, seed), model_dir, name)
 
-    fresh = {"recipe": RECIPE, **data_names, "model": dataclasses.asdict(model)}
-    run = common.start_run(model_dir, RECIPE, fresh, write_tokenizers, target_file, chief)
-    if run is fresh:
-        run = {**fresh, "example": data.example}
-    return run, run_dir.tokenizers(model.shared_vocabulary)
+    config = common.start_run(model_dir, RECIPE, config, write_tokenizers, target_file, chief)
+    return config, run_dir.tokenizers(model.shared_vocabulary)
 
 
 def padded_lengths(config):
@@ -112,20 +110,22 @@ def tokenizers_key(model_dir, config):
 def prepare(settings, strategy):
     """The training run (`driver.Prepared`): its record and tokenizers, the batch plan over the
     training pairs (batches of at most max_tokens tokens) and the Task."""
-    shared, names = settings.run, settings.data
-    data = translation_data.load(names["dataset"], "train", names["source"], names["target"], settings.bad_rows)
-    data = data.subsample(shared.max_examples, shared.train.seed)
+    shared, names = settings.run, settings.run.config.data
+    data = translation_data.load(names.dataset, "train", names.source, names.target, names.bad_rows)
+    data = data.subsample(names.max_examples, shared.train.seed)
     digest = data.key.get("files")  # your own files' digest, as load read them (None for a built-in dataset)
     if shared.evaluating and digest:  # its bad rows and line counts too, before any write
-        translation_data.load(names["dataset"], settings.eval_split, names["source"], names["target"],
-                              settings.bad_rows)
-    common.check_same_files(shared.model_dir, RECIPE, digest)
-    run, tokenizers = prepare_run(shared.model_dir, names, settings.model, data, shared.train.seed, is_chief(strategy))
+        translation_data.load(names.dataset, settings.eval_split, names.source, names.target, names.bad_rows)
+    common.check_same_files(shared.model_dir, RECIPE, TranslateRunConfig, digest)
+    run_config, tokenizers = prepare_run(shared.model_dir, shared.config, data, is_chief(strategy))
+    derived = {"example": data.example}
     if digest:  # your own files: a resumed run must find the same contents
-        run = {**run, "files": {"digest": digest, "bad_rows_skipped": data.skipped}}
-    config = translation.TranslatorConfig(**run["model"])
+        derived["files"] = {"digest": digest, "bad_rows_skipped": data.skipped}
+    config = run_config.model
     sources, targets = translation_data.token_rows(data, tokenizers, tokenizers_key(shared.model_dir, config),
                                                    config.max_length)
+    sources.check_ids(config.source_vocab_size)
+    targets.check_ids(config.target_vocab_size)
     lengths = np.maximum(sources.lengths, targets.lengths - 1)
     train_config = shared.train
     # A batch holds max_tokens tokens (at most batch_size pairs), not batch_size pairs: an epoch's steps
@@ -143,7 +143,7 @@ def prepare(settings, strategy):
         loss=translation.translation_loss(train_config.label_smoothing,
                                           skip_padding=not uses_xla(strategy, train_config.jit_compile)),
     )
-    return driver.Prepared(run, train_config, {"max_examples": shared.max_examples}, task)
+    return driver.Prepared(dataclasses.replace(run_config, train=train_config), derived, task)
 
 
 def translate_corpus(loaded, sources, decode, batch_size, jit_compile=False, search=translate_ids,
@@ -183,14 +183,14 @@ def run_eval(model_dir, split, decode, batch_size, jit_compile=False, average=1,
     import sacrebleu
 
     loaded = load_trained(model_dir, average)
-    run = loaded.run
-    split = split or default_split(run["dataset"])
-    data = translation_data.load(run["dataset"], split, run["source"], run["target"], bad_rows)
+    run = loaded.record.config.data
+    split = split or default_split(run.dataset)
+    data = translation_data.load(run.dataset, split, run.source, run.target, bad_rows)
     references = list(data.texts(1))  # sacrebleu scores lists of texts; an evaluation split is small
     began = time.time()
     hypotheses = translate_corpus(loaded, list(data.texts(0)), decode, batch_size, jit_compile, description=split)
     seconds = time.time() - began
-    name = f"hypotheses.{split}.{run['source']}-{run['target']}.txt"
+    name = f"hypotheses.{split}.{run.source}-{run.target}.txt"
     disk.write_atomically(os.path.join(model_dir, name), "".join(h + "\n" for h in hypotheses).encode("utf-8"),
                           "the hypotheses")
     bleu_metric, chrf_metric = sacrebleu.BLEU(), sacrebleu.CHRF()
@@ -198,6 +198,8 @@ def run_eval(model_dir, split, decode, batch_size, jit_compile=False, average=1,
     chrf = chrf_metric.corpus_score(hypotheses, [references])
     sources, targets = translation_data.token_rows(data, loaded.tokenizer, tokenizers_key(model_dir, loaded.config),
                                                    loaded.config.max_length)
+    sources.check_ids(loaded.config.source_vocab_size)
+    targets.check_ids(loaded.config.target_vocab_size)
     rows = {"source": sources, "target": targets}
     plan = batching.evaluation_plan(targets.lengths, batch_size)
     batches = batching.plan_dataset(plan, rows, max_length=padded_lengths(loaded.config))
@@ -225,10 +227,11 @@ def run_eval(model_dir, split, decode, batch_size, jit_compile=False, average=1,
 def server(loaded, settings):
     module = TranslatorServer(loaded.model, loaded.tokenizer.source, loaded.tokenizer.target, settings.decode,
                               settings.jit_compile)
-    run = loaded.run
+    run = loaded.record.config.data
     return driver.Serving(
-        module, {"serving_default": module.serve}, {"text": [run["example"], ""]},
-        metadata={"recipe": RECIPE, **{k: run[k] for k in ("dataset", "source", "target", "model")},
+        module, {"serving_default": module.serve}, {"text": [loaded.record.derived["example"], ""]},
+        metadata={"recipe": RECIPE, "dataset": run.dataset, "source": run.source, "target": run.target,
+                  "model": dataclasses.asdict(loaded.config),
                   "decode": dataclasses.asdict(settings.decode), "step": loaded.step},
     )
 
@@ -266,33 +269,23 @@ def config_from_flags(mode):
     """Settings from the flags; every flag is checked here, before any work."""
     decode = DecodeConfig(beam_size=FLAGS.beam_size, length_penalty=FLAGS.length_penalty, num_return=FLAGS.num_return,
                           top_k=FLAGS.top_k, top_p=FLAGS.top_p, temperature=FLAGS.temperature, seed=FLAGS.seed)
-    data = model = None
-    defaults, eval_split = DEFAULTS, FLAGS.eval_split
-    if mode in common.TRAINING_MODES:
-        if not FLAGS.dataset:
+    training = mode in common.TRAINING_MODES
+    config, eval_split = None, FLAGS.eval_split
+    if training or mode == "config":
+        config = common.run_config(TranslateRunConfig, run_config_base, RECIPE, SHORTCUTS)
+        data = config.data
+        if training and not data.dataset:
             raise app.UsageError("--dataset is required to train (multi30k, tfds:<name>, or your own files: "
-                                 "text:PATTERN with {lang}, tsv:PATTERN).")
-        eval_split = eval_split or default_split(FLAGS.dataset)
-        if FLAGS.dataset == "multi30k":  # checks the pair, and a damaged evaluation file, before training
+                                 "text:PATTERN with {lang}, tsv:PATTERN), or data.dataset in --config.")
+        eval_split = data.eval_split or (default_split(data.dataset) if data.dataset else None)
+        if data.dataset == "multi30k" and training:  # checks the pair, and a damaged evaluation file, before training
             evaluating = mode == "train_and_eval"
             for split in {"validation", eval_split if evaluating else "validation"}:
-                translation_corpora.load_translation("multi30k", split, FLAGS.source, FLAGS.target)
+                translation_corpora.load_translation("multi30k", split, data.source, data.target)
         elif mode == "train_and_eval":
-            translation_data.check_split(FLAGS.dataset, eval_split, FLAGS.source, FLAGS.target)
-        data = {"dataset": FLAGS.dataset, "source": FLAGS.source, "target": FLAGS.target}
-        model = model_config(
-            FLAGS.preset, source_vocab_size=FLAGS.vocab_size, target_vocab_size=FLAGS.vocab_size,
-            shared_vocabulary=FLAGS.shared_vocabulary, tie_embeddings=FLAGS.tie_embeddings,
-            max_length=FLAGS.max_length, dropout=FLAGS.dropout,
-        )
-        if FLAGS.max_tokens is not None:
-            defaults = dataclasses.replace(defaults, max_tokens=FLAGS.max_tokens)
-        if defaults.max_tokens < model.max_length:  # a batch holds at least one pair, whatever its length
-            raise ValueError(f"--max_tokens={defaults.max_tokens} cannot hold one pair of up to "
-                             f"--max_length={model.max_length} tokens: give at least {model.max_length}, or a "
-                             "smaller --max_length.")
-    return Settings(common.run_settings(defaults), data, model, decode, eval_split, FLAGS.eval_batch_size,
-                    FLAGS.jit_compile, FLAGS.bad_rows)
+            translation_data.check_split(data.dataset, eval_split, data.source, data.target)
+    return Settings(common.run_settings(config), decode, eval_split, FLAGS.eval_batch_size, FLAGS.jit_compile,
+                    FLAGS.bad_rows)
 
 
 TRANSLATE = driver.Recipe(

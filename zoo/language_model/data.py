@@ -32,10 +32,12 @@ HELD_OUT_RULE = "blocks"  # in the token cache's key: entries made under the ear
 
 class Corpus:
     """One split of a corpus as lines (each ending in "\\n"), readable more than once; `level` is how
-    the corpus is tokenized, `key` the data's part of a cache key, `size` about its characters."""
+    the corpus is tokenized, `key` the data's part of a cache key, `size` about its characters, `sources` its
+    files (zoo.data.cache.Sources; None for a built-in corpus)."""
 
-    def __init__(self, lines, level, key, size, paths=(), encoding="utf-8"):
+    def __init__(self, lines, level, key, size, paths=(), encoding="utf-8", sources=None):
         self._lines, self.level, self.key, self.size, self.paths = lines, level, key, size, tuple(paths)
+        self.sources = sources
         self.encoding = encoding  # byte level: how a line's characters become its bytes
         self.skipped = 0  # bad rows left out (--bad_rows=skip)
 
@@ -80,12 +82,13 @@ def load(name, split, level=None, text_column="text", bad_rows="error"):
     bad.check(f"{spec} ({split})")
     if size == 0:
         raise DatasetError(f"--dataset={spec} has no text in its {split} split.")
-    key = {"files": cache.files_digest(paths), "spec": str(spec), "split": split, "column": text_column}
+    sources = cache.Sources(lambda: files.paths(spec, split))
+    key = {"files": sources.digest, "spec": str(spec), "split": split, "column": text_column}
     lines = lambda: _lines(spec, split, text_column, files.BadRows("skip"))  # noqa: E731
     if split in ("train", "validation") and not spec.has_splits:
         lines, size = _held_out_split(lines, split, count, size, spec)
         key["held_out"] = HELD_OUT_RULE
-    corpus = Corpus(lines, level, key, size, paths)
+    corpus = Corpus(lines, level, key, size, paths, sources=sources)
     corpus.skipped = bad.count if bad_rows == "skip" else 0
     return corpus
 
@@ -183,9 +186,11 @@ def vocabulary_key(directory):
 
 
 def token_stream(corpus, vocabulary, vocabulary_key):
-    """The corpus's ids, tokenized in graph (`vocabulary.tokenize`, as served) line by line into the cache."""
+    """The corpus's ids, tokenized in graph (`vocabulary.tokenize`, as served) line by line into the cache (a
+    file that changes while it is tokenized is refused)."""
     key = {"data": corpus.key, "vocabulary": vocabulary_key, "level": corpus.level}
     rows = ((line, None) for line in corpus.rows())
     if corpus.level == "subword":  # the library's encoder, which gives the ids the graph does, twice as fast
-        return cache.token_rows(key, rows, vocabulary.encode_lines, "tokenizing", corpus.size, in_graph=False)
-    return cache.token_rows(key, rows, vocabulary.tokenize, "tokenizing", corpus.size)
+        return cache.token_rows(key, rows, vocabulary.encode_lines, "tokenizing", corpus.size, in_graph=False,
+                                sources=corpus.sources)
+    return cache.token_rows(key, rows, vocabulary.tokenize, "tokenizing", corpus.size, sources=corpus.sources)
