@@ -2,12 +2,17 @@
 (csv:, tsv:, jsonl:, folder:; see zoo.data.files), one split at a time, as (text, label id) pairs that
 can be read more than once. Token ids come from `token_rows`: tokenized once into zoo.data.cache.
 
-Labels may be any strings or integers: the class names are the training split's labels, integers in
+Labels (docs/data.md): strings stripped of surrounding whitespace, or integers (JSON integers, or strings of
+decimal digits) written in decimal; two labels that are one number written two ways (`1` and `1.0`) are
+refused. The class names are `--classes` in its order, else the training split's labels, integers in
 numeric order, others in string order. A file is read streaming; `Examples` keeps only counts.
 """
 
 import collections
 import dataclasses
+import math
+import os
+import re
 
 import numpy as np
 
@@ -15,31 +20,52 @@ from zoo.data import cache, datasets, files
 from zoo.data.datasets import DatasetError
 
 FORMS = ("csv", "tsv", "jsonl", "folder")
+SHOWN_LABELS = 5
 
 
 @dataclasses.dataclass(frozen=True)
 class Columns:
-    """Which columns (csv, tsv) or keys (jsonl) hold the text and the label, and what to do with bad rows."""
+    """Which columns (csv, tsv) or keys (jsonl) hold the text and the label, what to do with bad rows, and
+    which labels (or class folders) to use: `classes`, in that order, rows of other labels left out."""
 
     text: str = "text"
     label: str = "label"
     bad_rows: str = "error"
+    classes: tuple | None = None
 
 
 def label_name(value):
-    """A label as its class name: integers (and their strings) as decimal strings, other strings as they are."""
+    """A label as its class name: a string stripped of surrounding whitespace, integers (JSON integers and
+    strings of decimal digits) in decimal; None for anything else (a float, a list, null)."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         return None
-    if isinstance(value, int) or value.strip().lstrip("-").isdigit():
-        return str(int(value))
-    return value
+    name = str(value).strip()
+    return str(int(name)) if re.fullmatch(r"-?[0-9]+", name) else name
 
 
 def class_order(names):
     """The class names in a stable order: numeric for integers, else by string."""
-    if all(name.lstrip("-").isdigit() for name in names):
+    if all(re.fullmatch(r"-?[0-9]+", name) for name in names):
         return tuple(sorted(names, key=int))
     return tuple(sorted(names))
+
+
+def check_label_forms(names, what):
+    """Refuses two labels that are one number written two ways (`1` and `1.0`): the rule is that labels are
+    compared as written, so they would be two classes."""
+    by_value = collections.defaultdict(list)
+    for name in names:
+        try:
+            value = float(name)
+        except ValueError:
+            continue
+        if math.isfinite(value):
+            by_value[value].append(name)
+    same = next((sorted(group) for group in by_value.values() if len(group) > 1), None)
+    if same:
+        raise DatasetError(f"{what}: the labels {' and '.join(repr(name) for name in same)} are one number written "
+                           "two ways, and labels are compared as written: write every label of a class the same "
+                           "way.")
 
 
 class Examples:
@@ -67,32 +93,47 @@ class Examples:
 
 def load(name, split, columns=Columns(), class_names=None, max_examples=None, seed=0):
     """The `split` of dataset `name`. With `class_names` (a trained model's), labels are numbered in that
-    order and one the model does not know is refused; else the split's own labels are the classes.
+    order and one the model does not know is refused; else the split's own labels are the classes. With
+    `columns.classes`, only those labels (or class folders) are read, in that order.
     Every row is read once here, so a bad one is refused (file:line) before any work starts."""
     spec = files.parse(name, FORMS)
+    classes = _classes(columns.classes, spec, name)
     if spec is None:
         return _built_in(name, split, class_names, max_examples, seed)
     files.check_split(spec, split)
+    files.say_held_out(spec, split)
+    what = f"--dataset={spec} ({split})"
     if spec.form != "folder":
+        if columns.text == columns.label:
+            raise DatasetError(f"--text_column and --label_column both name {columns.text!r}: the model would read "
+                               "its label. Name the text's column and the label's.")
         files.check_columns(spec, split, (columns.text, columns.label))
     bad = files.BadRows(columns.bad_rows)
-    counts, count, text_bytes = collections.Counter(), 0, 0
-    for row in _rows(spec, split, columns, bad):
-        counts[row[1]] += 1
-        count += 1
-        text_bytes += len(row[0])
+    counts, left_out, text_bytes = collections.Counter(), collections.Counter(), 0
+    for text, label, _ in _rows(spec, split, columns, bad, classes):
+        if classes is not None and label not in classes:
+            left_out[label] += 1
+            continue
+        counts[label] += 1
+        text_bytes += len(text)
     bad.check(f"{spec} ({split})")
+    _say_left_out(spec, split, classes, left_out)
+    count = sum(counts.values())
     if count == 0:
-        raise DatasetError(f"--dataset={spec} has no rows in its {split} split.")
-    known = class_order(counts) if class_names is None else tuple(class_names)
-    if class_names is None and len(known) < 2:
-        raise DatasetError(f"--dataset={spec}: every {split} row has the label {known[0]!r}; a classifier needs "
-                           "two or more classes.")
+        raise DatasetError(f"--dataset={spec} has no rows in its {split} split"
+                           f"{f' with a label of --classes={_joined(classes)}' if classes else ''}.")
+    check_label_forms(counts, what)
+    known = tuple(class_names) if class_names is not None else classes or class_order(counts)
+    if class_names is None:
+        _check_training_classes(known, counts, what)
     unknown = [name for name in counts if name not in known]
     if unknown:
-        where = next(row[2] for row in _rows(spec, split, columns, files.BadRows("skip")) if row[1] in unknown)
+        where = next(row[2] for row in _rows(spec, split, columns, files.BadRows("skip"), classes)
+                     if row[1] in unknown)
         raise DatasetError(f"{where}: label {unknown[0]!r} is not one of the classes training saw {list(known)}"
                            f"{f' ({len(unknown)} unknown labels in all)' if len(unknown) > 1 else ''}.")
+    if class_names is not None:
+        _say_absent(known, counts, what)
     ids = {name: i for i, name in enumerate(known)}
     keep = None
     if max_examples is not None and max_examples < count:
@@ -100,33 +141,85 @@ def load(name, split, columns=Columns(), class_names=None, max_examples=None, se
 
     def read():
         index = 0
-        for text, label, _ in _rows(spec, split, columns, files.BadRows("skip")):
+        for text, label, _ in _rows(spec, split, columns, files.BadRows("skip"), classes):
+            if label not in ids:  # left out by --classes
+                continue
             if keep is None or index in keep:
                 yield text, ids[label]
             index += 1
 
     paths = files.paths(spec, split)
-    sources = cache.Sources(lambda: _all_files(spec, files.paths(spec, split)))
+    sources = cache.Sources(lambda: _all_files(spec, files.paths(spec, split), classes))
     key = {"files": sources.digest, "spec": str(spec), "split": split,
-           "columns": dataclasses.asdict(columns), "max_examples": max_examples, "seed": seed, "classes": known}
+           "columns": dataclasses.asdict(columns), "max_examples": max_examples, "seed": seed, "classes": known,
+           "held_out": files.holds_out(spec)}
     skipped = bad.count if columns.bad_rows == "skip" else 0
     return Examples(read, len(keep) if keep is not None else count, known, key, paths, text_bytes, skipped, sources)
 
 
-def _all_files(spec, paths):
-    """The files whose contents a split's rows come from (a folder's files for folder:)."""
+def _joined(names):
+    return ",".join(names)
+
+
+def _classes(given, spec, name):
+    """--classes as a tuple of class names (labels by the label rule; folder names as they are), or None."""
+    if not given:
+        return None
+    if spec is None:
+        raise DatasetError(f"--classes picks the labels of your own files (csv:, tsv:, jsonl:, folder:); {name} "
+                           "has its own classes: leave --classes out.")
+    classes = tuple(given) if spec.form == "folder" else tuple(label_name(c) for c in given)
+    repeated = sorted({c for c in classes if classes.count(c) > 1})
+    if repeated or not all(classes) or len(classes) < 2:
+        raise DatasetError(f"--classes={_joined(given)} must name two or more different classes, each once.")
+    return classes
+
+
+def _check_training_classes(known, counts, what):
+    if len(known) < 2:
+        raise DatasetError(f"{what}: every row has the label {known[0]!r}; a classifier needs two or more classes.")
+    empty = [name for name in known if not counts[name]]
+    if empty:
+        raise DatasetError(f"{what} has no row labelled {', '.join(repr(name) for name in empty)}: "
+                           f"--classes names only labels that training has ({sorted(counts)}).")
+
+
+def _say_left_out(spec, split, classes, left_out):
+    """Says which labels --classes left out of the split (class folders not read, or rows counted)."""
+    if spec.form == "folder" and classes is not None:
+        for path in files.paths(spec, split):
+            others = [name for name in files.class_folders(path) if name not in classes]
+            if others:
+                print(f"Left out the class folder(s) {', '.join(others)} of {path}: not in --classes="
+                      f"{_joined(classes)}.", flush=True)
+    elif left_out:
+        labels = ", ".join(f"{name!r} ({number})" for name, number in left_out.most_common(SHOWN_LABELS))
+        print(f"Left out {sum(left_out.values())} row(s) of {spec} ({split}) whose label is not in --classes="
+              f"{_joined(classes)}: {labels}{' ...' if len(left_out) > SHOWN_LABELS else ''}.", flush=True)
+
+
+def _say_absent(known, counts, what):
+    """Says which of training's classes the evaluated split has no row of: its figures do not cover them."""
+    absent = [name for name in known if not counts[name]]
+    if absent:
+        present = [name for name in known if counts[name]]
+        hint = f" To train on those alone, pass --classes={_joined(present)}." if len(present) > 1 else ""
+        print(f"{what} has no row of training's class(es) {', '.join(repr(name) for name in absent)}: its "
+              f"figures cover {present} only.{hint}", flush=True)
+
+
+def _all_files(spec, paths, classes=None):
+    """The files whose contents a split's rows come from (the class folders' files for folder:)."""
     if spec.form != "folder":
         return paths
-    import os
-
-    return [os.path.join(root, name) for path in paths for root, _, names in sorted(os.walk(path))
-            for name in sorted(names)]
+    return [file for path in paths for label in files.class_folders(path, classes)
+            for file in files.class_files(os.path.join(path, label))]
 
 
-def _rows(spec, split, columns, bad):
-    """(text, class name, where) of every good row; bad ones go to `bad`."""
+def _rows(spec, split, columns, bad, classes=None):
+    """(text, class name, where) of every good row; bad ones go to `bad`. Folders not in `classes` are not read."""
     text_column, label_column = ("text", "label") if spec.form == "folder" else (columns.text, columns.label)
-    for row in files.rows(spec, split, bad):
+    for row in files.rows(spec, split, bad, classes=classes if spec.form == "folder" else None):
         text, label = row.values.get(text_column), row.values.get(label_column)
         if not isinstance(text, str):
             bad.add(row.where, f"no text in {text_column!r}" if text is None else f"{text_column!r} is not text")
@@ -136,7 +229,7 @@ def _rows(spec, split, columns, bad):
             continue
         name = label_name(label)
         if not name:
-            bad.add(row.where, f"no label in {label_column!r}" if label in (None, "") else
+            bad.add(row.where, f"no label in {label_column!r}" if name == "" or label is None else
                     f"label {label!r} is neither a string nor an integer")
             continue
         yield text, name, row.where

@@ -1,14 +1,16 @@
 """The user's own files as datasets: `FORM:PATTERN` (csv:, tsv:, jsonl:, folder:, text:), read row by row.
 
 A PATTERN may hold globs (`*`, `**`), `.gz` files and `{split}` (train, validation, test); translation's
-`text:` form also holds `{lang}`. Without `{split}` every file is training data and validation is a seeded
-1 in HELD_OUT_EVERY of the rows, as IMDB's held-out share. Rows are read streaming, never a whole file:
+`text:` form also holds `{lang}`. Without `{split}`, or with it but no validation files, validation is a
+seeded 1 in HELD_OUT_EVERY of the training rows, left out of training, as IMDB's held-out share. Rows are
+read streaming, never a whole file:
 
 - csv: Python's `csv` module (RFC 4180: quoted commas, doubled quotes, newlines inside quoted fields),
   a header row naming the columns, UTF-8 with or without a BOM, CRLF or LF line ends;
 - tsv: the same reader with TAB as the delimiter and no quoting (GLUE's files hold bare quotes);
 - jsonl: one JSON object per line (`json`);
 - folder: one sub-folder per class, one text per file (keras.utils.text_dataset_from_directory's layout);
+  an empty class folder, or an entry that is not a readable file (a symlink loop, a socket), is refused;
 - text: one row per line.
 
 Every row carries where it came from (`file:line`), so a bad one is named; `BadRows` gathers them.
@@ -20,8 +22,10 @@ import dataclasses
 import glob
 import gzip
 import io
+import functools
 import json
 import os
+import stat
 import zlib
 
 from zoo.data.datasets import DatasetError
@@ -65,14 +69,28 @@ def parse(name, forms):
     return FileSpec(form, pattern)
 
 
-def paths(spec, split, **fields):
-    """The files (or, for folder:, the folders) of `split`, sorted; none is an error naming the pattern."""
+def _matches(spec, split, **fields):
+    """The files (or, for folder:, the folders) that `split`'s pattern matches, sorted, and the pattern."""
     pattern = spec.pattern.replace("{split}", split) if spec.has_splits else spec.pattern
     for name, value in fields.items():
         pattern = pattern.replace("{" + name + "}", value)
     pattern = os.path.expanduser(pattern)
     wanted = os.path.isdir if spec.form == "folder" else os.path.isfile
-    found = sorted(p for p in glob.glob(pattern, recursive=True) if wanted(p))
+    return sorted(p for p in glob.glob(pattern, recursive=True) if wanted(p)), pattern
+
+
+def holds_out(spec, **fields):
+    """Whether validation is a held-out share of the training rows: without {split}, or with {split} and no
+    validation files (aclImdb's train and test folders)."""
+    return not spec.has_splits or not _matches(spec, "validation", **fields)[0]
+
+
+def paths(spec, split, **fields):
+    """The files (or, for folder:, the folders) of `split`, sorted (train's for a held-out validation); none is
+    an error naming the pattern."""
+    if split == "validation" and holds_out(spec, **fields):
+        split = "train"
+    found, pattern = _matches(spec, split, **fields)
     if not found:
         kind = "folder" if spec.form == "folder" else "file"
         raise DatasetError(f"{pattern} matches no {kind} (--dataset={spec}, split {split!r}): check the path, "
@@ -92,14 +110,21 @@ def check_split(spec, split, **fields):
         paths(spec, split, **fields)
 
 
+def say_held_out(spec, split, **fields):
+    """Says in the log that validation is train's held-out share when {split} finds no validation files."""
+    if spec.has_splits and split in ("train", "validation") and holds_out(spec, **fields):
+        print(f"No validation files match {_matches(spec, 'validation', **fields)[1]}: validation is a held-out "
+              f"1 in {HELD_OUT_EVERY} of the train split's rows (seeded), left out of training.", flush=True)
+
+
 def held_out(index):
     """Whether row `index` (counted over all files, in order) is in the validation share."""
     return zlib.crc32(f"{HELD_OUT_SEED}:{index}".encode()) % HELD_OUT_EVERY == 0
 
 
-def in_split(spec, split):
-    """A predicate on a row's index: which rows of the matched files belong to `split`."""
-    if spec.has_splits:
+def in_split(spec, split, **fields):
+    """A predicate on a row's index: which rows of `split`'s files belong to it."""
+    if split == "test" or not holds_out(spec, **fields):
         return lambda index: True
     return held_out if split == "validation" else (lambda index: not held_out(index))
 
@@ -183,12 +208,13 @@ class Row:
     where: str  # "file:line"
 
 
-def rows(spec, split, bad_rows, whole=False, **fields):
+def rows(spec, split, bad_rows, whole=False, classes=None, **fields):
     """Every row of `split`'s files as a Row, in file order; rows that do not parse go to `bad_rows`. With
-    `whole`, every row of the files, the held-out share too (pretraining holds out its own)."""
-    read = {"csv": _table_rows, "tsv": _table_rows, "jsonl": _jsonl_rows, "folder": _folder_rows,
-            "text": _line_rows}[spec.form]
-    keep = (lambda index: True) if whole else in_split(spec, split)
+    `whole`, every row of the files, the held-out share too (pretraining holds out its own); with `classes`,
+    only those class folders are read (folder:)."""
+    read = {"csv": _table_rows, "tsv": _table_rows, "jsonl": _jsonl_rows,
+            "folder": functools.partial(_folder_rows, classes=classes), "text": _line_rows}[spec.form]
+    keep = (lambda index: True) if whole else in_split(spec, split, **fields)
     index = 0
     for path in paths(spec, split, **fields):
         with reading(path):
@@ -205,6 +231,7 @@ def _table_rows(spec, path, bad_rows):
         header = next(reader, None)
         if header is None:
             return
+        check_header(path, header)
         last_line = reader.line_num
         for values in reader:
             where = f"{path}:{last_line + 1}"
@@ -233,15 +260,58 @@ def _jsonl_rows(spec, path, bad_rows):
             yield Row(values, f"{path}:{number}")
 
 
-def _folder_rows(spec, path, bad_rows):
-    for label in sorted(os.listdir(path)):
-        folder = os.path.join(path, label)
-        if label.startswith(".") or not os.path.isdir(folder):
+def check_header(path, header):
+    """A header naming a column twice is refused: which of the two is the text (or the label) is unclear."""
+    repeated = sorted({name for name in header if name and header.count(name) > 1})
+    if repeated:
+        raise DatasetError(f"{path}: its header names {', '.join(repr(name) for name in repeated)} more than once "
+                           f"({header}): rename the columns so that each name is used once.")
+
+
+def class_folders(path, classes=None):
+    """The class folders' names in a folder: split folder, sorted, or `classes` (--classes) in their order,
+    each of which must be there."""
+    found = sorted(name for name in os.listdir(path)
+                   if not name.startswith(".") and os.path.isdir(os.path.join(path, name)))
+    if classes is None:
+        return found
+    missing = [name for name in classes if name not in found]
+    if missing:
+        raise DatasetError(f"{path} has no class folder {', '.join(repr(name) for name in missing)}: its class "
+                           f"folders are {found}. Name them in --classes.")
+    return list(classes)
+
+
+def class_files(folder):
+    """The text files of one class folder, sorted. An entry that cannot be read as a file (a symlink loop or
+    a broken link, a socket, a fifo, a device) is refused naming them all; an empty class folder too."""
+    found, unreadable = [], []
+    for name in sorted(name for name in os.listdir(folder) if not name.startswith(".")):
+        path = os.path.join(folder, name)
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as error:
+            unreadable.append(f"{name} ({(error.strerror or type(error).__name__).lower()})")
             continue
-        for name in sorted(os.listdir(folder)):
-            file = os.path.join(folder, name)
-            if name.startswith(".") or not os.path.isfile(file):
-                continue
+        if stat.S_ISREG(mode):
+            found.append(path)
+        elif not stat.S_ISDIR(mode):
+            kind = "a fifo" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+            unreadable.append(f"{name} ({kind})")
+    if unreadable:
+        raise DatasetError(f"{folder} holds {len(unreadable)} {'entry' if len(unreadable) == 1 else 'entries'} "
+                           "that cannot be read as texts: "
+                           f"{', '.join(unreadable[:SHOWN_BAD_ROWS])}{' ...' if len(unreadable) > SHOWN_BAD_ROWS else ''}. "
+                           "Remove them from the class folder.")
+    if not found:
+        raise DatasetError(f"The class folder {folder} holds no texts: remove it, or name the classes to use "
+                           "with --classes (e.g. --classes=neg,pos).")
+    return found
+
+
+def _folder_rows(spec, path, bad_rows, classes=None):
+    for label in class_folders(path, classes):
+        for file in class_files(os.path.join(path, label)):
             with reading(file), open_text(file) as f:
                 yield Row({"text": f.read(), "label": label}, file)
 
@@ -280,6 +350,7 @@ def check_columns(spec, split, names, **fields):
         else:
             dialect = {"delimiter": ","} if spec.form == "csv" else {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
             have = next(csv.reader(f, **dialect), [])
+            check_header(path, have)
     missing = [name for name in names if name not in have]
     if missing:
         flag = {n: f for f, n in zip(("--text_column", "--label_column"), names)}

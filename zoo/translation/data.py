@@ -4,7 +4,11 @@
 - `text:corpus/{split}.{lang}`: aligned line files, one per language, line n of one the translation of
   line n of the other (fairseq-preprocess's and Hugging Face's run_translation's plain-text layout);
 - `tsv:pairs/*.tsv`: one pair a line, source TAB target; a header row naming the two languages sets
-  the order, without one the --source column comes first.
+  the order, without one the --source column comes first. A first line of two language codes, one of them
+  --source or --target, is a header: naming another language there is refused.
+
+A pair with one side blank is a bad row (refused with file:line, or skipped and counted with
+--bad_rows=skip); a line blank on both sides is passed over.
 
 Lines are split at "\\n" alone (a Windows line's "\\r" dropped) and stripped, as Multi30k's are, so the
 same text gives the same pairs whichever way it is read. Nothing holds a split's texts: `Pairs` reads the
@@ -13,6 +17,7 @@ files again each time it is iterated, and `token_rows` tokenizes them once into 
 """
 
 import itertools
+import re
 
 import numpy as np
 
@@ -87,13 +92,14 @@ def load(name, split, source, target, bad_rows="error"):
         raise DatasetError(f"--source and --target are both {source!r}: choose two languages.")
     for language in (source, target) if spec.form == "text" else ("",):
         files.check_split(spec, split, lang=language)
+    files.say_held_out(spec, split, **({"lang": source} if spec.form == "text" else {}))
     if spec.form == "text" and "{lang}" not in spec.pattern:
         raise DatasetError(f"--dataset={spec}: aligned text files need {{lang}} in their pattern, one file per "
                            f"language (e.g. text:corpus/{{split}}.{{lang}} for corpus/train.{source} and "
                            f"corpus/train.{target}).")
 
     def pairs(bad):
-        return _aligned(spec, split, source, target) if spec.form == "text" else _tsv(spec, split, source, target, bad)
+        return (_aligned if spec.form == "text" else _tsv)(spec, split, source, target, bad)
 
     bad = files.BadRows(bad_rows)
     sources = cache.Sources(lambda: _paths(spec, split, source, target))
@@ -129,18 +135,26 @@ def token_rows(pairs, tokenizers, tokenizer_key, max_length):
     return rows
 
 
-def _raw_lines(path):
+def _raw_lines(path, strip=True):
     with files.reading(path), files.open_text(path, bom=True) as f:
         for number, line in enumerate(files.lines_of(f), start=1):
-            yield line.removesuffix("\n").removesuffix("\r").strip(), f"{path}:{number}"
+            line = line.removesuffix("\n").removesuffix("\r")
+            yield line.strip() if strip else line, f"{path}:{number}"
 
 
-def _aligned(spec, split, source, target):
+def _blank_side(pair, source, target):
+    """Why a pair with one side blank is a bad row, or None."""
+    if not pair[0] or not pair[1]:
+        return f"an empty {source if not pair[0] else target} side (a pair needs both sentences)"
+    return None
+
+
+def _aligned(spec, split, source, target, bad):
     sides = [files.paths(spec, split, lang=language) for language in (source, target)]
     if len(sides[0]) != len(sides[1]):
         raise DatasetError(f"--dataset={spec} ({split}): {len(sides[0])} {source} files but {len(sides[1])} "
                            f"{target} files; each language needs one file per part.")
-    keep = files.in_split(spec, split)
+    keep = files.in_split(spec, split, lang=source)
     index = 0
     for source_path, target_path in zip(*sides):
         left, right = _raw_lines(source_path), _raw_lines(target_path)
@@ -152,8 +166,15 @@ def _aligned(spec, split, source, target):
                 raise DatasetError(f"{source_path} has {counts[0]} lines but {target_path} has {counts[1]}: "
                                    "aligned files need one line per sentence pair.")
             lines += 1
+            texts = (pair[0][0], pair[1][0])
+            if not texts[0] and not texts[1]:
+                continue  # a blank line in both files
+            why = _blank_side(texts, source, target)
+            if why:
+                bad.add(f"{pair[0][1]} and line {lines} of {target_path}", why)
+                continue
             if keep(index):
-                yield pair[0][0], pair[1][0]
+                yield texts
             index += 1
 
 
@@ -163,21 +184,41 @@ def _tsv(spec, split, source, target, bad):
     for path in files.paths(spec, split):
         first = True
         order = (0, 1)
-        for line, where in _raw_lines(path):
+        for line, where in _raw_lines(path, strip=False):  # a pair's TAB kept where one side is blank
             fields = line.split("\t")
             if first:
                 first = False
-                if len(fields) == 2 and set(f.strip() for f in fields) == {source, target}:
+                if _is_header(fields, source, target, where):
                     order = (0, 1) if fields[0].strip() == source else (1, 0)
                     continue
-            if not line:
+            if not line.strip():
                 continue
             if len(fields) != 2:
                 bad.add(where, f"{len(fields) - 1} TABs where a pair has exactly one (source TAB target)")
                 continue
+            texts = (fields[order[0]].strip(), fields[order[1]].strip())
+            why = _blank_side(texts, source, target)
+            if why:
+                bad.add(where, why)
+                continue
             if keep(index):
-                yield fields[order[0]].strip(), fields[order[1]].strip()
+                yield texts
             index += 1
+
+
+LANGUAGE_CODE = re.compile(r"[a-z]{2,3}([-_][A-Za-z0-9]{2,8})*")  # de, en, pt_BR, zh-Hant: a header's names
+
+
+def _is_header(fields, source, target, where):
+    """Whether a file's first line is a header naming the languages: two language codes, one of them --source
+    or --target. One naming another language is refused, so that it is never trained on as a pair."""
+    names = [field.strip() for field in fields]
+    if len(names) != 2 or not all(LANGUAGE_CODE.fullmatch(name) for name in names) or not {source, target} & set(names):
+        return False
+    if set(names) != {source, target}:
+        raise DatasetError(f"{where}: the header names the languages {names[0]!r} and {names[1]!r}, but --source="
+                           f"{source} and --target={target}: give the files' languages, or fix the header.")
+    return True
 
 
 def _paths(spec, split, source, target):

@@ -117,3 +117,29 @@ def test_an_unknown_tfds_name_is_one_line_with_the_closest_names_not_the_catalog
     dataset = name[len("tfds:") :].split("/")[0]
     assert message.startswith(f"TFDS has no dataset {dataset!r}. Did you mean {meant}") and "\n" not in message
     assert message.endswith(f"Its catalog: {datasets.TFDS_CATALOG}.")
+
+
+@pytest.mark.parametrize("entry", ["symlink loop", "broken link", "fifo", "socket"])
+def test_a_class_folder_entry_that_is_not_a_file_is_named_in_one_line(tmp_path, entry):
+    import socket
+
+    from zoo.classifier import data as classifier_data
+
+    for label in ("neg", "pos"):
+        os.makedirs(tmp_path / "train" / label)
+        (tmp_path / "train" / label / "1.txt").write_text(f"a {label} text")
+    odd = tmp_path / "train" / "pos" / "odd"
+    if entry == "symlink loop":
+        os.symlink(odd, odd)
+    elif entry == "broken link":
+        os.symlink(tmp_path / "gone", odd)
+    elif entry == "fifo":
+        os.mkfifo(odd)
+    else:
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(odd))
+    said = {"symlink loop": "too many levels of symbolic links", "broken link": "no such file or directory",
+            "fifo": "a fifo", "socket": "a socket"}[entry]
+    with pytest.raises(datasets.DatasetError, match=rf"pos holds 1 entry that cannot be read as texts: odd \({said}\)\. "
+                                                    "Remove them"):
+        classifier_data.load(f"folder:{tmp_path}/{{split}}", "train")

@@ -140,3 +140,15 @@ def test_folder_one_subfolder_per_class(tmp_path):
     data = classifier_data.load(f"folder:{tmp_path}/{{split}}", "test", class_names=("neg", "pos"))
     got = [(t, data.class_names[label]) for t, label in data]
     assert got[0] == ("neg review 0\nline two", "neg") and len(got) == 6
+
+
+@pytest.mark.parametrize("form, header", [("csv", "text,text,label"), ("tsv", "text\ttext\tlabel")])
+def test_a_header_naming_a_column_twice_is_refused_naming_it(tmp_path, form, header):
+    separator = "," if form == "csv" else "\t"
+    path = tmp_path / f"t.{form}"
+    path.write_text(header + "\n" + "".join(separator.join(["x", f"t{i}", "ab"[i % 2]]) + "\n" for i in range(8)))
+    with pytest.raises(DatasetError, match=r"t\.%s: its header names 'text' more than once" % form):
+        classifier_data.load(f"{form}:{path}", "train", classifier_data.Columns())
+    spec = files.parse(f"{form}:{path}", files.FORMS)
+    with pytest.raises(DatasetError, match="'text' more than once"):
+        list(files.rows(spec, "train", files.BadRows()))

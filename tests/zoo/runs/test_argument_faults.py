@@ -84,6 +84,13 @@ def test_a_model_dir_that_is_a_file_is_refused_in_one_line(tmp_path, probe_recip
         ("translate", ["--mode=eval", "--eval_batch_size=0"], "--eval_batch_size=0"),
         ("sentiment", ["--dataset=sst2", "--profile_steps=a,b"], "--profile_steps=a,b must be two step numbers"),
         ("sentiment", ["--dataset=sst2", "--profile_steps=1,3"], "profile_steps=(1, 3) must be two steps"),
+        ("sentiment", ["--dataset=sst2", "--epochs=inf"], "--epochs must be positive and finite"),
+        ("sentiment", ["--dataset=sst2", "--epochs=nan"], "--epochs must be positive and finite"),
+        ("lm", ["--dataset=ptb", "--segment_length=1000000000"], "--segment_length must be at most 65,536 tokens"),
+        ("lm", ["--dataset=ptb", "--memory_length=1000000000"], "--memory_length must be at most 65,536 tokens"),
+        ("lm", ["--mode=eval", "--eval_memory_length=1000000000"], "--eval_memory_length must be at most 65,536"),
+        ("translate", ["--mode=translate", "--length_penalty=nan"], "--length_penalty must be a finite number"),
+        ("translate", ["--mode=translate", "--length_penalty=-inf"], "--length_penalty must be a finite number"),
     ],
 )
 def test_flags_out_of_range_are_refused_when_parsed(recipe, flags, named, tmp_path, probe_recipe):
@@ -163,3 +170,16 @@ def test_a_recipe_starts_without_tensorflows_own_lines_unless_asked(tmp_path):
     for asked, env in ((["--verbosity=0"], unset), ([], {**unset, "ZOO_DEBUG": "1"})):
         shown = run_recipe("sentiment", *refused, *asked, check=False, env=env)
         assert shown.returncode != 0 and any(NATIVE_LINE.match(line) for line in shown.stderr.splitlines())
+
+
+def test_a_warmup_longer_than_training_is_said_and_endless_epochs_refused(capsys):
+    from recipes import common
+
+    config = common.with_epochs(TrainConfig(train_steps=4, warmup_steps=10**12, learning_rate=1e-3), None, 100)
+    assert config.train_steps == 4
+    assert ("Warning: --warmup_steps=1000000000000 is longer than training's 4 steps: the learning rate rises to "
+            "only 4e-12 of --learning_rate=0.001") in capsys.readouterr().out
+    common.with_epochs(TrainConfig(train_steps=4, warmup_steps=4), None, 100)
+    assert "Warning" not in capsys.readouterr().out
+    with pytest.raises(ValueError, match=r"--epochs=1e\+308 makes more steps than can be counted"):
+        common.with_epochs(TrainConfig(batch_size=1), 1e308, 100)

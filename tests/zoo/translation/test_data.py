@@ -79,6 +79,7 @@ def test_tsv_shards_a_header_and_bad_rows(tmp_path):
 
 def test_a_sample_is_seeded_and_keeps_the_order(tmp_path):
     write_aligned(tmp_path, "train", SOURCES, TARGETS)
+    write_aligned(tmp_path, "validation", SOURCES[:2], TARGETS[:2])  # validation files: nothing held out of train
     pairs = data.load(f"text:{tmp_path}/{{split}}.{{lang}}", "train", "de", "en")
     sample = pairs.subsample(10, seed=3)
     keep = np.sort(np.random.default_rng(3).permutation(60)[:10])
@@ -89,6 +90,7 @@ def test_a_sample_is_seeded_and_keeps_the_order(tmp_path):
 def test_cached_rows_equal_the_preprocessors_rows_and_are_reused(tmp_path, monkeypatch):
     monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
     write_aligned(tmp_path, "train", SOURCES, TARGETS)
+    write_aligned(tmp_path, "validation", SOURCES[:2], TARGETS[:2])
     pairs = data.load(f"text:{tmp_path}/{{split}}.{{lang}}", "train", "de", "en")
     tokenizers = Tokenizers(Characters(), Characters())
     sources, targets = data.token_rows(pairs, tokenizers, "tokenizer", 12)
@@ -132,6 +134,7 @@ def peak(megabytes, folder):
         with open(folder / f"train.{language}", "w") as f:
             for _ in range(megabytes * 1000):
                 f.write(line + "\n")
+        (folder / f"validation.{language}").write_text(line + "\n")  # nothing held out of train
     return data_path_peak(MEMORY_PROGRAM, folder / "cache", folder)
 
 
@@ -142,7 +145,7 @@ def test_memory_does_not_grow_with_the_corpus(tmp_path):
     not. (What does grow is tens of bytes a pair: each side's row offsets and lengths, the batch plan.) The small
     corpus spans several of the cache's 4 MB chunks, the most that tokenizing holds at once."""
     small, large = peak(12, tmp_path / "small"), peak(60, tmp_path / "large")
-    assert large["pairs"] == 60_000  # train.de and train.en: a {split} pattern, nothing held out
+    assert large["pairs"] == 60_000  # train.de and train.en: a {split} pattern with validation files
     assert large["peak_mb"] - small["peak_mb"] < 40, (small, large)
 
 
@@ -156,3 +159,45 @@ def test_files_changed_between_the_check_and_the_tokenizing_are_refused_and_not_
         data.token_rows(pairs, Tokenizers(Characters(), Characters()), "tokenizer", 12)
     assert not [name for name in cache_dir.iterdir() if not name.name.startswith(".")]  # nothing kept
     assert not list(cache_dir.iterdir())  # nor a staging folder left behind
+
+
+def test_a_blank_side_of_an_aligned_pair_is_a_bad_row(tmp_path):
+    sources, targets = SOURCES[:], TARGETS[:]
+    sources[4], targets[9] = "", "  "  # lines 5 and 10; a line blank in both files (11) is passed over
+    sources[10] = targets[10] = ""
+    write_aligned(tmp_path, "train", sources, targets)
+    write_aligned(tmp_path, "validation", SOURCES[:2], TARGETS[:2])
+    name = f"text:{tmp_path}/{{split}}.{{lang}}"
+    with pytest.raises(DatasetError, match=r"2 bad row\(s\).*train\.de:5 and line 5 of .*train\.en: an empty de "
+                                           r"side.*train\.de:10 .*: an empty en side"):
+        data.load(name, "train", "de", "en")
+    pairs = data.load(name, "train", "de", "en", bad_rows="skip")
+    assert pairs.skipped == 2 and len(pairs) == 57 and all(source and target for source, target in pairs)
+
+
+def test_a_blank_side_of_a_tsv_pair_is_a_bad_row(tmp_path):
+    (tmp_path / "p.tsv").write_text("de\ten\nHund\tdog\n\tcat\nMaus\t \n", encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"p\.tsv:3: an empty de side.*p\.tsv:4: an empty en side"):
+        data.load(f"tsv:{tmp_path}/p.tsv", "train", "de", "en")
+    assert data.load(f"tsv:{tmp_path}/p.tsv", "train", "de", "en", bad_rows="skip").skipped == 2
+
+
+def test_a_tsv_header_naming_another_language_is_refused(tmp_path):
+    (tmp_path / "p.tsv").write_text("de\tfr\nHund\tchien\n", encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"p\.tsv:1: the header names the languages 'de' and 'fr', but "
+                                           r"--source=de and --target=en"):
+        data.load(f"tsv:{tmp_path}/p.tsv", "train", "de", "en")
+    (tmp_path / "p.tsv").write_text("ja\tyes\nnein\tno\n", encoding="utf-8")  # two short words: a pair
+    assert list(data.load(f"tsv:{tmp_path}/p.tsv", "train", "de", "en")) == [("ja", "yes"), ("nein", "no")]
+
+
+def test_a_split_pattern_without_validation_files_holds_out_a_share_of_train(tmp_path, capsys):
+    write_aligned(tmp_path, "train", SOURCES, TARGETS)
+    name = f"text:{tmp_path}/{{split}}.{{lang}}"
+    data.check_split(name, "validation", "de", "en")
+    train = list(data.load(name, "train", "de", "en"))
+    validation = list(data.load(name, "validation", "de", "en"))
+    held = [i for i in range(60) if files.held_out(i)]
+    assert validation == [(SOURCES[i], TARGETS[i]) for i in held]
+    assert train == [(SOURCES[i], TARGETS[i]) for i in range(60) if i not in held]
+    assert "No validation files match" in capsys.readouterr().out
