@@ -139,8 +139,10 @@ def test_a_pretraining_run_and_its_export_encode_and_fill_masks_as_the_saved_mod
         assert [a["token"] for a in answers[0][0]] == [t.decode() for t in filled["tokens"].numpy()[0, 0]]
         np.testing.assert_allclose([a["probability"] for a in answers[0][0]], filled["probabilities"][0, 0],
                                    rtol=0, atol=1e-5)
-    with pytest.raises(ValueError, match="fill_mask: top_k must be at least 1"):
+    with pytest.raises(ValueError, match="top_k=0 must be between 1 and"):  # the zoo's check
         exported.fill_mask(texts, top_k=0)
+    with pytest.raises(ValueError, match=r"fill_mask: top_k must be <= \d+, the pieces"):  # the graph's check
+        exported.fill_mask(texts, top_k=100_000)
 
 
 def test_a_path_that_is_neither_a_run_nor_an_export_is_refused_saying_what_each_holds(tmp_path):
