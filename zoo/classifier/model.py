@@ -28,20 +28,20 @@ ACTIVATIONS = {"gelu_approximate": gelu_approximate}
 
 @dataclasses.dataclass(frozen=True)
 class ClassifierConfig:
-    vocab_size: int = 8000
-    num_classes: int = 2
-    hidden_dim: int = 128
-    num_heads: int = 4
-    intermediate_dim: int = 512
-    num_layers: int = 2
-    dropout: float = 0.1
+    vocab_size: int = 8000  # token ids: the pieces of the run's tokenizer (trained to this size, or published)
+    num_classes: int = 2  # labels the head scores (one logit each)
+    hidden_dim: int = 128  # width of every hidden state (model dimension)
+    num_heads: int = 4  # attention heads per layer; must divide hidden_dim
+    intermediate_dim: int = 512  # inner width of each block's feed-forward network
+    num_layers: int = 2  # encoder blocks
+    dropout: float = 0.1  # rate on embeddings, attention probabilities, sub-layer outputs and the head, in [0, 1)
     max_length: int = 512  # tokens per text, <s> included; longer texts keep their head and tail
-    position: str = "sinusoidal"
-    norm_first: bool = False
-    activation: str = "relu"
+    position: str = "sinusoidal"  # "sinusoidal" (fixed, the paper's) or "learned" position embeddings
+    norm_first: bool = False  # pre-norm (LayerNorm before each sub-layer, and a final one); False: post-norm
+    activation: str = "relu"  # the feed-forward's: a Keras name (relu, gelu ...) or gelu_approximate (tanh GELU)
     # "scaled": the paper's token embedding x sqrt(hidden_dim) plus positions; "normalized":
     # BERT's unscaled sum normalized by LayerNorm (`layers.TokenAndPositionEmbedding`).
-    embedding: str = "scaled"
+    embedding: str = "scaled"  # "scaled" (tokens x sqrt(hidden_dim) + positions) or "normalized" (BERT's LayerNorm)
     embedding_dim: int | None = None  # None: hidden_dim; narrower (ELECTRA's) goes through a projection
     epsilon: float = 1e-5  # every LayerNorm's
 

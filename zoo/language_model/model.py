@@ -27,20 +27,20 @@ from zoo.training.losses import smoothed_cross_entropy
 
 @dataclasses.dataclass(frozen=True)
 class LMConfig:
-    vocab_size: int = 10000
-    hidden_dim: int = 256
-    num_heads: int = 4
-    intermediate_dim: int = 1024
-    num_layers: int = 4
+    vocab_size: int = 10000  # token ids; a run sets it to its vocabulary's size (see data.vocab_size)
+    hidden_dim: int = 256  # width of every hidden state and embedding (model dimension)
+    num_heads: int = 4  # attention heads per layer; must divide hidden_dim
+    intermediate_dim: int = 1024  # inner width of each block's feed-forward network
+    num_layers: int = 4  # Transformer-XL blocks, each with its own memory
     segment_length: int = 64  # tokens per training segment
     memory_length: int = 64  # cached positions per layer
     clamp_length: int | None = None  # relative distances beyond this share one encoding
     same_length: bool = False  # every query sees the same number of keys (memory_length + 1)
-    dropout: float = 0.1
+    dropout: float = 0.1  # rate on embeddings, feed-forward activations, sub-layer outputs and final states
     attention_dropout: float | None = None  # on attention probabilities (Dai et al.'s dropatt); None: dropout
-    tie_embeddings: bool = True
-    norm_first: bool = False
-    activation: str = "relu"
+    tie_embeddings: bool = True  # the output projection is the token embedding matrix
+    norm_first: bool = False  # pre-norm (LayerNorm before each sub-layer, and a final one); False: post-norm
+    activation: str = "relu"  # the feed-forward's, a Keras activation name (relu, gelu ...)
 
     def __post_init__(self):
         checks.positive(self, "vocab_size", "hidden_dim", "num_heads", "intermediate_dim", "num_layers",

@@ -11,24 +11,24 @@ from zoo.training.optimization import SCHEDULES
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    train_steps: int = 1000
+    train_steps: int = 1000  # optimizer steps the run trains for in all, counted across resumes
     batch_size: int = 32  # sequences per global batch (or the cap, with max_tokens)
     max_tokens: int | None = None  # token budget per global batch, padding included
     learning_rate: float = 5e-4  # the schedule's peak
-    warmup_steps: int = 1000
+    warmup_steps: int = 1000  # steps of linear warm-up from 0 to learning_rate
     schedule: str = "inverse_sqrt"  # or "cosine": annealed to zero at train_steps
-    label_smoothing: float = 0.1
+    label_smoothing: float = 0.1  # of the cross-entropy's targets, in [0, 1); 0: none
     weight_decay: float = 0.0  # AdamW's, decoupled; 0 = Adam
     layer_decay: float = 1.0  # each layer below the top learns at this factor of the rate above it
     clip_norm: float | None = 1.0  # global gradient norm, over all replicas
-    checkpoint_every: int = 500
-    keep_checkpoints: int = 3
-    log_every: int = 50
+    checkpoint_every: int = 500  # steps between checkpoints (the last step is saved too)
+    keep_checkpoints: int = 3  # newest checkpoints kept on disk; older ones are deleted
+    log_every: int = 50  # steps between progress lines and TensorBoard summaries (loss, rate, tokens/s)
     profile_steps: tuple[int, int] | None = None  # (first, last) step traced by TensorFlow's profiler, 1-based
-    jit_compile: bool = False
+    jit_compile: bool = False  # compile the gradient computation with XLA (a TPU compiles with XLA anyway)
     mixed_precision: str = "float32"  # or "auto": resolved here for this machine (zoo.training.precision)
     precision_reason: str = ""  # why that dtype, as the recipe chose it (kept in config.json)
-    seed: int = 0
+    seed: int = 0  # seeds initial weights, dropout, the data's order and sampling, the tokenizer's sample
 
     def __post_init__(self):
         if self.mixed_precision == "auto":  # this machine's choice (zoo.training.precision), kept with its reason

@@ -19,20 +19,20 @@ from zoo.data.tokenizer import PAD_ID
 
 @dataclasses.dataclass(frozen=True)
 class TranslatorConfig:
-    source_vocab_size: int = 8000
-    target_vocab_size: int = 8000
+    source_vocab_size: int = 8000  # source token ids (the shared tokenizer's pieces when shared_vocabulary)
+    target_vocab_size: int = 8000  # target token ids; equal to source_vocab_size when shared_vocabulary
     shared_vocabulary: bool = True  # one tokenizer and one embedding matrix for both languages
     tie_embeddings: bool = True  # the output projection is the target embedding matrix
-    hidden_dim: int = 256
-    num_heads: int = 4
-    intermediate_dim: int = 1024
-    num_encoder_layers: int = 3
-    num_decoder_layers: int = 3
-    dropout: float = 0.1
+    hidden_dim: int = 256  # width of every hidden state and embedding (model dimension)
+    num_heads: int = 4  # attention heads per layer; must divide hidden_dim
+    intermediate_dim: int = 1024  # inner width of each block's feed-forward network
+    num_encoder_layers: int = 3  # encoder blocks
+    num_decoder_layers: int = 3  # decoder blocks
+    dropout: float = 0.1  # rate on embeddings, attention probabilities and sub-layer outputs, in [0, 1)
     max_length: int = 128  # tokens per source (with </s>) and per target (with <s>)
-    position: str = "sinusoidal"
-    norm_first: bool = False
-    activation: str = "relu"
+    position: str = "sinusoidal"  # "sinusoidal" (fixed, the paper's) or "learned" position embeddings
+    norm_first: bool = False  # pre-norm (LayerNorm before each sub-layer, and a final one); False: post-norm
+    activation: str = "relu"  # the feed-forward's, a Keras activation name (relu, gelu ...)
 
     def __post_init__(self):
         checks.positive(self, "source_vocab_size", "target_vocab_size", "hidden_dim", "num_heads", "intermediate_dim",
