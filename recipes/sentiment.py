@@ -244,7 +244,7 @@ def base_config(preset, init_from):
             raise ValueError("--preset cannot be set with a published --init_from: the model's shape and vocabulary "
                              "come from the checkpoint. Leave it out.")
         pretrained.classifier_config(encoder, preset=preset)  # refuses a preset of another shape
-    return run_config.base(preset, init_from, encoder)
+    return run_config.base(preset, init_from, encoder, published.is_published(init_from))
 
 
 def config_from_flags(mode):

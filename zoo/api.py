@@ -22,6 +22,9 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
+
+import yaml
 
 from zoo.classifier.load import Classifier
 from zoo.language_model.load import LanguageModel
@@ -68,12 +71,14 @@ def model_of(recipe, path):
     return MODELS[recipe]
 
 
-def train(recipe, model_dir, **flags):
-    """Runs `python -m recipes.<recipe> --model_dir=MODEL_DIR --NAME=VALUE ...` (one flag per keyword,
-    with the flag's meaning and default; True is --NAME, False --noNAME, a list comma-joined) in a
+def train(recipe, model_dir, config=None, **flags):
+    """Runs `python -m recipes.<recipe> --model_dir=MODEL_DIR [--config=FILE] --NAME=VALUE ...` (one flag per
+    keyword, with the flag's meaning and default; True is --NAME, False --noNAME, a list comma-joined) in a
     process of its own, its output echoed here, and returns `load(model_dir)` (with the
-    average_checkpoints given). The recipe's mode defaults to train_and_eval; export_dir=... exports
-    too. A run that already holds checkpoints resumes, as the recipe does.
+    average_checkpoints given). `config`: the run's config (docs/configuration.md) as a YAML or JSON file,
+    a mapping, or the recipe's typed config (zoo.configs.RUN_CONFIGS); the keywords win over it, as the
+    shortcut flags do. The recipe's mode defaults to train_and_eval; export_dir=... exports too. A run
+    that already holds checkpoints resumes, as the recipe does.
 
     A failed run raises RuntimeError with the recipe's `error:` line (or its last lines);
     KeyboardInterrupt stops the run as Ctrl-C does (its checkpoint saved) and is raised again."""
@@ -81,6 +86,19 @@ def train(recipe, model_dir, **flags):
         raise ValueError(f"Unknown recipe {recipe!r}: use one of {', '.join(MODELS)}.")
     command = [sys.executable, "-m", f"recipes.{recipe}", f"--model_dir={os.fspath(model_dir)}"]
     command += [flag(name, value) for name, value in flags.items() if value is not None]
+    with tempfile.TemporaryDirectory() as folder:
+        if config is not None:  # given to the recipe as a file, which checks every field
+            from zoo.configs import RUN_CONFIGS
+            from zoo.runs.record import source_layer
+
+            path = os.path.join(folder, "config.yaml")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(yaml.safe_dump(source_layer(config, recipe, RUN_CONFIGS[recipe]), sort_keys=False))
+            command.append(f"--config={path}")
+        return _run(command, recipe, model_dir, flags)
+
+
+def _run(command, recipe, model_dir, flags):
     pythonpath = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
     # A session of its own: a terminal's Ctrl-C reaches this process alone, which passes the recipe one SIGINT.
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -49,17 +49,15 @@ class SentimentRunConfig:
                               "token: use at least 2.")
 
 
-def base(preset, init_from=None, encoder=None):
+def base(preset, init_from=None, encoder=None, published=False):
     """The config a run starts from, before any file or override: the preset's model and the recipe's
     training defaults; with `init_from`, the pretrained `encoder`'s model (a ClassifierConfig), and for a
-    published checkpoint BERT's fine-tuning defaults."""
-    from zoo.pretraining import published
-
+    `published` checkpoint BERT's fine-tuning defaults."""
     if init_from is None:
         if preset not in classifier.PRESETS:
             raise ConfigError(f"Unknown preset {preset!r}: use one of {', '.join(classifier.PRESETS)}.")
         return SentimentRunConfig(model=classifier.PRESETS[preset])
-    train = PUBLISHED_TRAIN if published.is_published(init_from) else TRAIN
+    train = PUBLISHED_TRAIN if published else TRAIN
     return SentimentRunConfig(model=encoder, train=train, setup=SetupConfig(init_from=init_from))
 
 

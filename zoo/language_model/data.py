@@ -85,7 +85,7 @@ def load(name, split, level=None, text_column="text", bad_rows="error"):
     sources = cache.Sources(lambda: files.paths(spec, split))
     key = {"files": sources.digest, "spec": str(spec), "split": split, "column": text_column}
     lines = lambda: _lines(spec, split, text_column, files.BadRows("skip"))  # noqa: E731
-    if split in ("train", "validation") and not spec.has_splits:
+    if split in ("train", "validation") and files.holds_out(spec):
         lines, size = _held_out_split(lines, split, count, size, spec)
         key["held_out"] = HELD_OUT_RULE
     corpus = Corpus(lines, level, key, size, paths, sources=sources)

@@ -1,0 +1,91 @@
+"""One typed config per recipe, set three ways (issue 44): --config=FILE, --config.FIELD.PATH=VALUE and the
+shortcut flags over the preset; --mode=config; a run started again from its own config.json is the same run."""
+
+import json
+import os
+
+import pytest
+import yaml
+
+from tests.conftest import run_recipe
+
+# The classifier of issue 44's example, narrowed to run in seconds.
+FIELDS = {"num_layers": 2, "hidden_dim": 48, "num_heads": 6, "intermediate_dim": 96, "norm_first": True,
+          "activation": "gelu", "position": "learned"}
+SST2 = ("--dataset=sst2", "--preset=tiny", "--max_examples=200", "--vocab_size=300", "--batch_size=16",
+        "--train_steps=4", "--checkpoint_every=2", "--mode=train")
+
+
+def read(folder, name="config.json"):
+    with open(os.path.join(folder, name)) as f:
+        return json.load(f)
+
+
+def checkpoint_bytes(folder, step):
+    with open(os.path.join(folder, f"ckpt-{step}.data-00000-of-00001"), "rb") as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("recipe", ["sentiment", "translate", "lm", "pretrain"])
+def test_mode_config_prints_yaml_that_gives_the_same_config_back(recipe, tmp_path):
+    printed = run_recipe(recipe, "--mode=config", "--preset=tiny", "--config.train.warmup_steps=7",
+                         "--learning_rate=2e-4").stdout
+    config = yaml.safe_load(printed)
+    assert config["train"]["warmup_steps"] == 7 and config["train"]["learning_rate"] == 2e-4
+    (tmp_path / "exp.yaml").write_text(printed)
+    again = run_recipe(recipe, "--mode=config", f"--config={tmp_path / 'exp.yaml'}").stdout
+    assert yaml.safe_load(again) == config
+    assert os.listdir(tmp_path) == ["exp.yaml"]  # nothing written
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--config.model.num_layres=6"], "error: model.num_layres is not a config field: did you mean model.num_layers"),
+    (["--config.model.num_heads=5", "--config.model.hidden_dim=384"],
+     "error: model.num_heads=5 does not divide model.hidden_dim=384"),
+    (["--config.model.norm_first=maybe"], "error: model.norm_first='maybe' (str) must be true or false"),
+    (["--config.train.learning_rate=fast"], "error: train.learning_rate='fast' must be a number"),
+    (["--config.data.bad_rows=ignore"], "error: data.bad_rows='ignore' must be one of error, skip"),
+    (["--config.model"], "error: --config.model must be --config.FIELD.PATH=VALUE"),
+])
+def test_a_bad_field_is_one_error_line_naming_it_and_nothing_is_written(args, message, tmp_path):
+    result = run_recipe("sentiment", *SST2, *args, f"--model_dir={tmp_path / 'run'}", check=False)
+    assert result.returncode == 2 and result.stderr.strip().splitlines()[-1].startswith(message), result.stderr
+    assert "Traceback" not in result.stderr and not os.path.exists(tmp_path / "run")
+
+
+def test_a_config_file_of_another_recipe_or_an_older_record_is_refused(tmp_path):
+    (tmp_path / "lm.json").write_text(json.dumps({"format": 2, "recipe": "lm", "model": {}}))
+    (tmp_path / "old.json").write_text(json.dumps({"recipe": "sentiment", "dataset": "sst2", "model": {}}))
+    for name, message in (("lm.json", "is the record of a 'lm' run, not of a 'sentiment' one"),
+                          ("old.json", "was written by an older zoo")):
+        result = run_recipe("sentiment", "--mode=config", f"--config={tmp_path / name}", check=False)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_overrides_and_a_file_train_the_same_classifier_and_its_record_reproduces_it(tmp_path):
+    dotted = [f"--config.model.{name}={str(value).lower()}" for name, value in FIELDS.items()]
+    run_recipe("sentiment", *SST2, *dotted, f"--model_dir={tmp_path / 'a'}")
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump({"model": FIELDS}))
+    run_recipe("sentiment", *SST2, f"--config={tmp_path / 'exp.yaml'}", f"--model_dir={tmp_path / 'b'}")
+    a, b = read(tmp_path / "a"), read(tmp_path / "b")
+    assert a == b and all(a["model"][name] == value for name, value in FIELDS.items())
+    run_recipe("sentiment", f"--config={tmp_path / 'a' / 'config.json'}", "--mode=train",
+               f"--model_dir={tmp_path / 'c'}")
+    assert read(tmp_path / "c") == a
+    for step in (2, 4):
+        assert checkpoint_bytes(tmp_path / "c", step) == checkpoint_bytes(tmp_path / "a", step)
+    refused = run_recipe("sentiment", *SST2, "--train_steps=6", f"--model_dir={tmp_path / 'a'}", check=False)
+    assert refused.returncode == 2 and "model.num_layers: 2 -> 1" in refused.stderr  # the tiny preset's 1 layer
+
+
+def test_a_language_model_from_a_file_is_reproduced_from_its_record(tmp_path):
+    (tmp_path / "lm.yaml").write_text(yaml.safe_dump({
+        "data": {"dataset": "tinyshakespeare"},
+        "model": {"memory_length": 96, "segment_length": 16, "num_layers": 1, "hidden_dim": 32, "num_heads": 2,
+                  "intermediate_dim": 64},
+        "train": {"train_steps": 4, "checkpoint_every": 2, "batch_size": 4}}))
+    run_recipe("lm", f"--config={tmp_path / 'lm.yaml'}", "--mode=train", f"--model_dir={tmp_path / 'a'}")
+    assert read(tmp_path / "a")["model"]["memory_length"] == 96
+    run_recipe("lm", f"--config={tmp_path / 'a' / 'config.json'}", "--mode=train", f"--model_dir={tmp_path / 'b'}")
+    assert read(tmp_path / "b") == read(tmp_path / "a")
+    assert checkpoint_bytes(tmp_path / "b", 4) == checkpoint_bytes(tmp_path / "a", 4)
