@@ -65,10 +65,11 @@ def replace_proposals(kind):
 
 def worker(kind):
     """Runs `recipes.pretrain` (the remaining arguments) with `kind` proposals."""
-    from recipes import driver, pretrain
+    from recipes import driver
+    from zoo.pretraining.recipe import PRETRAIN
 
     replace_proposals(kind)
-    driver.run(pretrain.PRETRAIN)
+    driver.run(PRETRAIN, lambda mode: {})
 
 
 def run(kind, flags_, model_dir, *extra):

@@ -31,7 +31,8 @@ from benchmarks.common import recipe_flags
 from benchmarks.common.costs import multiply_adds
 from benchmarks.common.peak import training_share
 from benchmarks.common.report import ROOT, finished_run, median_seconds, paired, write_section
-from recipes.lm import load_trained  # also defines the recipes' flags, --dataset among them
+from recipes import lm  # noqa: F401  (defines the recipe's flags, --dataset among them)
+from zoo.language_model.recipe import load_trained
 from zoo.runs.run_dir import RunDir
 
 flags.DEFINE_string("run_dir", None, "Run directory of the benchmarked model (default runs/bench_lm_<dataset>).")

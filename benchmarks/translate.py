@@ -98,7 +98,7 @@ def choice_line(tried, test):
 
 def decoding_speed(model_dir, uncached_beam_sentences):
     from tests.zoo import _baselines as baselines
-    from recipes.translate import load_trained, translate_corpus
+    from zoo.translation.recipe import load_trained, translate_corpus
     from zoo.translation import corpora as translation_corpora
     from zoo.translation.search import DecodeConfig
 
@@ -163,7 +163,7 @@ def throughput(model_dir, steps, rounds):
     from zoo.training.config import Task, TrainConfig
     from zoo.training.loop import Trainer
 
-    from recipes.translate import padded_lengths
+    from zoo.translation.recipe import padded_lengths
 
     run_dir = RunDir(model_dir)
     run = run_dir.read_config()

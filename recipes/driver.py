@@ -1,147 +1,39 @@
-"""The one driver of every recipe: `run(recipe)`.
+"""The command line of every recipe: `run(recipe, options)`, absl's app.run of zoo.training.driver.
 
-A recipe is a `Recipe`: how it reads its flags into settings, prepares a training run (its
-record, data and `Task`), evaluates, loads a trained run, what its export serves, and any modes of
-its own. The driver does the rest, the same way for all of them: checks the flags, makes the
-tf.distribute strategy, holds the run folder, trains (only the chief writes), records the
-metrics, evaluates, exports and dispatches the other modes, with the errors a user can fix shown
-as one `error:` line.
+The flags are read once into the recipe's settings (recipes.common.settings_from_flags: its typed config, mode,
+folders, and `options(mode)`, the recipe's own flags); zoo.training.driver runs them. Here: the errors a user
+can fix shown as one `error:` line, a multi-worker run's lost worker named, SIGTERM and SIGINT ending a run
+cleanly, and --mode=config printing the resolved config.
 """
 
-import contextlib
-import dataclasses
 import json
 import os
 import sys
-from typing import Callable, Mapping
 
 from absl import app, flags
 
 from recipes import common
 from recipes.native_log import NativeLog, worker_log_path
 from zoo.core.config import to_yaml
-from zoo.data import cache
-from zoo.runs import export
-from zoo.training.distribute import is_chief, make_strategy
-from zoo.runs.run_dir import RunDir, RunDirError
-from zoo.training.config import Task
-from zoo.training.loop import Trainer
+from zoo.runs.run_dir import RunDirError
+from zoo.training import driver
+from zoo.training.run_settings import TRAINING_MODES
 
 FLAGS = flags.FLAGS
 LOST_WORKER_STATUS = 75  # EX_TEMPFAIL: start the workers again and the run resumes
-# Besides training (and the evaluation and export that follow it): eval writes metrics.json and its
-# summaries, explain its pictures.
-WRITING_MODES = (*common.TRAINING_MODES, "eval", "explain")
 
 
-@dataclasses.dataclass(frozen=True)
-class Prepared:
-    """A training run made ready by `Recipe.prepare`: what the driver records and trains."""
-
-    config: object  # the recipe's typed config as the run trains it: the model's derived fields and the steps
-    # --epochs asked for filled in
-    derived: dict  # what the run found out (class names, the files' digest, data sizes: zoo.runs.record)
-    task: Task
-
-
-@dataclasses.dataclass(frozen=True)
-class Serving:
-    """What a recipe's export serves: `zoo.runs.export.export`'s arguments."""
-
-    module: object  # a tf.Module
-    signatures: dict  # name -> tf.function
-    examples: dict  # input name -> example values the export is checked with
-    metadata: dict
-
-
-@dataclasses.dataclass(frozen=True)
-class Recipe:
-    """What a recipe adds to the driver. `settings` is the recipe's own frozen dataclass, made by
-    `config_from_flags(mode)` (the only place the recipe reads FLAGS), with the shared
-    `common.RunSettings` (the run's typed config among them) as its `run` field."""
-
-    name: str  # config.json's "recipe"
-    config_from_flags: Callable  # mode -> settings; bad flags fail here, before any work
-    prepare: Callable  # (settings, strategy) -> Prepared
-    load: Callable  # (model_dir, average=N) -> zoo.runs.run_dir.LoadedRun
-    server: Callable  # (LoadedRun, settings) -> Serving
-    evaluate: Callable | None = None  # settings -> results (--mode=eval, train_and_eval)
-    modes: Mapping[str, Callable] = dataclasses.field(default_factory=dict)  # its own modes: name -> fn(settings)
-
-
-def train(recipe, settings, strategy):
-    """Trains (or resumes) the run in settings.run.model_dir; returns the training metrics (None when the run
-    had already finished). Only the chief writes the record and the metrics."""
-    shared = settings.run
-    replicas = strategy.num_replicas_in_sync
-    if shared.train.batch_size % replicas:
-        raise ValueError(f"train.batch_size={shared.train.batch_size} is not divisible by the {replicas} replicas.")
-    cache.check_writable()  # a cache that cannot take the tokens is refused before the run folder gets a file
-    os.makedirs(shared.model_dir, exist_ok=True)
-    prepared = recipe.prepare(settings, strategy)
-    chief = is_chief(strategy)
-    run_dir = RunDir(shared.model_dir)
-    derived = {**prepared.derived, "epochs": shared.epochs, "replicas": replicas, "strategy": type(strategy).__name__}
-    run_dir.record_training(recipe.name, prepared.config, derived, chief)
-    metrics = Trainer(prepared.task, prepared.config.train, shared.model_dir, strategy).train()
-    if chief and metrics is not None:
-        run_dir.update_metrics(train=metrics)
-    return metrics
-
-
-def export_run(recipe, settings):
-    """Exports the trained run in TF Serving's layout under settings.run.export_dir; returns the version's path."""
-    loaded = recipe.load(settings.run.model_dir, average=settings.run.average_checkpoints)
-    serving = recipe.server(loaded, settings)
-    path = export.export(serving.module, serving.signatures, settings.run.export_dir, serving.examples,
-                         metadata=serving.metadata)
-    print(f"Exported step {loaded.step} to {path}")
-    return path
-
-
-def main(recipe):
-    """One run of `recipe` as the flags say."""
-    mode = FLAGS.mode
-    if mode == "config":  # the resolved config as YAML, for a file to start from; nothing is written
-        print(to_yaml(recipe.config_from_flags(mode).run.config), end="")
-        return
-    if not FLAGS.model_dir:
+def main(recipe, options):
+    """One run of `recipe` as the flags say (`options`: mode -> the recipe's own options from its flags)."""
+    if FLAGS.mode != "config" and not FLAGS.model_dir:
         raise app.UsageError("--model_dir is required.")
-    training = mode in common.TRAINING_MODES
-    if mode == "export" and not FLAGS.export_dir:
+    if FLAGS.mode == "export" and not FLAGS.export_dir:
         raise app.UsageError("--mode=export needs --export_dir.")
-    settings = recipe.config_from_flags(mode)
-    shared = settings.run
-    setup = shared.config.setup if training else None
-    strategy = make_strategy(setup.strategy, setup.cpu_replicas, setup.tpu) if training else None
-    with hold_model_dir(shared, strategy):
-        if training:
-            train(recipe, settings, strategy)
-            if not is_chief(strategy):
-                return
-        if shared.evaluating and recipe.evaluate is not None:
-            recipe.evaluate(settings)
-        if shared.exporting:
-            export_run(recipe, settings)
-        if mode in recipe.modes:
-            recipe.modes[mode](settings)
-
-
-def hold_model_dir(shared, strategy=None):
-    """A context that holds the model folder (`RunDir.hold`) while the mode writes there: the WRITING_MODES,
-    and an export into a folder inside the model folder. The other modes only read it (generate,
-    translate, an export elsewhere), and of a multi-worker job only the chief writes there."""
-    exports_inside = shared.mode == "export" and bool(shared.export_dir) and inside(shared.export_dir, shared.model_dir)
-    if not (shared.mode in WRITING_MODES or exports_inside) or (strategy is not None and not is_chief(strategy)):
-        return contextlib.nullcontext()
-    run_dir = RunDir(shared.model_dir)
-    run_dir.read_metrics()  # a damaged metrics.json is named now, not after the work that would update it
-    return run_dir.hold(create=shared.training)
-
-
-def inside(path, folder):
-    path, folder = os.path.realpath(path), os.path.realpath(folder)
-    return os.path.commonpath([path, folder]) == folder
+    settings = common.settings_from_flags(recipe, options)
+    if settings.run.mode == "config":  # the resolved config as YAML, for a file to start from; nothing is written
+        print(to_yaml(settings.run.config), end="")
+        return
+    driver.run(recipe, settings)
 
 
 def check_directories():
@@ -178,8 +70,8 @@ def own_task():
         return None
 
 
-def run(recipe):
-    """absl's app.run of `main(recipe)`, with the errors a user can fix shown as one clear line
+def run(recipe, options):
+    """absl's app.run of `main(recipe, options)`, with the errors a user can fix shown as one clear line
     (exit status 2) instead of a traceback; ZOO_DEBUG=1 shows the traceback.
     A multi-worker run that loses a worker ends with one line naming it (exit status 75); a multi-worker
     training run keeps TensorFlow's own log lines in a file (recipes.native_log), named when it fails.
@@ -198,7 +90,7 @@ def run(recipe):
         del argv
         logging.set_verbosity(logging.WARNING)
         log = None  # a multi-worker run's TensorFlow log (recipes.native_log)
-        if FLAGS.strategy == "multi_worker_mirrored" and FLAGS.mode in common.TRAINING_MODES:
+        if FLAGS.strategy == "multi_worker_mirrored" and FLAGS.mode in TRAINING_MODES:
             try:
                 log = NativeLog(worker_log_path(recipe.name, own_task()))
                 print(f"TensorFlow's own log lines of this worker go to {log.path}", file=sys.stderr)
@@ -218,7 +110,7 @@ def run(recipe):
         try:
             check_directories()
             with stop_on_signals():
-                result = main(recipe)
+                result = main(recipe, options)
             ended_well = True
             return result
         except (DatasetError, RunDirError, CheckpointError, FileNotFoundError, ValueError, NonFiniteLossError,

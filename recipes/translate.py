@@ -1,42 +1,18 @@
-r"""Machine translation with the encoder-decoder Transformer.
+r"""Machine translation with the paper's encoder-decoder: the command line of zoo.translation.recipe (where the
+recipe lives; zoo.train("translate", ...) runs the same from Python).
 
-  python -m recipes.translate --dataset=multi30k --source=de --target=en --preset=small \
-      --model_dir=runs/m30k_de_en --export_dir=saved_models/translate_de_en
+  python -m recipes.translate --dataset=multi30k --source=de --target=en --model_dir=runs/m30k_de_en
   python -m recipes.translate --mode=eval --model_dir=runs/m30k_de_en --beam_size=5
   echo "Ein Mann fährt Fahrrad." | python -m recipes.translate --mode=translate --model_dir=runs/m30k_de_en
 """
 
-import dataclasses
-import json
 import math
-import os
-import sys
-import time
 
-import numpy as np
-from absl import app, flags
+from absl import flags
 
 from recipes import common, driver
-from zoo.data import batching, files, tokenizer
-from zoo.translation import corpora as translation_corpora
-from zoo.core import disk
-from zoo.translation import data as translation_data, model as translation, preprocessor as translation_preprocessing
-from zoo.translation.load import load_run as load_trained
-from zoo.training.distribute import is_chief, uses_xla
-from zoo.training.evaluation import evaluate, write_summaries
-from zoo.core.progress import Progress
-from zoo.runs.run_dir import RunDir
-from zoo.training.config import Task
-from zoo.translation.run_config import TranslateRunConfig, base as run_config_base
-from zoo.translation.search import DecodeConfig, translate_ids
-from zoo.translation.server import TranslatorServer
-
-RECIPE = "translate"
-# Flag -> config field (or fields), beside common.SHORTCUTS.
-SHORTCUTS = {"source": "data.source", "target": "data.target", "eval_split": "data.eval_split",
-             "vocab_size": ("model.source_vocab_size", "model.target_vocab_size"),
-             "max_tokens": "train.max_tokens",
-             **{name: f"model.{name}" for name in ("shared_vocabulary", "tie_embeddings", "max_length", "dropout")}}
+from zoo.translation.recipe import TRANSLATE
+from zoo.translation.search import DecodeConfig
 
 common.define_mode("translate")
 flags.DEFINE_string("source", "de", "Source language code.")
@@ -52,7 +28,7 @@ flags.DEFINE_integer("max_length", None, "Tokens per source or target sentence. 
 flags.DEFINE_float("dropout", None, "Dropout rate. Default: the preset's.")
 flags.DEFINE_integer("beam_size", 5, "Beam size (1 = greedy search).")
 flags.DEFINE_float("length_penalty", 0.6, "GNMT length penalty alpha of beam search (0 = none).")
-flags.register_validator("length_penalty", lambda value: -math.inf < value < math.inf,
+flags.register_validator("length_penalty", lambda value: 0 <= value < math.inf,
                          "--length_penalty must be a finite number (GNMT's alpha, e.g. 0.6; 0 = none).")
 flags.DEFINE_integer("num_return", 1, "Translations returned per sentence (n-best, best first) in --mode=translate.")
 flags.DEFINE_integer("top_k", 0, "Sample from the k most likely tokens instead of searching (needs --beam_size=1).")
@@ -62,245 +38,13 @@ flags.DEFINE_integer("eval_batch_size", 100, lower_bound=1, help="Sentences per 
 FLAGS = flags.FLAGS
 
 
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    """A translation run as the flags ask for it."""
-
-    run: common.RunSettings
-    decode: DecodeConfig
-    eval_split: str | None  # None: `default_split` of the run's dataset
-    eval_batch_size: int
-    jit_compile: bool
-    bad_rows: str  # evaluation's (training's is config.data.bad_rows)
-
-
-def prepare_run(model_dir, config, data, chief):
-    """The run's config and tokenizers (`common.start_run`): a new run's are trained now (cased)."""
-    run_dir, model, seed = RunDir(model_dir), config.model, config.train.seed
-    source_file, target_file = run_dir.tokenizer_files(model.shared_vocabulary)
-
-    def write_tokenizers():
-        # All the training text up to train_tokenizer's limit, as before; above it a seeded share of about that
-        # much, read from the files a side at a time (train_tokenizer would need every text in memory to sample).
-        limit = tokenizer.MAX_TRAINING_CHARACTERS
-        if model.shared_vocabulary:
-            texts = data.tokenizer_sample((0, 1), limit, seed)
-            tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, model.source_vocab_size, False, seed), model_dir)
-            return
-        for side, size, name in ((0, model.source_vocab_size, source_file), (1, model.target_vocab_size, target_file)):
-            texts = data.tokenizer_sample((side,), limit, seed)
-            tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, size, False, seed), model_dir, name)
-
-    config = common.start_run(model_dir, RECIPE, config, write_tokenizers, target_file, chief)
-    return config, run_dir.tokenizers(model.shared_vocabulary)
-
-
-def padded_lengths(config):
-    """The longest padded source and target rows the model takes: its max_length positions for the source, and
-    for the target one more (<s> ... </s>: the decoder reads all but the last, the labels are all but the first),
-    so that rounding a batch up to a multiple of 8 never passes the learned positions."""
-    return {"source": config.max_length, "target": config.max_length + 1}
-
-
-def tokenizers_key(model_dir, config):
-    """The contents of a run's tokenizer files: their part of the token cache's keys."""
-    return tokenizer.files_key(model_dir, RunDir.tokenizer_files(config.shared_vocabulary))
-
-
-def prepare(settings, strategy):
-    """The training run (`driver.Prepared`): its record and tokenizers, the batch plan over the
-    training pairs (batches of at most max_tokens tokens) and the Task."""
-    shared, names = settings.run, settings.run.config.data
-    data = translation_data.load(names.dataset, "train", names.source, names.target, names.bad_rows)
-    data = data.subsample(names.max_examples, shared.train.seed)
-    digest = data.key.get("files")  # your own files' digest, as load read them (None for a built-in dataset)
-    if shared.evaluating and digest:  # its bad rows and line counts too, before any write
-        translation_data.load(names.dataset, settings.eval_split, names.source, names.target, names.bad_rows)
-    common.check_same_files(shared.model_dir, RECIPE, TranslateRunConfig, digest)
-    run_config, tokenizers = prepare_run(shared.model_dir, shared.config, data, is_chief(strategy))
-    derived = {"example": data.example}
-    if digest:  # your own files: a resumed run must find the same contents
-        derived["files"] = {"digest": digest, "bad_rows_skipped": data.skipped}
-    config = run_config.model
-    sources, targets = translation_data.token_rows(data, tokenizers, tokenizers_key(shared.model_dir, config),
-                                                   config.max_length)
-    sources.check_ids(config.source_vocab_size)
-    targets.check_ids(config.target_vocab_size)
-    lengths = np.maximum(sources.lengths, targets.lengths - 1)
-    train_config = shared.train
-    # A batch holds max_tokens tokens (at most batch_size pairs), not batch_size pairs: an epoch's steps
-    # count batches of the mean pair's length.
-    per_batch = min(train_config.batch_size, train_config.max_tokens // max(1, int(lengths.mean())))
-    train_config = common.with_epochs(train_config, shared.epochs, len(lengths), per_batch)
-    replicas = strategy.num_replicas_in_sync
-    plan = batching.training_plan(lengths, train_config.train_steps, train_config.batch_size, train_config.seed,
-                                  replicas, train_config.max_tokens)
-    fields = {"source": sources, "target": targets}
-    task = Task(
-        build_model=lambda: translation.build_translator(config),
-        dataset=batching.planned_dataset_fn(plan, replicas, lambda part, skip, _: batching.plan_dataset(
-            part, fields, skip=skip, max_length=padded_lengths(config))),
-        loss=translation.translation_loss(train_config.label_smoothing,
-                                          skip_padding=not uses_xla(strategy, train_config.jit_compile)),
-    )
-    return driver.Prepared(dataclasses.replace(run_config, train=train_config), derived, task)
-
-
-def translate_corpus(loaded, sources, decode, batch_size, jit_compile=False, search=translate_ids,
-                     description="translate"):
-    """Translations (best hypothesis) of every source sentence, in order; batches of similar lengths.
-    `search`: (model, source ids, decode config) -> (tokens, scores), as `translate_ids`."""
-    import tensorflow as tf
-
-    rows = translation_preprocessing.source_rows(loaded.tokenizer.source, sources, loaded.config.max_length)
-    plan = batching.evaluation_plan([len(r) for r in rows], batch_size)
-    batches = batching.plan_dataset(plan, {"source": rows, "index": np.arange(len(rows))},
-                                    max_length=padded_lengths(loaded.config))
-    # Batches differ in shape (sentences of similar lengths): one graph for all of them, not a trace per shape.
-    compiled_search = tf.function(lambda ids: search(loaded.model, ids, decode), jit_compile=jit_compile,
-                                  reduce_retracing=True)
-    hypotheses = [""] * len(rows)
-    progress = Progress(len(rows), unit=f"{description} sentence")
-    done = 0
-    for batch in batches:
-        tokens, _ = compiled_search(batch["source"])
-        texts = translation_preprocessing.text_from_ids(loaded.tokenizer.target, tokens[:, 0])
-        for i, text in zip(batch["index"].numpy(), texts.numpy()):
-            hypotheses[i] = text.decode("utf-8") if sources[i].strip() else ""
-        done += len(texts)
-        progress.update(done)
-    return hypotheses
-
-
-def default_split(dataset):
-    """The split evaluated when --eval_split is not given: test, or for files without {split} (which have no
-    test split) their held-out share, validation."""
-    spec = files.parse(dataset, translation_data.FORMS)
-    return "validation" if spec is not None and not spec.has_splits else "test"
-
-
-def run_eval(model_dir, split, decode, batch_size, jit_compile=False, average=1, bad_rows="error"):
-    import sacrebleu
-
-    loaded = load_trained(model_dir, average)
-    run = loaded.record.config.data
-    split = split or default_split(run.dataset)
-    data = translation_data.load(run.dataset, split, run.source, run.target, bad_rows)
-    references = list(data.texts(1))  # sacrebleu scores lists of texts; an evaluation split is small
-    began = time.time()
-    hypotheses = translate_corpus(loaded, list(data.texts(0)), decode, batch_size, jit_compile, description=split)
-    seconds = time.time() - began
-    name = f"hypotheses.{split}.{run.source}-{run.target}.txt"
-    disk.write_atomically(os.path.join(model_dir, name), "".join(h + "\n" for h in hypotheses).encode("utf-8"),
-                          "the hypotheses")
-    bleu_metric, chrf_metric = sacrebleu.BLEU(), sacrebleu.CHRF()
-    bleu = bleu_metric.corpus_score(hypotheses, [references])
-    chrf = chrf_metric.corpus_score(hypotheses, [references])
-    sources, targets = translation_data.token_rows(data, loaded.tokenizer, tokenizers_key(model_dir, loaded.config),
-                                                   loaded.config.max_length)
-    sources.check_ids(loaded.config.source_vocab_size)
-    targets.check_ids(loaded.config.target_vocab_size)
-    rows = {"source": sources, "target": targets}
-    plan = batching.evaluation_plan(targets.lengths, batch_size)
-    batches = batching.plan_dataset(plan, rows, max_length=padded_lengths(loaded.config))
-    totals = evaluate(translation.translation_metrics(loaded.model), batches, len(plan), split)
-    loss = totals["loss"] / totals["tokens"]
-    result = {"bleu": bleu.score, "chrf": chrf.score, "loss": loss}
-    write_summaries(model_dir, f"eval_{split}", loaded.step, result)
-    result.update(
-        # sacreBLEU's signatures (nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:...): how to reproduce the scores
-        bleu_signature=str(bleu_metric.get_signature()),
-        chrf_signature=str(chrf_metric.get_signature()),
-        sentences=len(hypotheses),
-        decode=dataclasses.asdict(decode),
-        decode_seconds=seconds,
-        step=loaded.step,
-        average_checkpoints=average,
-        hypotheses=name,
-    )
-    RunDir(model_dir).update_metrics(**{f"eval_{split}": result})
-    print(f"{split}: sacreBLEU {bleu.score:.2f}, chrF {chrf.score:.2f}, loss {loss:.4f} on {len(hypotheses)} "
-          f"sentences (decoding {seconds:.1f} s); hypotheses in {os.path.join(model_dir, name)}")
-    return result
-
-
-def server(loaded, settings):
-    module = TranslatorServer(loaded.model, loaded.tokenizer.source, loaded.tokenizer.target, settings.decode,
-                              settings.jit_compile)
-    run = loaded.record.config.data
-    return driver.Serving(
-        module, {"serving_default": module.serve}, {"text": [loaded.record.derived["example"], ""]},
-        metadata={"recipe": RECIPE, "dataset": run.dataset, "source": run.source, "target": run.target,
-                  "model": dataclasses.asdict(loaded.config),
-                  "decode": dataclasses.asdict(settings.decode), "step": loaded.step},
-    )
-
-
-def run_translate(model_dir, decode, batch_size, lines_in=sys.stdin, out=sys.stdout, average=1):
-    """Reads source sentences, one per line, and writes one line per input line: the translation,
-    or with --num_return > 1 a JSON object {"translations": [...], "scores": [...]}."""
-    import tensorflow as tf
-
-    loaded = load_trained(model_dir, average)
-    module = TranslatorServer(loaded.model, loaded.tokenizer.source, loaded.tokenizer.target, decode)
-
-    def flush(batch):
-        translations, scores = module.translate_n_best(tf.constant(batch))
-        for texts, values in zip(translations.numpy(), scores.numpy()):
-            texts = [t.decode("utf-8") for t in texts]
-            if decode.num_return == 1:
-                out.write(texts[0] + "\n")
-            else:
-                out.write(json.dumps({"translations": texts, "scores": [float(v) for v in values]}, ensure_ascii=False))
-                out.write("\n")
-        out.flush()
-
-    batch = []
-    for line in lines_in:
-        batch.append(line.rstrip("\n"))
-        if len(batch) == batch_size:
-            flush(batch)
-            batch = []
-    if batch:
-        flush(batch)
-
-
-def config_from_flags(mode):
-    """Settings from the flags; every flag is checked here, before any work."""
+def options(mode):
+    """The options of evaluation, translation and the export: the search, its batches, the split."""
     decode = DecodeConfig(beam_size=FLAGS.beam_size, length_penalty=FLAGS.length_penalty, num_return=FLAGS.num_return,
                           top_k=FLAGS.top_k, top_p=FLAGS.top_p, temperature=FLAGS.temperature, seed=FLAGS.seed)
-    training = mode in common.TRAINING_MODES
-    config, eval_split = None, FLAGS.eval_split
-    if training or mode == "config":
-        config = common.run_config(TranslateRunConfig, run_config_base, RECIPE, SHORTCUTS)
-        data = config.data
-        if training and not data.dataset:
-            raise app.UsageError("--dataset is required to train (multi30k, tfds:<name>, or your own files: "
-                                 "text:PATTERN with {lang}, tsv:PATTERN), or data.dataset in --config.")
-        eval_split = data.eval_split or (default_split(data.dataset) if data.dataset else None)
-        if data.dataset == "multi30k" and training:  # checks the pair, and a damaged evaluation file, before training
-            evaluating = mode == "train_and_eval"
-            for split in {"validation", eval_split if evaluating else "validation"}:
-                translation_corpora.load_translation("multi30k", split, data.source, data.target)
-        elif mode == "train_and_eval":
-            translation_data.check_split(data.dataset, eval_split, data.source, data.target)
-    return Settings(common.run_settings(config), decode, eval_split, FLAGS.eval_batch_size, FLAGS.jit_compile,
-                    FLAGS.bad_rows)
+    return {"decode": decode, "eval_split": FLAGS.eval_split, "eval_batch_size": FLAGS.eval_batch_size,
+            "jit_compile": FLAGS.jit_compile, "bad_rows": FLAGS.bad_rows}
 
-
-TRANSLATE = driver.Recipe(
-    name=RECIPE,
-    config_from_flags=config_from_flags,
-    prepare=prepare,
-    load=load_trained,
-    server=server,
-    evaluate=lambda settings: run_eval(settings.run.model_dir, settings.eval_split, settings.decode,
-                                       settings.eval_batch_size, settings.jit_compile,
-                                       settings.run.average_checkpoints, settings.bad_rows),
-    modes={"translate": lambda settings: run_translate(settings.run.model_dir, settings.decode,
-                                                       settings.eval_batch_size,
-                                                       average=settings.run.average_checkpoints)},
-)
 
 if __name__ == "__main__":
-    driver.run(TRANSLATE)
+    driver.run(TRANSLATE, options)

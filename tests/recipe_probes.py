@@ -23,9 +23,10 @@ def serve(recipe_name):
     from absl import flags
 
     from recipes import driver
+    from zoo.training.driver import Recipe
 
     module = importlib.import_module(f"recipes.{recipe_name}")
-    recipe = next(value for value in vars(module).values() if isinstance(value, driver.Recipe))
+    recipe = next(value for value in vars(module).values() if isinstance(value, Recipe))
     answers = sys.stdout
     for line in sys.stdin:
         request = json.loads(line)
@@ -36,7 +37,7 @@ def serve(recipe_name):
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                driver.run(recipe)
+                driver.run(recipe, module.options)
                 returncode = 0
             except SystemExit as stop:
                 if isinstance(stop.code, str):

@@ -17,16 +17,14 @@ module its export would hold; an export by its SavedModel's signatures, a damage
 missing file (zoo.runs.export.load_version). docs/python_api.md has more.
 """
 
-import collections
+import dataclasses
 import os
-import signal
-import subprocess
-import sys
-import tempfile
-
-import yaml
 
 from zoo.classifier.load import Classifier
+from zoo.sentiment.recipe import SENTIMENT
+from zoo.language_model.recipe import LM
+from zoo.pretraining.recipe import PRETRAIN
+from zoo.translation.recipe import TRANSLATE
 from zoo.language_model.load import LanguageModel
 from zoo.pretraining.load import Encoder
 from zoo.runs import export
@@ -39,7 +37,7 @@ WHAT_LOAD_TAKES = (
     f"export (a version folder <export_dir>/<n> holding saved_model.pb and {export.MANIFEST}, or the --export_dir "
     "holding such versions: the newest is loaded)."
 )
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds the recipes package
+RECIPES = {"sentiment": SENTIMENT, "translate": TRANSLATE, "lm": LM, "pretrain": PRETRAIN}
 
 
 def load(path, average=1):
@@ -52,9 +50,9 @@ def load(path, average=1):
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} does not exist: {WHAT_LOAD_TAKES}")
-    run = RunDir(path).read_config() if os.path.isdir(path) else None
-    if run is not None:
-        return model_of(run.get("recipe"), path).from_run(path, average)
+    recipe = RunDir(path).recipe() if os.path.isdir(path) else None
+    if recipe is not None:
+        return model_of(recipe, path).from_run(path, average)
     version = export.find_version(path)
     if version is None:
         raise ValueError(f"{path} is neither a trained run nor an export: {WHAT_LOAD_TAKES}")
@@ -71,59 +69,45 @@ def model_of(recipe, path):
     return MODELS[recipe]
 
 
-def train(recipe, model_dir, config=None, **flags):
-    """Runs `python -m recipes.<recipe> --model_dir=MODEL_DIR [--config=FILE] --NAME=VALUE ...` (one flag per
-    keyword, with the flag's meaning and default; True is --NAME, False --noNAME, a list comma-joined) in a
-    process of its own, its output echoed here, and returns `load(model_dir)` (with the
-    average_checkpoints given). `config`: the run's config (docs/configuration.md) as a YAML or JSON file,
-    a mapping, or the recipe's typed config (zoo.configs.RUN_CONFIGS); the keywords win over it, as the
-    shortcut flags do. The recipe's mode defaults to train_and_eval; export_dir=... exports too. A run
-    that already holds checkpoints resumes, as the recipe does.
+def train(recipe, model_dir, config=None, *, preset=None, mode="train_and_eval", export_dir=None, epochs=None,
+          average_checkpoints=1, overrides=(), **keywords):
+    """Trains (or resumes) a `recipe` run in `model_dir`, in this process, as `python -m recipes.<recipe>` would,
+    and returns `load(model_dir, average_checkpoints)`.
 
-    A failed run raises RuntimeError with the recipe's `error:` line (or its last lines);
-    KeyboardInterrupt stops the run as Ctrl-C does (its checkpoint saved) and is raised again."""
-    if recipe not in MODELS:
-        raise ValueError(f"Unknown recipe {recipe!r}: use one of {', '.join(MODELS)}.")
-    command = [sys.executable, "-m", f"recipes.{recipe}", f"--model_dir={os.fspath(model_dir)}"]
-    command += [flag(name, value) for name, value in flags.items() if value is not None]
-    with tempfile.TemporaryDirectory() as folder:
-        if config is not None:  # given to the recipe as a file, which checks every field
-            from zoo.configs import RUN_CONFIGS
-            from zoo.runs.record import source_layer
+    Args:
+        recipe: "sentiment", "translate", "lm" or "pretrain".
+        config: the run's config (docs/configuration.md): a YAML or JSON file (a run's own config.json is one), a
+            mapping of any subset of its fields, or the recipe's typed config (zoo.configs.RUN_CONFIGS).
+        preset: the base the config goes over (default: small).
+        mode: "train" or "train_and_eval" (evaluates after training); export_dir: exports too.
+        epochs: passes over the training data, in place of train_steps.
+        overrides: dotted fields over `config`, e.g. ["model.num_layers=6"] or [("model.num_layers", 6)].
+        **keywords: the recipe's shortcuts, named as its flags (dataset="sst2", learning_rate=1e-4, max_length=128,
+            ...; they win over `config` and `overrides`), and its modes' options (e.g. translate's decode).
 
-            path = os.path.join(folder, "config.yaml")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(yaml.safe_dump(source_layer(config, recipe, RUN_CONFIGS[recipe]), sort_keys=False))
-            command.append(f"--config={path}")
-        return _run(command, recipe, model_dir, flags)
+    A bad field or value raises zoo.core.config.ConfigError (a ValueError) naming it, before anything is
+    written; Ctrl-C stops the run with its checkpoint saved and raises KeyboardInterrupt."""
+    from zoo.training import driver
+    from zoo.training.run_settings import SHORTCUTS
+    from zoo.training.stopping import Stopped
 
-
-def _run(command, recipe, model_dir, flags):
-    pythonpath = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
-    # A session of its own: a terminal's Ctrl-C reaches this process alone, which passes the recipe one SIGINT.
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, "PYTHONPATH": pythonpath}, start_new_session=True)
-    last = collections.deque(maxlen=20)
+    if recipe not in RECIPES:
+        raise ValueError(f"Unknown recipe {recipe!r}: use one of {', '.join(RECIPES)}.")
+    if mode not in ("train", "train_and_eval"):
+        raise ValueError(f"mode={mode!r}: zoo.train trains (train, train_and_eval); zoo.load evaluates and serves.")
+    spec = RECIPES[recipe]
+    # A shortcut of the config first (dataset: the data trained on), else an option of the recipe's modes.
+    shortcuts = {*SHORTCUTS, *spec.shortcuts, "mixed_precision"}
+    option_names = {field.name for field in dataclasses.fields(spec.settings_class)} - {"run"} - shortcuts
+    options = {name: value for name, value in keywords.items() if name in option_names}
+    given = {name: value for name, value in keywords.items() if name not in option_names}
+    settings = driver.settings(spec, mode, os.fspath(model_dir), export_dir and os.fspath(export_dir), preset, config,
+                               overrides, given, options, epochs, given.get("batch_size"), average_checkpoints,
+                               given.get("seed", 0))
     try:
-        for line in process.stdout:
-            sys.stdout.write(line)
-            last.append(line.rstrip("\n"))
-        status = process.wait()
-    except KeyboardInterrupt:
-        process.send_signal(signal.SIGINT)
-        process.wait()
-        raise
-    if status != 0:
-        errors = [line for line in last if line.startswith("error: ")]
-        why = errors[-1] if errors else "\n".join(last)
-        raise RuntimeError(f"recipes.{recipe} exited with status {status}: {why}")
-    return load(model_dir, average=flags.get("average_checkpoints") or 1)
+        driver.run(spec, settings)
+    except Stopped as stop:
+        raise KeyboardInterrupt(str(stop)) from stop
+    return load(model_dir, average=average_checkpoints)
 
 
-def flag(name, value):
-    """One command-line flag meaning what the keyword `name=value` means."""
-    if isinstance(value, bool):
-        return f"--{name}" if value else f"--no{name}"
-    if isinstance(value, (list, tuple)):
-        return f"--{name}={','.join(str(v) for v in value)}"
-    return f"--{name}={value}"

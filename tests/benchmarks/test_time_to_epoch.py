@@ -26,6 +26,7 @@ def test_the_sample_is_seeded_and_both_libraries_read_the_same_examples(tmp_path
     assert first.texts != other.texts
     files = time_to_epoch.sample_files(str(tmp_path))
     time_to_epoch.write_csv(files["train"], first)
+    time_to_epoch.write_csv(files["validation"], other)  # as the benchmark writes both (train is then all of train)
     # keras-hub's child reads the file with read_csv; the zoo's recipe with its own csv reader, from --dataset.
     assert time_to_epoch.read_csv(files["train"]) == (first.texts, first.labels.tolist())
     dataset = time_to_epoch.zoo_flags("ckpt", str(tmp_path), 64, "float32", 1, 0)[0].removeprefix("--dataset=")

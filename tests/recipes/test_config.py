@@ -53,13 +53,17 @@ def test_a_bad_field_is_one_error_line_naming_it_and_nothing_is_written(args, me
     assert "Traceback" not in result.stderr and not os.path.exists(tmp_path / "run")
 
 
-def test_a_config_file_of_another_recipe_or_an_older_record_is_refused(tmp_path):
+def test_a_record_of_another_recipe_or_zoo_is_refused_and_one_of_format_1_is_read(tmp_path):
     (tmp_path / "lm.json").write_text(json.dumps({"format": 2, "recipe": "lm", "model": {}}))
-    (tmp_path / "old.json").write_text(json.dumps({"recipe": "sentiment", "dataset": "sst2", "model": {}}))
+    (tmp_path / "new.json").write_text(json.dumps({"format": 3, "recipe": "sentiment"}))
     for name, message in (("lm.json", "is the record of a 'lm' run, not of a 'sentiment' one"),
-                          ("old.json", "was written by an older zoo")):
+                          ("new.json", "was written by another zoo (config.json format 3")):
         result = run_recipe("sentiment", "--mode=config", f"--config={tmp_path / name}", check=False)
         assert result.returncode == 2 and message in result.stderr, result.stderr
+    (tmp_path / "old.json").write_text(json.dumps({"recipe": "sentiment", "dataset": "sst2", "model": {"num_layers": 3},
+                                                   "data": {"max_examples": 50, "replicas": 1}}))
+    config = yaml.safe_load(run_recipe("sentiment", "--mode=config", f"--config={tmp_path / 'old.json'}").stdout)
+    assert (config["data"]["dataset"], config["data"]["max_examples"], config["model"]["num_layers"]) == ("sst2", 50, 3)
 
 
 def test_overrides_and_a_file_train_the_same_classifier_and_its_record_reproduces_it(tmp_path):

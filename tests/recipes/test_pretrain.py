@@ -181,5 +181,5 @@ def test_resuming_with_another_batch_size_or_corpus_is_refused(pretrained_run, p
     for flags in (other_batch, ["--corpus=imdb", *ELECTRA[1:]]):
         result = probe_recipe("pretrain", *flags, "--train_steps=30", "--mode=train", f"--model_dir={model_dir}")
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
-        assert "batch_size=8" in result.stderr or "corpus: ['sst2'] -> ['imdb']" in result.stderr
+        assert "train.batch_size: 16 -> 8" in result.stderr or "data.corpus: ['sst2'] -> ['imdb']" in result.stderr
     assert max(int(n[5:-6]) for n in os.listdir(model_dir) if n.endswith(".index")) == 20

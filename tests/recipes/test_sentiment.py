@@ -66,7 +66,7 @@ def test_export_answers_in_a_fresh_tensorflow_process_like_the_model_in_process(
 
     import tensorflow as tf
 
-    from recipes import sentiment
+    from zoo.sentiment import recipe as sentiment
 
     from zoo.classifier.preprocessor import ClassifierPreprocessor
 
@@ -80,7 +80,7 @@ def test_export_answers_in_a_fresh_tensorflow_process_like_the_model_in_process(
 def test_an_export_of_averaged_checkpoints_serves_the_mean_model(trained, run_recipe, tmp_path, probe_recipe):
     import tensorflow as tf
 
-    from recipes import sentiment
+    from zoo.sentiment import recipe as sentiment
     from zoo.classifier.preprocessor import ClassifierPreprocessor
     from zoo.runs.checkpoints import restore_model
 
@@ -259,7 +259,7 @@ def test_resuming_with_another_batch_size_is_refused_naming_it(trained, probe_re
         "sentiment", *[f for f in QUICK if not f.startswith("--batch_size")], "--batch_size=8", "--mode=train",
         "--train_steps=40", f"--model_dir={model_dir}",
     )
-    assert result.returncode == 2 and "batch_size=8 (was 16)" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 2 and "train.batch_size: 16 -> 8" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_a_model_dir_with_checkpoints_but_no_config_is_refused(trained, tmp_path, probe_recipe):

@@ -92,7 +92,7 @@ def test_the_export_answers_in_a_fresh_process_as_the_model_does(trained):
 
     import tensorflow as tf
 
-    from recipes import sentiment
+    from zoo.sentiment import recipe as sentiment
     from zoo.classifier.preprocessor import ClassifierPreprocessor
 
     trained_run = sentiment.load_trained(model_dir)

@@ -159,8 +159,6 @@ def test_a_module_named_by_a_string_counts_and_a_sentence_does_not():
     assert not names_recipes(ast.parse('message = f"run recipes.{recipe} there"'), "zoo.runs.run_dir")
 
 
-@pytest.mark.xfail(strict=False, reason="zoo.api's train runs `python -m recipes.<name>` until the recipes' "
-                                        "preparing code moves into zoo/ (issue 44, item 4)")
 def test_no_zoo_module_imports_recipes():
     modules = zoo_modules()
     upward = sorted(name for name, tree in modules.items() if names_recipes(tree, name))

@@ -1,4 +1,4 @@
-"""The Python API: `zoo.train` runs a recipe from keyword arguments, and `zoo.load` of the run folder and of
+"""The Python API: `zoo.train` runs a recipe from keyword arguments (in this process), and `zoo.load` of the run folder and of
 its export answer as the export's own SavedModel signatures do, for every recipe (each trained once, a
 few steps of its tiny preset; the answers are compared, not judged)."""
 
@@ -12,11 +12,11 @@ import tensorflow_text  # noqa: F401  (the signatures below read the exports dir
 
 import zoo
 from tests.conftest import data_path_peak
-from zoo import api
 from zoo.classifier.load import Classifier
 from zoo.language_model.load import LanguageModel
 from zoo.pretraining.load import Encoder
 from zoo.translation.load import Translator
+from zoo.translation.search import DecodeConfig
 
 pytestmark = pytest.mark.slow  # outside the default run: python -m pytest -m slow
 
@@ -25,7 +25,7 @@ SHARED = {"preset": "tiny", "mode": "train", "train_steps": 4, "checkpoint_every
 FLAGS = {
     "sentiment": {"dataset": "sst2", "max_examples": 200, "vocab_size": 300, "batch_size": 16, "max_length": 512},
     "translate": {"dataset": "multi30k", "source": "de", "target": "en", "max_examples": 200, "vocab_size": 300,
-                  "max_tokens": 1024, "beam_size": 2, "max_length": 24},
+                  "max_tokens": 1024, "decode": DecodeConfig(beam_size=2), "max_length": 24},
     "lm": {"dataset": "ptb", "batch_size": 8},
     "pretrain": {"corpus": ["sst2"], "vocab_size": 300, "sequence_length": 64, "batch_size": 16},
 }
@@ -164,13 +164,3 @@ def test_averaging_is_refused_for_an_export(trained):
     _, _, export_dir = trained("sentiment")
     with pytest.raises(ValueError, match="averages a run's checkpoints, but .* is an export"):
         zoo.load(export_dir, average=2)
-
-
-def test_train_passes_keywords_as_flags_and_raises_the_recipes_error_line(tmp_path):
-    assert [api.flag("shared_vocabulary", False), api.flag("jit_compile", True), api.flag("corpus", ["a", "b"]),
-            api.flag("train_steps", 3)] == ["--noshared_vocabulary", "--jit_compile", "--corpus=a,b",
-                                            "--train_steps=3"]
-    with pytest.raises(ValueError, match="Unknown recipe 'chess': use one of sentiment, translate, lm, pretrain"):
-        zoo.train("chess", model_dir=str(tmp_path))
-    with pytest.raises(RuntimeError, match=r"recipes.sentiment exited with status 2: error: .*nosuch"):
-        zoo.train("sentiment", model_dir=str(tmp_path / "run"), dataset="nosuch", mode="train")

@@ -5,6 +5,7 @@ whole into the run's config.json."""
 import dataclasses
 
 from zoo.classifier import model as classifier
+from zoo.core import config
 from zoo.core.config import ConfigError
 from zoo.training.config import TrainConfig
 from zoo.training.setup import SetupConfig
@@ -54,9 +55,7 @@ def base(preset, init_from=None, encoder=None, published=False):
     training defaults; with `init_from`, the pretrained `encoder`'s model (a ClassifierConfig), and for a
     `published` checkpoint BERT's fine-tuning defaults."""
     if init_from is None:
-        if preset not in classifier.PRESETS:
-            raise ConfigError(f"Unknown preset {preset!r}: use one of {', '.join(classifier.PRESETS)}.")
-        return SentimentRunConfig(model=classifier.PRESETS[preset])
+        return config.preset(SentimentRunConfig, classifier.PRESETS, preset)
     train = PUBLISHED_TRAIN if published else TRAIN
     return SentimentRunConfig(model=encoder, train=train, setup=SetupConfig(init_from=init_from))
 

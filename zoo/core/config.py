@@ -190,6 +190,13 @@ def merge(*layers):
     return result
 
 
+def preset(cls, presets, name, **sections):
+    """`cls` with the model of `presets[name]` and the other sections given (a recipe's base), or ConfigError."""
+    if name not in presets:
+        raise ConfigError(f"Unknown preset {name!r}: use one of {', '.join(presets)}.")
+    return cls(model=presets[name], **sections)
+
+
 def layered(cls, base, *layers):
     """`cls` from the config `base` with each layer (a mapping, later ones winning) merged over it."""
     return from_dict(cls, merge(to_dict(base), *layers))

@@ -4,6 +4,7 @@ run's config.json."""
 
 import dataclasses
 
+from zoo.core import config
 from zoo.core.config import ConfigError
 from zoo.language_model import model as lm
 from zoo.language_model.data import FILE_LEVELS
@@ -32,6 +33,9 @@ class LMData:
                              "on the whole text: shorten a quick run with train_steps instead.")
 
 
+# Longer is refused before any allocation: attention's scores alone hold segment_length x (segment_length +
+# memory_length) floats a head and a sequence (64 GiB at 65,536 each).
+MAX_POSITIONS = 65_536
 TRAIN = TrainConfig(train_steps=4000, batch_size=32, learning_rate=1e-3, warmup_steps=400, label_smoothing=0.0,
                     clip_norm=0.25, checkpoint_every=500, log_every=50)
 
@@ -44,14 +48,13 @@ class LMRunConfig:
     setup: SetupConfig = SetupConfig()
 
     def __post_init__(self):
-        if self.setup.init_from is not None:
-            raise ConfigError("setup.init_from is for sentiment and pretrain runs; a language model trains from "
-                              "scratch: leave it out.")
+        self.setup.from_scratch("a language model")
+        for name in ("segment_length", "memory_length"):
+            if getattr(self.model, name) > MAX_POSITIONS:
+                raise ConfigError(f"model.{name}={getattr(self.model, name)} must be at most {MAX_POSITIONS:,} tokens "
+                                  "(attention's scores grow with segment_length x (segment_length + memory_length)).")
 
 
 def base(preset, init_from=None):
-    """The preset's model with the recipe's training defaults."""
-    del init_from  # refused by LMRunConfig
-    if preset not in lm.PRESETS:
-        raise ConfigError(f"Unknown preset {preset!r}: use one of {', '.join(lm.PRESETS)}.")
-    return LMRunConfig(model=lm.PRESETS[preset])
+    """The preset's model with the recipe's training defaults (init_from is refused by LMRunConfig)."""
+    return config.preset(LMRunConfig, lm.PRESETS, preset)

@@ -4,6 +4,7 @@ the run's config.json."""
 
 import dataclasses
 
+from zoo.core import config
 from zoo.core.config import ConfigError
 from zoo.pretraining import model as pretraining
 from zoo.training.config import TrainConfig
@@ -53,6 +54,4 @@ def base(preset, init_from=None, model=None):
     `model` (the PretrainConfig continuing its masked-LM training)."""
     if init_from is not None:
         return PretrainRunConfig(model=model, setup=SetupConfig(init_from=init_from))
-    if preset not in pretraining.PRESETS:
-        raise ConfigError(f"Unknown preset {preset!r}: use one of {', '.join(pretraining.PRESETS)}.")
-    return PretrainRunConfig(model=pretraining.PRESETS[preset])
+    return config.preset(PretrainRunConfig, pretraining.PRESETS, preset)

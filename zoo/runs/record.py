@@ -32,6 +32,7 @@ def as_record(recipe, config, derived):
 
 def from_record(data, recipe, cls, where):
     """The Record of config.json's contents `data` (read from `where`), typed as `cls`."""
+    data = data if "format" in data else upgrade(data)
     sections = as_layer(data, recipe, where)
     try:
         config = cfg.from_dict(cls, sections)
@@ -46,12 +47,36 @@ def as_layer(data, recipe, where):
     of another recipe is refused, and one written before records held typed configs is named as such."""
     if "recipe" in data and data["recipe"] != recipe:
         raise cfg.ConfigError(f"{where} is the record of a {data['recipe']!r} run, not of a {recipe!r} one.")
-    if "recipe" in data and data.get("format") != FORMAT:
-        raise cfg.ConfigError(
-            f"{where} was written by an older zoo (config.json format {data.get('format', 1)}, this zoo reads "
-            f"{FORMAT}): its fields are not the config's sections. Its model section still holds the model's "
-            "fields: copy them under model: in a YAML file, or train with the older zoo.")
+    if "recipe" in data and "format" not in data:
+        data = upgrade(data)
+    if "recipe" in data and data["format"] != FORMAT:
+        raise cfg.ConfigError(f"{where} was written by another zoo (config.json format {data['format']!r}; this zoo "
+                              f"reads {FORMAT} and 1): train with the zoo that wrote it, or copy its fields into a "
+                              "YAML file (docs/configuration.md).")
     return {key: value for key, value in data.items() if key not in RECORD_KEYS}
+
+
+def upgrade(old):
+    """A record of format 1 (before records held typed configs) as format 2: its data settings, spread over the
+    record's top level, its files' columns and its "data" (which then held sizes and devices), gathered into the
+    data section, init_from into setup, what the run derived into derived."""
+    sizes, files = old.get("data") or {}, old.get("files") or {}
+    data = {key: old[key] for key in ("dataset", "source", "target", "level", "corpus", "document_per_file",
+                                      "eval_fraction", "text_column") if old.get(key) is not None}
+    columns = files.get("columns") or {}
+    data.update({f"{key}_column": columns[key] for key in ("text", "label") if key in columns})
+    data.update({key: value for key, value in ((k, columns.get(k, sizes.get(k))) for k in ("bad_rows", "classes"))
+                 if value is not None})
+    if files.get("text_column"):
+        data["text_column"] = files["text_column"]
+    data.update({key: sizes[key] for key in ("max_examples", "random_offset") if sizes.get(key) is not None})
+    derived = {key: sizes[key] for key in ("replicas", "strategy", "sequences", "segments_per_pass") if key in sizes}
+    derived.update({key: old[key] for key in ("class_names", "example") if key in old})
+    if files:
+        derived["files"] = {key: files[key] for key in ("digest", "bad_rows_skipped") if key in files}
+    setup = {"init_from": old["init_from"]} if old.get("init_from") else {}
+    return {"format": FORMAT, "recipe": old["recipe"], "data": data, "model": old.get("model") or {},
+            "train": old.get("train") or {}, "setup": setup, "derived": derived}
 
 
 def source_layer(source, recipe, cls):

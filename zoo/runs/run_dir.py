@@ -89,6 +89,11 @@ class RunDir:
         """The run's record as written, whatever its recipe; None when there is none."""
         return self._read_json(CONFIG_FILE, CONFIG_ADVICE)
 
+    def recipe(self):
+        """The recipe of the run recorded here, None when there is no record."""
+        run = self.read_config()
+        return None if run is None else run.get("recipe")
+
     def read_run(self, recipe):
         """The run's record, checked to belong to `recipe`; None if absent."""
         run = self.read_config()
@@ -116,7 +121,7 @@ class RunDir:
         """The compute dtype the run here trained in, or None (no run here yet)."""
         run = self.read_config() if self.path else None
         try:
-            return run["train"]["mixed_precision"] if run["format"] == record.FORMAT else None
+            return run["train"]["mixed_precision"]
         except (KeyError, TypeError):
             return None  # not a run to resume: read_run says why later
 
@@ -129,9 +134,9 @@ class RunDir:
         """Checks that training with `derived` (replicas, strategy, data sizes) can resume the run here, then
         writes its record: `config` (the recipe's typed config) and `derived` (with write=False, as a
         non-chief worker does, only checks)."""
-        existing = self.read_run(recipe)
+        existing = self.read_record(recipe, type(config))
         if existing is not None:
-            check_resumable(existing.get("derived") or {}, derived)
+            check_resumable(existing.derived, derived)
         if write:
             self._write_json(CONFIG_FILE, record.as_record(recipe, config, derived))
 

@@ -17,3 +17,9 @@ class SetupConfig:
             raise ValueError(f"strategy={self.strategy!r} is not one of {', '.join(STRATEGIES)}.")
         if self.cpu_replicas < 0:
             raise ValueError(f"cpu_replicas={self.cpu_replicas} must be 0 or more.")
+
+    def from_scratch(self, what):
+        """Refuses an init_from for a run that trains from scratch (`what`: "translation", "a language model")."""
+        if self.init_from is not None:
+            raise ValueError(f"setup.init_from is for sentiment and pretrain runs; {what} trains from scratch: leave "
+                             "it out.")

@@ -3,6 +3,7 @@ from a preset, a file, dotted overrides and shortcut flags, and written whole in
 
 import dataclasses
 
+from zoo.core import config
 from zoo.core.config import ConfigError
 from zoo.training.config import TrainConfig
 from zoo.training.setup import SetupConfig
@@ -24,7 +25,7 @@ class TranslationData:
         if self.bad_rows not in BAD_ROWS:
             raise ValueError(f"bad_rows={self.bad_rows!r} must be one of {', '.join(BAD_ROWS)}.")
         if self.source == self.target:
-            raise ValueError(f"source={self.source!r} and target={self.target!r} must be two languages.")
+            raise ValueError(f"source and target are both {self.source!r}: give two languages.")
         if self.max_examples is not None and self.max_examples < 1:
             raise ValueError(f"max_examples={self.max_examples} must be at least 1.")
 
@@ -41,9 +42,7 @@ class TranslateRunConfig:
     setup: SetupConfig = SetupConfig()
 
     def __post_init__(self):
-        if self.setup.init_from is not None:
-            raise ConfigError("setup.init_from is for sentiment and pretrain runs; translation trains from scratch: "
-                              "leave it out.")
+        self.setup.from_scratch("translation")
         if self.train.max_tokens is not None and self.train.max_tokens < self.model.max_length:
             raise ConfigError(f"train.max_tokens={self.train.max_tokens} cannot hold one pair of up to "
                               f"model.max_length={self.model.max_length} tokens: give at least {self.model.max_length}, "
@@ -51,8 +50,5 @@ class TranslateRunConfig:
 
 
 def base(preset, init_from=None):
-    """The preset's model with the recipe's training defaults."""
-    del init_from  # refused by TranslateRunConfig
-    if preset not in translation.PRESETS:
-        raise ConfigError(f"Unknown preset {preset!r}: use one of {', '.join(translation.PRESETS)}.")
-    return TranslateRunConfig(model=translation.PRESETS[preset])
+    """The preset's model with the recipe's training defaults (init_from is refused by TranslateRunConfig)."""
+    return config.preset(TranslateRunConfig, translation.PRESETS, preset)

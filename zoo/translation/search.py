@@ -35,6 +35,9 @@ class DecodeConfig:
             raise ValueError(f"num_return={self.num_return} must be between 1 and beam_size={self.beam_size}.")
         if self.top_k < 0 or not 0.0 < self.top_p <= 1.0 or self.temperature <= 0:
             raise ValueError("top_k must be >= 0, top_p in (0, 1] and temperature > 0.")
+        if not 0.0 <= self.length_penalty < math.inf:
+            raise ValueError(f"length_penalty={self.length_penalty} must be a finite number, 0 or more (GNMT's alpha, "
+                             "e.g. 0.6; 0 = none).")
         if not math.isfinite(self.temperature):
             raise ValueError(f"temperature={self.temperature} must be a finite number above 0 (1 samples from the "
                              "model's own distribution).")

@@ -62,7 +62,7 @@ def test_every_recipe_refuses_a_negative_learning_rate_in_one_line_before_any_wo
     model_dir = str(tmp_path / "run")
     result = probe_recipe(recipe, *flags, "--learning_rate=-1", f"--model_dir={model_dir}")
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert result.stderr.strip().splitlines()[-1] == "error: learning_rate=-1.0 must be positive."
+    assert result.stderr.strip().splitlines()[-1] == "error: train.learning_rate=-1.0 must be positive."
     assert not os.path.exists(os.path.join(model_dir, "config.json"))
 
 
@@ -86,9 +86,9 @@ def test_a_model_dir_that_is_a_file_is_refused_in_one_line(tmp_path, probe_recip
         ("sentiment", ["--dataset=sst2", "--profile_steps=1,3"], "profile_steps=(1, 3) must be two steps"),
         ("sentiment", ["--dataset=sst2", "--epochs=inf"], "--epochs must be positive and finite"),
         ("sentiment", ["--dataset=sst2", "--epochs=nan"], "--epochs must be positive and finite"),
-        ("lm", ["--dataset=ptb", "--segment_length=1000000000"], "--segment_length must be at most 65,536 tokens"),
-        ("lm", ["--dataset=ptb", "--memory_length=1000000000"], "--memory_length must be at most 65,536 tokens"),
-        ("lm", ["--mode=eval", "--eval_memory_length=1000000000"], "--eval_memory_length must be at most 65,536"),
+        ("lm", ["--dataset=ptb", "--segment_length=1000000000"], "model.segment_length=1000000000 must be at most 65,536 tokens"),
+        ("lm", ["--dataset=ptb", "--memory_length=1000000000"], "model.memory_length=1000000000 must be at most 65,536 tokens"),
+        ("lm", ["--mode=eval", "--eval_memory_length=1000000000"], "eval_memory_length=1000000000 must be in [0, 65,536]"),
         ("translate", ["--mode=translate", "--length_penalty=nan"], "--length_penalty must be a finite number"),
         ("translate", ["--mode=translate", "--length_penalty=-inf"], "--length_penalty must be a finite number"),
     ],
@@ -102,18 +102,18 @@ def test_flags_out_of_range_are_refused_when_parsed(recipe, flags, named, tmp_pa
 @pytest.mark.parametrize(
     "recipe, flags, message",
     [
-        ("sentiment", ["--mode=eval", "--batch_size=-1"], "error: --batch_size=-1 must be at least 1."),
-        ("pretrain", ["--mode=eval", "--batch_size=0"], "error: --batch_size=0 must be at least 1."),
+        ("sentiment", ["--mode=eval", "--batch_size=-1"], "error: batch_size=-1 must be at least 1."),
+        ("pretrain", ["--mode=eval", "--batch_size=0"], "error: batch_size=0 must be at least 1."),
         ("sentiment", ["--dataset=sst2", "--max_length=1"],
-         "error: --max_length=1 leaves no room for text beside the start token: use at least 2."),
+         "error: model.max_length=1 leaves no room for text beside the start token: use at least 2."),
         ("translate", ["--dataset=multi30k", "--max_tokens=1", "--max_length=16"],
-         "error: --max_tokens=1 cannot hold one pair of up to --max_length=16 tokens: give at least 16, or a "
-         "smaller --max_length."),
+         "error: train.max_tokens=1 cannot hold one pair of up to model.max_length=16 tokens: give at least 16, or "
+         "a smaller model.max_length."),
         ("lm", ["--mode=generate", "--prompt=the", "--temperature=inf"],
          "error: --temperature must be positive and finite, and --top_k non-negative."),
         ("sentiment", ["--dataset=sst2", "--max_examples=200", "--batch_size=8", "--epochs=0.001"],
-         "error: --epochs=0.001 is less than one step: 200 examples make 25.00 steps of 8 a pass. Give at least "
-         "--epochs=0.04 (one step), or --train_steps."),
+         "error: epochs=0.001 is less than one step: 200 examples make 25.00 steps of 8 a pass. Give at least "
+         "epochs=0.04 (one step), or train_steps."),
     ],
 )
 def test_sizes_are_refused_in_one_line_before_any_work(recipe, flags, message, tmp_path, probe_recipe):
@@ -173,13 +173,13 @@ def test_a_recipe_starts_without_tensorflows_own_lines_unless_asked(tmp_path):
 
 
 def test_a_warmup_longer_than_training_is_said_and_endless_epochs_refused(capsys):
-    from recipes import common
+    from zoo.training import run_settings as common
 
     config = common.with_epochs(TrainConfig(train_steps=4, warmup_steps=10**12, learning_rate=1e-3), None, 100)
     assert config.train_steps == 4
-    assert ("Warning: --warmup_steps=1000000000000 is longer than training's 4 steps: the learning rate rises to "
-            "only 4e-12 of --learning_rate=0.001") in capsys.readouterr().out
+    assert ("Warning: train.warmup_steps=1000000000000 is longer than training's 4 steps: the learning rate rises "
+            "to only 4e-12 of train.learning_rate=0.001") in capsys.readouterr().out
     common.with_epochs(TrainConfig(train_steps=4, warmup_steps=4), None, 100)
     assert "Warning" not in capsys.readouterr().out
-    with pytest.raises(ValueError, match=r"--epochs=1e\+308 makes more steps than can be counted"):
+    with pytest.raises(ValueError, match=r"epochs=1e\+308 makes more steps than can be counted"):
         common.with_epochs(TrainConfig(batch_size=1), 1e308, 100)

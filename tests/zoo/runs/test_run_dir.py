@@ -123,12 +123,27 @@ def test_training_is_recorded_as_the_typed_config_only_where_it_can_resume(tmp_p
     assert folder.read_run("sentiment")["derived"]["replicas"] == 1
 
 
-def test_a_record_of_an_older_zoo_is_named_with_what_to_do(tmp_path):
+def test_a_record_written_before_typed_configs_is_read_as_one(tmp_path):
+    """Format 1 (the zoo before issue 44): data settings at the top level, sizes and devices under "data"."""
     from zoo.classifier.run_config import SentimentRunConfig
     from zoo.core.config import ConfigError
 
-    (tmp_path / CONFIG_FILE).write_text(json.dumps({"recipe": "sentiment", "dataset": "sst2", "model": {}}))
-    with pytest.raises(ConfigError, match="written by an older zoo .config.json format 1, this zoo reads 2."):
+    old = {"recipe": "sentiment", "dataset": "csv:reviews/{split}.csv", "init_from": None,
+           "model": dataclasses.asdict(classifier.PRESETS["tiny"]), "class_names": ["neg", "pos"],
+           "files": {"digest": "abc", "columns": {"text": "body", "label": "stars", "bad_rows": "skip"},
+                     "bad_rows_skipped": 2},
+           "train": dataclasses.asdict(TrainConfig(train_steps=30)),
+           "data": {"max_examples": 100, "replicas": 1, "strategy": "OneDeviceStrategy"}}
+    (tmp_path / CONFIG_FILE).write_text(json.dumps(old))
+    record = RunDir(str(tmp_path)).read_record("sentiment", SentimentRunConfig)
+    data = record.config.data
+    assert (data.dataset, data.text_column, data.label_column, data.bad_rows, data.max_examples) == (
+        "csv:reviews/{split}.csv", "body", "stars", "skip", 100)
+    assert record.config.model == classifier.PRESETS["tiny"] and record.config.train.train_steps == 30
+    assert record.derived == {"replicas": 1, "strategy": "OneDeviceStrategy", "class_names": ["neg", "pos"],
+                              "files": {"digest": "abc", "bad_rows_skipped": 2}}
+    (tmp_path / CONFIG_FILE).write_text(json.dumps({"format": 9, "recipe": "sentiment"}))
+    with pytest.raises(ConfigError, match="written by another zoo .config.json format 9"):
         RunDir(str(tmp_path)).read_record("sentiment", SentimentRunConfig)
 
 

@@ -1,0 +1,254 @@
+"""The language-modelling recipe: Transformer-XL with segment memory in training, evaluation and generation, on a
+built-in corpus or the user's files; run by zoo.training.driver from the command line (recipes/lm.py) or from
+Python (zoo.train("lm", ...))."""
+
+import dataclasses
+import math
+import time
+
+from zoo.core.progress import Progress
+from zoo.data import datasets
+from zoo.language_model import corpora as lm_corpora
+from zoo.language_model import data as lm_data, inference as lm_inference, preprocessor as lm_preprocessing
+from zoo.language_model import model as lm
+from zoo.language_model.load import load_run as load_trained
+from zoo.language_model.run_config import MAX_POSITIONS, LMRunConfig, base as run_config_base
+from zoo.language_model.server import LanguageModelServer
+from zoo.runs.run_dir import RunDir
+from zoo.training import driver, run_settings
+from zoo.training.config import Task
+from zoo.training.distribute import is_chief
+from zoo.training.evaluation import write_summaries
+from zoo.training.run_settings import RunSettings
+
+RECIPE = "lm"
+# Shortcut -> config field, beside zoo.training.run_settings.SHORTCUTS.
+SHORTCUTS = {"eval_split": "data.eval_split", "level": "data.level", "vocab_size": "data.vocab_size",
+             "text_column": "data.text_column", "random_offset": "data.random_offset",
+             **{name: f"model.{name}" for name in ("segment_length", "memory_length", "clamp_length", "same_length",
+                                                   "dropout", "attention_dropout", "activation")}}
+
+
+@dataclasses.dataclass(frozen=True)
+class Generation:
+    """How text is generated (mode generate, and the export's defaults)."""
+
+    max_new_tokens: int = 100  # tokens to generate
+    top_k: int = 0  # sample from the k most likely tokens (0: all)
+    temperature: float = 1.0
+    greedy: bool = False  # the most likely token each step instead of sampling
+
+    def __post_init__(self):
+        if self.max_new_tokens <= 0:
+            raise ValueError(f"--max_new_tokens={self.max_new_tokens}: it must be positive.")
+        if not (0 < self.temperature < math.inf) or self.top_k < 0:
+            raise ValueError("--temperature must be positive and finite, and --top_k non-negative.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """A language-modelling run: the shared settings (its typed config in run.config when it trains) and its modes'
+    options."""
+
+    run: RunSettings
+    eval_split: str | None = None  # None: the run's dataset's `lm_data.default_split`
+    eval_memory_length: int | None = None  # cached positions per layer at evaluation (None: the trained one's)
+    eval_batch_size: int = 10  # streams the evaluated text is laid out as
+    bad_rows: str = "error"  # evaluation's (training's is config.data.bad_rows)
+    prompt: str | None = None  # the text to continue (mode generate)
+    generation: Generation = Generation()
+
+
+def prepare_run(model_dir, config, corpus, chief):
+    """The run's config and vocabulary (`run_settings.start_run`): a new run's is built from the training text (a
+    sample of it for a subword vocabulary of data.vocab_size pieces); its size, not a flag, is the model's."""
+    data, seed = config.data, config.train.seed
+    config = run_settings.start_run(model_dir, RECIPE, config, lambda: lm_data.build_vocabulary(
+        corpus, data.vocab_size, seed).save(model_dir), lm_data.vocabulary_file(corpus.level), chief,
+        derived=("model.vocab_size",))
+    vocabulary = lm_data.load_vocabulary(model_dir)
+    return dataclasses.replace(config, model=dataclasses.replace(config.model, vocab_size=len(vocabulary))), vocabulary
+
+
+def prepare(settings, strategy):
+    """The training run (`driver.Prepared`): its config and vocabulary, the training text laid out as
+    batch_size streams read segment after segment, and the Task (its memory carried from step to step)."""
+    shared = settings.run
+    data = shared.config.data
+    # Every line read now: a bad one is refused before anything is written.
+    corpus = lm_data.load(data.dataset, "train", data.level, data.text_column, data.bad_rows)
+    run_settings.check_same_files(shared.model_dir, RECIPE, LMRunConfig, corpus.key.get("files"))
+    if shared.evaluating and corpus.paths:  # its bad rows too, before any write
+        lm_data.load(data.dataset, settings.eval_split, corpus.level, data.text_column, data.bad_rows)
+    asked = dataclasses.replace(shared.config, data=dataclasses.replace(data, level=corpus.level))
+    run_config, vocabulary = prepare_run(shared.model_dir, asked, corpus, is_chief(strategy))
+    derived = {"files": {"digest": corpus.key["files"], "bad_rows_skipped": corpus.skipped}} if corpus.paths else {}
+    config = run_config.model
+    replicas = strategy.num_replicas_in_sync
+    ids = lm_data.token_stream(corpus, vocabulary, lm_data.vocabulary_key(shared.model_dir))
+    ids.check_ids(config.vocab_size)
+    if shared.evaluating and corpus.paths:  # a held-out share too short to evaluate is refused before training
+        held_out = lm_data.load(data.dataset, settings.eval_split, corpus.level, data.text_column, "skip")
+        evaluation_streams(lm_data.token_stream(held_out, vocabulary, lm_data.vocabulary_key(shared.model_dir)),
+                           settings.eval_batch_size, config.segment_length, settings.eval_split)
+    streams = lm_preprocessing.stream_layout(ids, shared.train.batch_size)
+    per_pass = lm_preprocessing.segments_per_pass(streams, config.segment_length, data.random_offset)
+    train_config = run_settings.with_epochs(shared.train, shared.epochs, per_pass, per_batch=1)
+    per_replica = train_config.batch_size // replicas
+
+    def dataset_fn(context, start_step):
+        local = replicas // context.num_input_pipelines
+        first = context.input_pipeline_id * local
+        return lm_preprocessing.stream_dataset(
+            streams, config.segment_length, replicas, first, local, start_step, train_config.train_steps,
+            offset_seed=train_config.seed if data.random_offset else None,
+        )
+
+    task = Task(
+        build_model=lambda: lm.build_language_model(config),
+        dataset=dataset_fn,
+        loss=lm.lm_loss(train_config.label_smoothing),
+        initial_state=lambda model: model.initial_state(per_replica),
+    )
+    derived["segments_per_pass"] = per_pass
+    return driver.Prepared(dataclasses.replace(run_config, train=train_config), derived, task)
+
+
+def report(nll, count, level):
+    """Perplexity for words (and subword pieces), bits per character (or byte) otherwise."""
+    mean = nll / count
+    if level in ("word", "subword"):
+        return {"perplexity": math.exp(mean)}
+    return {"bits_per_character": mean / math.log(2)}
+
+
+def evaluation_streams(ids, batch_size, segment_length, split):
+    """The evaluated text as `batch_size` streams and the segments each holds; too short a text is refused."""
+    streams = lm_preprocessing.stream_layout(ids, batch_size)
+    per_pass = lm_preprocessing.segments_per_pass(streams, segment_length)
+    if per_pass < 1:
+        raise ValueError(f"The {split} text ({ids.num_tokens} tokens) is too short for --eval_batch_size={batch_size} "
+                         f"streams of a {segment_length}-token segment: lower --eval_batch_size, or give a longer "
+                         f"{split} split.")
+    return streams, per_pass
+
+
+def run_eval(model_dir, split, eval_memory_length, batch_size, average=1, bad_rows="error"):
+    RunDir(model_dir).require_run(RECIPE)
+    trained = RunDir(model_dir).read_record(RECIPE, LMRunConfig).config
+    split = split or lm_data.default_split(trained.data.dataset)
+    corpus = lm_data.load(trained.data.dataset, split, trained.data.level, trained.data.text_column, bad_rows)
+    ids = None
+    trained_memory = trained.model.memory_length
+    memories = {"train_memory": trained_memory, "no_memory": 0}
+    if eval_memory_length and eval_memory_length != trained_memory:
+        memories["eval_memory"] = eval_memory_length
+    results = {}
+    for name, memory_length in memories.items():
+        loaded = load_trained(model_dir, memory_length, average)
+        if ids is None:
+            ids = lm_data.token_stream(corpus, loaded.tokenizer, lm_data.vocabulary_key(model_dir))
+            ids.check_ids(loaded.config.vocab_size)
+        segment = loaded.config.segment_length
+        streams, per_pass = evaluation_streams(ids, batch_size, segment, split)
+        progress = Progress(per_pass, unit=f"{split} segment (memory {memory_length})")
+        began = time.time()
+        nll, count = lm_inference.evaluate_streams(loaded.model, streams, segment, progress,
+                                                   use_memory=memory_length > 0)
+        result = {**report(nll, count, corpus.level), "memory_length": memory_length, "tokens": count,
+                  "seconds": time.time() - began}
+        results[name] = result
+        figure = next(iter(report(nll, count, corpus.level).items()))
+        print(f"{split}, memory {memory_length}: {figure[0]} {figure[1]:.3f} over {count} tokens")
+    write_summaries(
+        model_dir, f"eval_{split}", loaded.step,
+        {f"{k}_{n}": v for n, r in results.items() for k, v in r.items() if k != "tokens"},
+    )
+    RunDir(model_dir).update_metrics(**{f"eval_{split}": {**results, "step": loaded.step,
+                                                          "average_checkpoints": average}})
+    return results
+
+
+def server(loaded, settings):
+    generation, vocabulary = settings.generation, loaded.tokenizer
+    module = LanguageModelServer(loaded.model, vocabulary, generation.max_new_tokens, generation.temperature,
+                                 generation.top_k)
+    example = "the company said" if vocabulary.level in ("word", "subword") else "ROMEO:"
+    return driver.Serving(
+        module, {"serving_default": module.serve, "generate": module.generate, "score": module.score},
+        {"prompt": [example, ""]},
+        metadata={"recipe": RECIPE, "dataset": loaded.record.config.data.dataset, "step": loaded.step,
+                  "model": dataclasses.asdict(loaded.record.config.model), "level": vocabulary.level},
+    )
+
+
+def run_generate(model_dir, prompt, generation, seed, average=1):
+    import tensorflow as tf
+
+    if not prompt or not prompt.strip():
+        raise ValueError('--prompt is empty: give the text to continue, e.g. --prompt="ROMEO:".')
+    loaded = load_trained(model_dir, average=average)
+    model, vocabulary = loaded.model, loaded.tokenizer
+    if generation.top_k > len(vocabulary):
+        raise ValueError(f"--top_k={generation.top_k} is more than the {len(vocabulary)} tokens of the vocabulary: "
+                         f"give at most {len(vocabulary)} (0 = all).")
+    prompt_ids = lm_preprocessing.text_ids(vocabulary, tf.constant([prompt]))
+    if prompt_ids.row_lengths()[0] > model.config.memory_length:
+        print(f"(The prompt has {int(prompt_ids.row_lengths()[0]) - 1} tokens; it is read segment by segment and the "
+              f"continuation sees its last {model.config.memory_length} through the memory.)")
+    generate = tf.function(lambda ids: lm_inference.generate(
+        model, ids, generation.max_new_tokens, generation.temperature, generation.top_k, greedy=generation.greedy,
+        seed=(seed, 0)))
+    tokens = generate(prompt_ids)
+    text = vocabulary.detokenize(tokens).numpy()[0].decode("utf-8", errors="replace")
+    separator = " " if vocabulary.level == "word" and not text.startswith("\n") else ""
+    print(prompt + separator + text)
+    return text
+
+
+def finish(config, base, given, model_dir, mode):
+    """A dataset to train on, that the recipe knows, and a built-in corpus at its own level."""
+    dataset = config.data.dataset
+    if mode != "config" and not dataset:
+        raise ValueError(f"--dataset is required to train (one of {sorted(lm_corpora.CORPORA)}, or your own files: "
+                         "text:, csv:, jsonl:), or data.dataset in the config.")
+    if dataset and dataset not in lm_corpora.CORPORA and lm_data.files.parse(dataset, lm_data.FORMS) is None:
+        raise datasets.DatasetError(f"Unknown language-modelling dataset {dataset!r}: use one of "
+                                    f"{sorted(lm_corpora.CORPORA)}, or your own files (text:PATTERN, csv:, jsonl:).")
+    if config.data.level is not None and dataset in lm_corpora.CORPORA:
+        lm_data.load(dataset, "validation", config.data.level)  # a built-in corpus has its own level
+    return config
+
+
+def make_settings(run, **options):
+    """Settings of a run, checked before any work: a training run evaluates its config's split, whose files are
+    checked now."""
+    settings = Settings(run, **options)
+    if settings.eval_memory_length is not None and not 0 <= settings.eval_memory_length <= MAX_POSITIONS:
+        raise ValueError(f"eval_memory_length={settings.eval_memory_length} must be in [0, {MAX_POSITIONS:,}] "
+                         "(attention's scores grow with segment_length x (segment_length + memory_length)).")
+    if run.training:
+        data = run.config.data
+        settings = dataclasses.replace(settings, eval_split=data.eval_split or lm_data.default_split(data.dataset))
+        if run.evaluating:  # a missing or damaged evaluation file fails now, not after training
+            lm_data.check_split(data.dataset, settings.eval_split)
+    return settings
+
+
+LM = driver.Recipe(
+    name=RECIPE,
+    config_class=LMRunConfig,
+    base=lambda preset, init_from, given, model_dir: run_config_base(preset or "small", init_from),
+    shortcuts=SHORTCUTS,
+    settings_class=Settings,
+    make_settings=make_settings,
+    prepare=prepare,
+    load=load_trained,
+    server=server,
+    evaluate=lambda settings: run_eval(settings.run.model_dir, settings.eval_split, settings.eval_memory_length,
+                                       settings.eval_batch_size, settings.run.average_checkpoints,
+                                       settings.bad_rows),
+    modes={"generate": lambda settings: run_generate(settings.run.model_dir, settings.prompt, settings.generation,
+                                                     settings.run.seed, settings.run.average_checkpoints)},
+    finish=finish,
+)

@@ -1,0 +1,149 @@
+"""The one driver of every recipe: `run(recipe, settings)`, from the command line (recipes/) and from Python
+(`zoo.train`) alike.
+
+A recipe is a `Recipe`: its typed config and base, its shortcuts, how it prepares a training run (its
+record, data and `Task`), evaluates, loads a trained run, what its export serves, and any modes of its own.
+The driver does the rest, the same way for all of them: makes the tf.distribute strategy, holds the run
+folder, trains (only the chief writes), records the metrics, evaluates, exports and dispatches the other
+modes.
+"""
+
+import contextlib
+import dataclasses
+import os
+from typing import Callable, Mapping
+
+from zoo.data import cache
+from zoo.runs import export
+from zoo.runs.run_dir import RunDir
+from zoo.training import run_settings
+from zoo.training.config import Task
+from zoo.training.distribute import is_chief, make_strategy
+from zoo.training.loop import Trainer
+from zoo.training.run_settings import TRAINING_MODES, RunSettings
+
+# Besides training (and the evaluation and export that follow it): eval writes metrics.json and its
+# summaries, explain its pictures.
+WRITING_MODES = (*TRAINING_MODES, "eval", "explain")
+
+
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """A training run made ready by `Recipe.prepare`: what the driver records and trains."""
+
+    config: object  # the recipe's typed config as the run trains it: the model's derived fields and the steps
+    # epochs asked for filled in
+    derived: dict  # what the run found out (class names, the files' digest, data sizes: zoo.runs.record)
+    task: Task
+
+
+@dataclasses.dataclass(frozen=True)
+class Serving:
+    """What a recipe's export serves: `zoo.runs.export.export`'s arguments."""
+
+    module: object  # a tf.Module
+    signatures: dict  # name -> tf.function
+    examples: dict  # input name -> example values the export is checked with
+    metadata: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """What a recipe adds to the driver. `settings` is the recipe's own frozen dataclass (`settings_class`), made by
+    `make_settings(RunSettings, **options)` (its modes' options: the text to explain, the search ...)."""
+
+    name: str  # config.json's "recipe"
+    config_class: type  # its typed run config (data, model, train, setup)
+    base: Callable  # (preset, init_from, given shortcuts, model_dir) -> the config before any file or override
+    shortcuts: Mapping  # shortcut name -> the config field (or fields) it sets, beside run_settings.SHORTCUTS
+    settings_class: type  # its settings: `run` (a RunSettings) and its modes' options, with defaults
+    make_settings: Callable  # (RunSettings, **options) -> a settings_class, checked before any work
+    prepare: Callable  # (settings, strategy) -> Prepared
+    load: Callable  # (model_dir, average=N) -> zoo.runs.run_dir.LoadedRun
+    server: Callable  # (LoadedRun, settings) -> Serving
+    evaluate: Callable | None = None  # settings -> results (mode eval, train_and_eval)
+    modes: Mapping[str, Callable] = dataclasses.field(default_factory=dict)  # its own modes: name -> fn(settings)
+    finish: Callable | None = None  # (config, base, given, model_dir, mode) -> config: what the layers cannot check
+
+
+def settings(recipe, mode="train_and_eval", model_dir=None, export_dir=None, preset=None, config=None,
+             overrides=(), given=None, options=None, epochs=None, batch_size=None, average_checkpoints=1, seed=0):
+    """The recipe's settings for one run: in a training mode (and mode config) with the typed config
+    (`run_settings.resolve` of preset < config < overrides < the shortcuts `given`), and `options` for its modes."""
+    typed = None
+    if mode in TRAINING_MODES or mode == "config":
+        typed = run_settings.resolve(recipe, preset, config, overrides, given, model_dir, mode)
+        if mode != "config":
+            run_settings.check_training(typed, epochs, average_checkpoints, "train_steps" in (given or {}))
+    shared = RunSettings(mode, model_dir, export_dir, typed, epochs, batch_size, average_checkpoints, seed)
+    return recipe.make_settings(shared, **(options or {}))
+
+
+def train(recipe, settings, strategy):
+    """Trains (or resumes) the run in settings.run.model_dir; returns the training metrics (None when the run
+    had already finished). Only the chief writes the record and the metrics."""
+    shared = settings.run
+    replicas = strategy.num_replicas_in_sync
+    if shared.train.batch_size % replicas:
+        raise ValueError(f"train.batch_size={shared.train.batch_size} is not divisible by the {replicas} replicas.")
+    cache.check_writable()  # a cache that cannot take the tokens is refused before the run folder gets a file
+    os.makedirs(shared.model_dir, exist_ok=True)
+    prepared = recipe.prepare(settings, strategy)
+    chief = is_chief(strategy)
+    run_dir = RunDir(shared.model_dir)
+    derived = {**prepared.derived, "epochs": shared.epochs, "replicas": replicas, "strategy": type(strategy).__name__}
+    run_dir.record_training(recipe.name, prepared.config, derived, chief)
+    metrics = Trainer(prepared.task, prepared.config.train, shared.model_dir, strategy).train()
+    if chief and metrics is not None:
+        run_dir.update_metrics(train=metrics)
+    return metrics
+
+
+def export_run(recipe, settings):
+    """Exports the trained run in TF Serving's layout under settings.run.export_dir; returns the version's path."""
+    loaded = recipe.load(settings.run.model_dir, average=settings.run.average_checkpoints)
+    serving = recipe.server(loaded, settings)
+    path = export.export(serving.module, serving.signatures, settings.run.export_dir, serving.examples,
+                         metadata=serving.metadata)
+    print(f"Exported step {loaded.step} to {path}")
+    return path
+
+
+def run(recipe, settings):
+    """One run of `recipe` as `settings` say: trains, evaluates, exports and runs the recipe's own mode."""
+    shared = settings.run
+    if not shared.model_dir:
+        raise ValueError("--model_dir is required.")
+    if shared.mode == "export" and not shared.export_dir:
+        raise ValueError("--mode=export needs --export_dir.")
+    setup = shared.config.setup if shared.training else None
+    strategy = make_strategy(setup.strategy, setup.cpu_replicas, setup.tpu) if shared.training else None
+    with hold_model_dir(shared, strategy):
+        if shared.training:
+            print(f"Compute dtype: {shared.train.mixed_precision} ({shared.train.precision_reason}).", flush=True)
+            train(recipe, settings, strategy)
+            if not is_chief(strategy):
+                return
+        if shared.evaluating and recipe.evaluate is not None:
+            recipe.evaluate(settings)
+        if shared.exporting:
+            export_run(recipe, settings)
+        if shared.mode in recipe.modes:
+            recipe.modes[shared.mode](settings)
+
+
+def hold_model_dir(shared, strategy=None):
+    """A context that holds the model folder (`RunDir.hold`) while the mode writes there: the WRITING_MODES,
+    and an export into a folder inside the model folder. The other modes only read it (generate,
+    translate, an export elsewhere), and of a multi-worker job only the chief writes there."""
+    exports_inside = shared.mode == "export" and bool(shared.export_dir) and inside(shared.export_dir, shared.model_dir)
+    if not (shared.mode in WRITING_MODES or exports_inside) or (strategy is not None and not is_chief(strategy)):
+        return contextlib.nullcontext()
+    run_dir = RunDir(shared.model_dir)
+    run_dir.read_metrics()  # a damaged metrics.json is named now, not after the work that would update it
+    return run_dir.hold(create=shared.training)
+
+
+def inside(path, folder):
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return os.path.commonpath([path, folder]) == folder

@@ -1,0 +1,180 @@
+"""What one run of a recipe is given (`RunSettings`), its typed config made from its sources (`resolve`), and
+the steps every recipe takes with it: starting or resuming the run's record (`start_run`), the files a resumed
+run must find again (`check_same_files`), epochs counted as steps (`with_epochs`).
+
+The command line (recipes/) and `zoo.train` both come here: the one precedence, preset (the base) < a config
+file or mapping < dotted overrides < the shortcuts the user gave (flags or keywords of the same names).
+"""
+
+import dataclasses
+import difflib
+import math
+
+from zoo.core import config as cfg
+from zoo.runs import record
+from zoo.runs.run_dir import RunDir, RunDirError
+from zoo.training import precision
+
+TRAINING_MODES = ("train", "train_and_eval")
+MODES = ("train", "eval", "train_and_eval", "export", "config")  # and a recipe's own (explain, generate, translate)
+TRAIN_SHORTCUTS = ("train_steps", "batch_size", "learning_rate", "warmup_steps", "schedule", "label_smoothing",
+                   "weight_decay", "clip_norm", "checkpoint_every", "keep_checkpoints", "log_every", "jit_compile",
+                   "seed", "profile_steps")
+# Shortcut (a flag, or zoo.train's keyword) -> the config field it sets; a recipe's own beside (Recipe.shortcuts).
+SHORTCUTS = {**{name: f"train.{name}" for name in TRAIN_SHORTCUTS}, "dataset": "data.dataset",
+             "max_examples": "data.max_examples", "bad_rows": "data.bad_rows", "strategy": "setup.strategy",
+             "cpu_replicas": "setup.cpu_replicas", "tpu": "setup.tpu"}
+# Fields a resumed run may change: how long and how fast it trains, what it logs, the split it evaluates and
+# the devices (their number is checked with the derived replicas). Every other field must match the record.
+CHANGEABLE = tuple(f"train.{name}" for name in (
+    "train_steps", "learning_rate", "warmup_steps", "schedule", "label_smoothing", "weight_decay", "layer_decay",
+    "clip_norm", "checkpoint_every", "keep_checkpoints", "log_every", "profile_steps", "jit_compile",
+    "precision_reason")) + ("data.eval_split", "setup.strategy", "setup.cpu_replicas", "setup.tpu")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+    """What one run of a recipe is given beside its own options: the mode, its folders and, when it trains
+    (or prints the config), the run's typed config."""
+
+    mode: str
+    model_dir: str | None
+    export_dir: str | None = None
+    config: object | None = None  # the recipe's typed run config; None unless the mode trains or prints it
+    epochs: float | None = None  # turned into train.train_steps once the data is read (`with_epochs`)
+    batch_size: int | None = None  # evaluation's batch as asked (a recipe's default otherwise)
+    average_checkpoints: int = 1  # the modes that load the model load the mean of the newest this many
+    seed: int = 0  # sampling's, in the modes that generate (training's is config.train.seed)
+
+    def __post_init__(self):
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ValueError(f"batch_size={self.batch_size} must be at least 1.")
+        if self.average_checkpoints < 1:
+            raise ValueError(f"average_checkpoints={self.average_checkpoints} must be at least 1 (1: the newest "
+                             "alone).")
+        if self.epochs is not None and not 0 < self.epochs < math.inf:
+            raise ValueError(f"epochs={self.epochs} must be positive and finite.")
+
+    @property
+    def train(self):
+        return self.config.train if self.config is not None and self.training else None
+
+    @property
+    def max_examples(self):
+        return self.config.data.max_examples if self.config is not None else None
+
+    @property
+    def training(self):
+        return self.mode in TRAINING_MODES
+
+    @property
+    def evaluating(self):
+        return self.mode in ("eval", "train_and_eval")
+
+    @property
+    def exporting(self):
+        return self.mode == "export" or (self.training and bool(self.export_dir))
+
+
+def resolve(recipe, preset=None, source=None, overrides=(), given=None, model_dir=None, mode="train"):
+    """The typed config of a `recipe` run (zoo.training.driver.Recipe): recipe.base(preset (None: not given, the
+    small one), init_from, given, model_dir) < `source` (a file, a mapping, a typed config) < `overrides` ('model.num_layers=6' or (name, value))
+    < `given` (the shortcuts asked for, by name: SHORTCUTS and recipe.shortcuts name their fields). Without a
+    dtype asked for anywhere, train.mixed_precision is `given`'s mixed_precision choice (default auto: this
+    machine's, or a resumed run's own)."""
+    given = dict(given or {})
+    names = {**SHORTCUTS, **recipe.shortcuts}
+    unknown = [name for name in given if name not in names and name != "mixed_precision"]
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], list(names), n=3)
+        raise cfg.ConfigError(f"{unknown[0]} is not a setting of {recipe.name} runs"
+                              f"{': did you mean ' + ', '.join(near) + '?' if near else ''} (the config's fields are "
+                              "in docs/configuration.md; set any of them with config= or overrides=).")
+    fields = {field: value for name, value in given.items() if name in names
+              for field in (names[name] if isinstance(names[name], tuple) else (names[name],))}
+    layer = record.source_layer(source, recipe.name, recipe.config_class)
+    overrides = [cfg.parse_override(item) if isinstance(item, str) else tuple(item) for item in overrides]
+    asked = cfg.merge(layer, cfg.nested(dict(overrides)), cfg.nested(fields))
+    train, setup = (asked.get(name) if isinstance(asked.get(name), dict) else {} for name in ("train", "setup"))
+    if "mixed_precision" in given or "mixed_precision" not in train:
+        resumed = RunDir(model_dir).trained_dtype() if model_dir else None
+        dtype, reason = precision.choose(given.get("mixed_precision", "auto"), resumed,
+                                         tpu=setup.get("strategy") == "tpu")
+        fields.update({"train.mixed_precision": dtype, "train.precision_reason": reason})
+    bases = []  # the base, which recipe.finish checks the config against (an encoder's shape)
+
+    def base(preset, init_from):
+        bases.append(recipe.base(preset, init_from, given, model_dir))
+        return bases[-1]
+
+    config = record.resolve(recipe.config_class, base, recipe.name, preset, layer, overrides, cfg.nested(fields))
+    return recipe.finish(config, bases[-1], given, model_dir, mode) if recipe.finish is not None else config
+
+
+def check_training(config, epochs=None, average_checkpoints=1, train_steps_given=False):
+    """What a training run's settings must agree on beside the config's own checks."""
+    if average_checkpoints > config.train.keep_checkpoints:
+        raise ValueError(f"average_checkpoints={average_checkpoints} needs at least that many checkpoints kept: "
+                         f"train with train.keep_checkpoints={average_checkpoints} (now "
+                         f"{config.train.keep_checkpoints}).")
+    if epochs is not None and train_steps_given:
+        raise ValueError("Give train_steps or epochs, not both.")
+
+
+def start_run(model_dir, recipe, config, write_tokenizer, last_file, chief, derived=()):
+    """The run's config: `config`, with the model of the record `model_dir` holds when resuming; its tokenizer
+    written now by the chief (`write_tokenizer()`) or waited for by the other workers (its `last_file`). A
+    resumed run whose record differs from `config` is refused, naming each dotted field (less CHANGEABLE and
+    the `derived` fields, which come from the data: the LM's model.vocab_size)."""
+    run_dir = RunDir(model_dir)
+    existing = run_dir.read_record(recipe, type(config))
+    if existing is not None:
+        differ = cfg.differences(existing.config, config, skip=CHANGEABLE + tuple(derived))
+        if differ:
+            raise RunDirError(f"{model_dir} holds a {recipe} run with other settings ({'; '.join(differ)}): resume "
+                              "it with the same config, or use another --model_dir.")
+        config = dataclasses.replace(config, model=existing.config.model)
+        if run_dir.holds(last_file):
+            return config
+    if chief:
+        write_tokenizer()
+    else:
+        run_dir.wait_for(last_file)
+    return config
+
+
+def check_same_files(model_dir, recipe, cls, digest):
+    """A resumed run must read the files it started with (`digest`: zoo.data.cache.files_digest of them, None
+    for a built-in dataset): a changed file is refused, not trained on."""
+    existing = RunDir(model_dir).read_record(recipe, cls) if digest else None
+    started = existing.derived.get("files", {}).get("digest") if existing else None
+    if started and started != digest:
+        raise RunDirError(f"The files of {existing.config.data.dataset} changed since {model_dir} started training on "
+                          "them: resuming would read other data. Restore them, or train in another --model_dir.")
+
+
+def with_epochs(config, epochs, num_examples, per_batch=None):
+    """`config` with train_steps covering `epochs` passes over `num_examples` examples, `per_batch`
+    (default: config.batch_size) a step (if epochs is given); an epochs too small for one step, or too large
+    to count, is refused. A warm-up longer than the training is said in the log."""
+    if epochs is not None:
+        per_batch = per_batch or config.batch_size
+        steps = epochs * num_examples / per_batch
+        if not math.isfinite(steps):
+            raise ValueError(f"epochs={epochs} makes more steps than can be counted: give fewer epochs.")
+        if round(steps) < 1:
+            raise ValueError(f"epochs={epochs} is less than one step: {num_examples} examples make "
+                             f"{num_examples / per_batch:.2f} steps of {per_batch} a pass. Give at least "
+                             f"epochs={per_batch / num_examples:.3g} (one step), or train_steps.")
+        config = dataclasses.replace(config, train_steps=round(steps))
+    warn_long_warmup(config)
+    return config
+
+
+def warn_long_warmup(config):
+    """Says when the warm-up outlasts training: the learning rate would never reach its peak."""
+    if config.warmup_steps > config.train_steps:
+        print(f"Warning: train.warmup_steps={config.warmup_steps} is longer than training's {config.train_steps} "
+              f"steps: the learning rate rises to only {config.train_steps / config.warmup_steps:.2g} of "
+              f"train.learning_rate={config.learning_rate:g} by the last step. Give a shorter train.warmup_steps.",
+              flush=True)
