@@ -24,7 +24,7 @@ from absl import app, flags
 from benchmarks.common import recipe_flags
 from benchmarks.common.costs import flops_per_token
 from benchmarks.common.peak import matmul_flops
-from benchmarks.common.report import ROOT, write_section
+from benchmarks.common.report import ROOT, read_record, write_section
 from zoo.runs.run_dir import RunDir
 
 flags.DEFINE_list("recipes", ["translate", "lm", "pretrain"], "Recipes to measure.")
@@ -35,7 +35,7 @@ SETTINGS = {"TensorFlow's": {"ZOO_TF_ALLOCATOR": "1"}, "the zoo's": {}}
 
 
 def measure(name, env, steps):
-    """(steady tokens/s, kernel share of CPU time, the run's config.json, its command, the model's training
+    """(steady tokens/s, kernel share of CPU time, the run's typed config, its command, the model's training
     FLOPs per counted token or None) of one fresh training run."""
     module, flags_ = recipe_flags.step_flags(name)  # the recipe's module is its name
     with tempfile.TemporaryDirectory() as model_dir:
@@ -44,12 +44,11 @@ def measure(name, env, steps):
                    "--log_every=10", f"--checkpoint_every={steps}", f"--model_dir={model_dir}"]
         subprocess.run(command, cwd=ROOT, env={**os.environ, **env}, check=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        folder = RunDir(model_dir)
-        train, run = folder.read_metrics()["train"], folder.read_config()
-        per_token = flops_per_token(name, run, model_dir)
+        train, config = RunDir(model_dir).read_metrics()["train"], read_record(model_dir).config
+        per_token = flops_per_token(name, config, model_dir)
     user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
     command = " ".join(["python -m", f"recipes.{module}", *flags_])
-    return train["steady_tokens_per_second"], system / (user + system), run, command, per_token
+    return train["steady_tokens_per_second"], system / (user + system), config, command, per_token
 
 
 def main(argv):
@@ -67,8 +66,8 @@ def main(argv):
             results[setting] = measure(name, env, FLAGS.steps)
             print(f"{name}, {setting} allocator: {results[setting][0]:.0f} tokens/s", flush=True)
         base = results["TensorFlow's"][0]
-        for setting, (speed, kernel, run, command, per_token) in results.items():
-            dtype = run["train"]["mixed_precision"]
+        for setting, (speed, kernel, config, command, per_token) in results.items():
+            dtype = config.train.mixed_precision
             achieved = "—" if per_token is None else (
                 f"{speed * per_token / 1e9:.0f} ({speed * per_token / peak[dtype]:.0%})")
             lines.append(f"| {name} | {dtype} | {setting} | {speed:.0f} | {kernel:.0%} | {speed / base:.2f}x "

@@ -33,6 +33,7 @@ import json
 import math
 import os
 import time
+import types
 
 from absl import app, flags
 
@@ -302,8 +303,8 @@ def train_translator(p, rounds, breakdown=False, profile=False):
     for shape, batch in examples.items():  # the warm-up: each program runs once
         value, _, state = programs[shape](state, batch)
     batches = [(jax.device_put(batch), lengths) for batch, lengths in batches]
-    config = {"hidden_dim": p.hidden_dim, "intermediate_dim": p.intermediate_dim, "num_encoder_layers": p.num_layers,
-              "num_decoder_layers": p.num_layers}
+    config = types.SimpleNamespace(hidden_dim=p.hidden_dim, intermediate_dim=p.intermediate_dim,
+                                   num_encoder_layers=p.num_layers, num_decoder_layers=p.num_layers)
     multiply_adds = sum(costs.seq2seq_multiply_adds(config, n, n, p.vocab_size) for _, ls in batches for n in ls)
     tokens = sum(2 * int(ls.sum()) for _, ls in batches)  # each pair's source tokens and decoder positions
     padded = sum(2 * batch["labels"].size for batch, _ in batches)
@@ -369,9 +370,8 @@ def train_transformer_xl(p, rounds):
             value, memories, state = program(state, batch(segment, memories))
         losses.append(float(value))
         times.append(time.perf_counter() - began)
-    config = {"hidden_dim": p.hidden_dim, "intermediate_dim": p.intermediate_dim, "num_layers": p.num_layers}
     keys = p.segment_length + p.memory_length
-    multiply_adds = costs.multiply_adds(config, p.segment_length, keys, p.segment_length, p.vocab_size)
+    multiply_adds = costs.multiply_adds(p, p.segment_length, keys, p.segment_length, p.vocab_size)
     tokens = p.batch_size * p.segment_length * steps
     return figures(times, tokens, costs.training_flops(multiply_adds) * p.batch_size * steps, losses,
                    compile_seconds, fused, steps=steps, shapes=1, real_share=1.0)

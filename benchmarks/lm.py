@@ -30,7 +30,7 @@ from absl import app, flags
 from benchmarks.common import recipe_flags
 from benchmarks.common.costs import multiply_adds
 from benchmarks.common.peak import training_share
-from benchmarks.common.report import ROOT, finished_run, median_seconds, paired, write_section
+from benchmarks.common.report import ROOT, finished_run, median_seconds, paired, read_record, write_section
 from recipes import lm  # noqa: F401  (defines the recipe's flags, --dataset among them)
 from zoo.language_model.recipe import load_trained
 from zoo.runs.run_dir import RunDir
@@ -91,8 +91,8 @@ def evaluation_speed(run_dir, dataset, context, segment_lengths, tokens, windows
     from zoo.language_model.preprocessor import stream_layout
 
     memoryless = load_trained(run_dir, memory_length=0)
-    run, no_memory, vocabulary = memoryless.run, memoryless.model, memoryless.tokenizer
-    vocab_size = run["model"]["vocab_size"]
+    config, no_memory, vocabulary = memoryless.config, memoryless.model, memoryless.tokenizer
+    vocab_size = config.vocab_size
     streams = stream_layout(vocabulary.encode(lm_corpora.load_corpus(dataset, "test").text), num_streams)
     rows = []
     for segment in segment_lengths:
@@ -108,8 +108,8 @@ def evaluation_speed(run_dir, dataset, context, segment_lengths, tokens, windows
             f"evaluation, T = {segment} (memory, window)",
         )
         (memory_nll, count), (window_nll, _) = memory_runs[-1][1], window_runs[-1][1]
-        compute = multiply_adds(run["model"], context, context, segment, vocab_size) / multiply_adds(
-            run["model"], segment, context, segment, vocab_size
+        compute = multiply_adds(config, context, context, segment, vocab_size) / multiply_adds(
+            config, segment, context, segment, vocab_size
         )
         rows.append({"segment": segment, "tokens": count, "memory_rate": count / median_seconds(memory_runs),
                      "window_rate": count / median_seconds(window_runs), "speedup": speedup,
@@ -121,8 +121,8 @@ def evaluation_speed(run_dir, dataset, context, segment_lengths, tokens, windows
     began = time.time()
     _, count = evaluate_sliding_window(no_memory, text, 1, context)
     first = segment_lengths[0]  # the vanilla window's multiply-adds per scored token over the memory's at T = first
-    compute = multiply_adds(run["model"], context, context, 1, vocab_size) * first / multiply_adds(
-        run["model"], first, context, first, vocab_size
+    compute = multiply_adds(config, context, context, 1, vocab_size) * first / multiply_adds(
+        config, first, context, first, vocab_size
     )
     vanilla = {"tokens": count, "rate": count / (time.time() - began), "compute_ratio": compute}
     return rows, vanilla
@@ -167,10 +167,10 @@ def main(argv):
     metrics, command, tried = train_and_evaluate(dataset, run_dir, seeds[0], averages)
     other_seeds = [(seed, train_and_evaluate(dataset, f"{run_dir}_seed{seed}", seed, averages)[0])
                    for seed in seeds[1:]]
-    run = RunDir(run_dir).read_config()
-    dtype = run["train"]["mixed_precision"]
-    share = training_share("lm", run, run_dir, metrics["train"])
-    segment = run["model"]["segment_length"]
+    config = read_record(run_dir).config
+    dtype = config.train.mixed_precision
+    share = training_share("lm", config, run_dir, metrics["train"])
+    segment = config.model.segment_length
     lengths = [int(t) for t in FLAGS.speed_segment_lengths or (segment, segment // 2, segment // 4)]
     rows, vanilla = evaluation_speed(run_dir, dataset, FLAGS.context, lengths, FLAGS.speed_tokens,
                                      FLAGS.vanilla_windows, FLAGS.speed_streams, FLAGS.speed_repeats)

@@ -24,7 +24,7 @@ from absl import app, flags
 from benchmarks.common import recipe_flags
 from benchmarks.common.costs import flops_per_token
 from benchmarks.common.peak import matmul_flops
-from benchmarks.common.report import ROOT, write_section
+from benchmarks.common.report import ROOT, read_record, write_section
 from zoo.training.traces import KINDS, OTHER_PART, PARTS, by_kind, by_part, by_type, self_times
 from zoo.runs.run_dir import RunDir
 
@@ -39,7 +39,7 @@ FLAGS = flags.FLAGS
 
 
 def profile(name, steps, profiled, keep_in=None):
-    """(op self times, the run's config.json, its steady tokens/s (every interval after the first, the traced
+    """(op self times, the run's typed config, its steady tokens/s (every interval after the first, the traced
     one included), the model's training FLOPs per counted token or None, the command) of one fresh training run
     of the benchmark model `name`."""
     module, flags_ = recipe_flags.step_flags(name)
@@ -52,12 +52,13 @@ def profile(name, steps, profiled, keep_in=None):
                    "--log_every=10", f"--checkpoint_every={steps}", window, f"--model_dir={model_dir}"]
         subprocess.run(command, cwd=ROOT, check=True)
         (trace,) = glob.glob(os.path.join(model_dir, "train", "plugins", "profile", "*", "*.xplane.pb"))
-        folder = RunDir(model_dir)
-        run, rate = folder.read_config(), folder.read_metrics()["train"]["steady_tokens_per_second"]
+        config = read_record(model_dir).config
+        rate = RunDir(model_dir).read_metrics()["train"]["steady_tokens_per_second"]
         times = self_times(trace)
-        per_token = flops_per_token(name, run, model_dir)
-    shown = " ".join(["python -m", f"recipes.{module}", *flags_, f"--train_steps={steps}", window]).replace(ROOT + os.sep, "")
-    return times, run, rate, per_token, shown
+        per_token = flops_per_token(name, config, model_dir)
+    shown = " ".join(["python -m", f"recipes.{module}", *flags_, f"--train_steps={steps}", window])
+    shown = shown.replace(ROOT + os.sep, "")
+    return times, config, rate, per_token, shown
 
 
 def main(argv):
@@ -71,8 +72,8 @@ def main(argv):
     parts = [name for name, _ in PARTS] + [OTHER_PART]
     part_lines = ["| model | " + " | ".join(parts) + " |", "|---|" + "---|" * len(parts)]
     for name in FLAGS.recipes:
-        times, run, rate, per_token, command = profile(name, FLAGS.steps, FLAGS.profiled, FLAGS.trace_dir)
-        dtype = run["train"]["mixed_precision"]
+        times, config, rate, per_token, command = profile(name, FLAGS.steps, FLAGS.profiled, FLAGS.trace_dir)
+        dtype = config.train.mixed_precision
         if dtype not in peaks:
             peaks[dtype] = matmul_flops(dtype)
         kinds = by_kind(times)

@@ -32,7 +32,7 @@ import time
 
 from absl import app, flags
 
-from benchmarks.common.report import ROOT, paired, write_section
+from benchmarks.common.report import ROOT, paired, read_record, write_section
 
 FLAGS = flags.FLAGS
 
@@ -181,11 +181,11 @@ def run_zoo(flags_, run_dir, cache_dir):
     tokenizing = tokenizing_seconds(cache_dir)  # before the evaluation adds the validation split's entry
     subprocess.run([*recipe, "--mode=eval", "--eval_split=validation", f"--model_dir={run_dir}"], cwd=ROOT, env=env,
                    check=True)
-    config = run.read_config()["train"]
+    train_config = read_record(run_dir).config.train
     return {"wall": trained - launched, "train": train["seconds"], "tokenizing": tokenizing,
             "real_tokens": round(train["tokens_per_second"] * train["seconds"]),
             "accuracy": run.read_metrics()["eval_validation"]["accuracy"],
-            "steps": config["train_steps"], "seed": config["seed"]}
+            "steps": train_config.train_steps, "seed": train_config.seed}
 
 
 def run_keras_hub(job, directory):

@@ -25,7 +25,7 @@ from absl import app, flags
 
 from benchmarks.common import recipe_flags
 from benchmarks.common.peak import training_share
-from benchmarks.common.report import ROOT, finished_run, paired, write_section
+from benchmarks.common.report import ROOT, finished_run, paired, read_record, write_section
 from zoo.runs.run_dir import RunDir
 
 flags.DEFINE_string("run_dir", "runs/bench_m30k_de_en", "Run directory of the benchmarked model.")
@@ -165,10 +165,9 @@ def throughput(model_dir, steps, rounds):
 
     from zoo.translation.recipe import padded_lengths
 
-    run_dir = RunDir(model_dir)
-    run = run_dir.read_config()
-    config = translation.TranslatorConfig(**run["model"])
-    source_tok, target_tok = run_dir.tokenizers(config.shared_vocabulary)
+    run_config = read_record(model_dir).config
+    config = run_config.model
+    source_tok, target_tok = RunDir(model_dir).tokenizers(config.shared_vocabulary)
     data = translation_corpora.load_translation("multi30k", "train", "de", "en")
     rows = {
         "source": translation_preprocessing.source_rows(source_tok, data.sources, config.max_length),
@@ -178,7 +177,7 @@ def throughput(model_dir, steps, rounds):
     if rounds <= 0 or steps % rounds:
         raise ValueError(f"--throughput_steps={steps} must be a positive multiple of --throughput_rounds={rounds}.")
     warmup, per_round = 10, steps // rounds
-    dtype = run["train"]["mixed_precision"]  # both sides compute in the run's dtype
+    dtype = run_config.train.mixed_precision  # both sides compute in the run's dtype
     train_config = TrainConfig(train_steps=warmup + steps, batch_size=512, max_tokens=4096, learning_rate=1e-3,
                                warmup_steps=400, checkpoint_every=10_000, mixed_precision=dtype)
     plan = batching.training_plan(lengths, warmup + per_round * rounds, 512, 0, 1, 4096)
@@ -273,7 +272,7 @@ def measured_throughput_line(model_dir):
 
 
 def throughput_only(model_dir):
-    if RunDir(model_dir).read_config() is None:
+    if read_record(model_dir) is None:
         flags_ = [f for f in RECIPE_FLAGS if not f.startswith("--train_steps=")]
         subprocess.run([sys.executable, "-m", "recipes.translate", *flags_, "--train_steps=1", "--mode=train",
                         f"--model_dir={model_dir}"], cwd=ROOT, check=True)
@@ -293,9 +292,9 @@ def main(argv):
     penalties = tuple(float(p) for p in FLAGS.length_penalties)
     averages = tuple(int(n) for n in FLAGS.averages)
     metrics, command, tried = train_and_evaluate(model_dir, FLAGS.reuse_eval, penalties, averages)
-    run = RunDir(model_dir).read_config()
-    dtype = run["train"]["mixed_precision"]
-    share = training_share("translate", run, model_dir, metrics["train"])
+    config = read_record(model_dir).config
+    dtype = config.train.mixed_precision
+    share = training_share("translate", config, model_dir, metrics["train"])
     saved = os.path.join(model_dir, "bench_decoding.json")
     if FLAGS.reuse_decoding and os.path.exists(saved):
         with open(saved) as f:

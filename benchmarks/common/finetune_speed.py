@@ -77,8 +77,7 @@ def speed_lines(checkpoint, batch_size, length, steps, dtype=None):
 
     dtype = dtype or precision.choose("auto")[0]
     rates, config = fine_tuning_rates(checkpoint, batch_size, length, steps, dtype)
-    settings = {k: getattr(config, k) for k in ("hidden_dim", "intermediate_dim", "num_layers")}
-    flops = training_flops(encoder_multiply_adds(settings, length, 0, config.vocab_size) / length)  # per token
+    flops = training_flops(encoder_multiply_adds(config, length, 0, config.vocab_size) / length)  # per token
     peak = matmul_flops(dtype)
     shown = os.path.relpath(checkpoint, ROOT) if os.path.isdir(checkpoint) else checkpoint
     lines = [f"Fine-tuning speed on `{shown}` ({dtype}, batch {batch_size} x {length} tokens, {steps} timed steps "

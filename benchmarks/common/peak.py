@@ -35,13 +35,13 @@ def matmul_flops(dtype, size=2048, seconds=3.0):
     return best
 
 
-def training_share(recipe, run, model_dir, train):
+def training_share(recipe, config, model_dir, train):
     """A sentence: the run's steady training tokens/s (`train`, metrics.json's entry) as FLOP/s of the model's
-    counted work (`benchmarks.common.costs.flops_per_token` of `recipe`'s run in `model_dir`, config `run`) and as a
-    share of the matmul peak of the run's dtype, measured here and now."""
-    dtype = run["train"]["mixed_precision"]
+    counted work (`benchmarks.common.costs.flops_per_token` of `recipe`'s run in `model_dir`, `config` its typed
+    run config) and as a share of the matmul peak of the run's dtype, measured here and now."""
+    dtype = config.train.mixed_precision
     rate = train["steady_tokens_per_second"]
-    achieved, peak = rate * flops_per_token(recipe, run, model_dir), matmul_flops(dtype)
+    achieved, peak = rate * flops_per_token(recipe, config, model_dir), matmul_flops(dtype)
     return (f"Training at {rate:.0f} tokens/s once traced: {achieved / 1e9:.0f} GFLOP/s of the model's counted work "
             f"(`benchmarks/common/costs.py`), {achieved / peak:.0%} of this machine's {dtype} matmul peak "
             f"({peak / 1e9:.0f} GFLOP/s, 2048³, measured by this program).")

@@ -35,18 +35,31 @@ def machine():
     return f"{cpu_name()} ({platform.machine()}), {cores} cores, Python {platform.python_version()}"
 
 
-def finished_run(run_dir, recipe_flags):
-    """Whether `run_dir` holds a finished training run (metrics.json has its "train" entry). A
-    finished run is reused, so it must be the one the benchmark's command names: each
-    `--name=value` of `recipe_flags` found in its config.json (top level, or any part within it,
-    e.g. model, model.encoder, train, data) must hold that value, else ValueError names the flags that differ."""
+def read_record(run_dir):
+    """The record of the run in `run_dir` as a `zoo.runs.record.Record` (its typed config, by its recipe's class
+    in `zoo.configs.RUN_CONFIGS`, and what it derived); None when there is no config.json."""
+    from zoo.configs import RUN_CONFIGS
     from zoo.runs.run_dir import RunDir
 
     folder = RunDir(run_dir)
-    config = folder.read_config()
-    if config is None or "train" not in folder.read_metrics():
+    recipe = folder.recipe()
+    return None if recipe is None else folder.read_record(recipe, RUN_CONFIGS[recipe])
+
+
+def finished_run(run_dir, recipe_flags):
+    """Whether `run_dir` holds a finished training run (metrics.json has its "train" entry). A
+    finished run is reused, so it must be the one the benchmark's command names: each
+    `--name=value` of `recipe_flags` found in its record (top level, or any part within it,
+    e.g. model, model.encoder, train, data) must hold that value, else ValueError names the flags that differ."""
+    from zoo.runs.record import as_record
+    from zoo.runs.run_dir import RunDir
+
+    if "train" not in RunDir(run_dir).read_metrics():
         return False
-    parts = _dicts(config)
+    record = read_record(run_dir)
+    if record is None:
+        return False
+    parts = _dicts(as_record(record.recipe, record.config, record.derived))
     differ = []
     for flag in recipe_flags:
         name, _, value = flag.removeprefix("--").partition("=")

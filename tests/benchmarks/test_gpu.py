@@ -7,6 +7,7 @@ import math
 import os
 import subprocess
 import sys
+import types
 
 from benchmarks.common import costs
 from tests.conftest import HANG
@@ -31,11 +32,11 @@ def test_the_tiny_preset_trains_both_models_on_jax_and_counts_their_work(tmp_pat
         assert model["tokens_per_second"] > 0 and len(model["round_seconds"]) == 2, name
         assert len(model["losses"]) == 3 and all(math.isfinite(loss) for loss in model["losses"]), name
         assert f"| {name} | {model['tokens_per_second']:,.0f} |" in result.stdout  # the table printed
-    txl = {"hidden_dim": 64, "intermediate_dim": 128, "num_layers": 2}
+    txl = types.SimpleNamespace(hidden_dim=64, intermediate_dim=128, num_layers=2)
     per_token = costs.training_flops(costs.multiply_adds(txl, 16, 32, 16, 512)) / 16
     assert math.isclose(found["models"]["txl"]["flops_per_token"], per_token)
     # base's sentences have 9-16 tokens: its work per token lies between those of the shortest and longest pairs.
-    base = {"hidden_dim": 64, "intermediate_dim": 128, "num_encoder_layers": 2, "num_decoder_layers": 2}
+    base = types.SimpleNamespace(hidden_dim=64, intermediate_dim=128, num_encoder_layers=2, num_decoder_layers=2)
     pair = lambda n: costs.training_flops(costs.seq2seq_multiply_adds(base, n, n, 512)) / (2 * n)  # noqa: E731
     assert pair(9) < found["models"]["base"]["flops_per_token"] < pair(16)
     assert 0 < found["models"]["base"]["real_share"] < 1  # padding to the bucket's width is not counted

@@ -34,10 +34,13 @@ def test_cpu_name_reads_the_model_name_and_falls_back_to_the_architecture(tmp_pa
 def _run_dir(tmp_path, trained=True):
     import json
 
-    (tmp_path / "config.json").write_text(json.dumps({
-        "dataset": "tinyshakespeare",
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "config.json").write_text(json.dumps({  # a record's sections hold the fields it sets; others default
+        "format": 2, "recipe": "lm",
+        "data": {"dataset": "tinyshakespeare"},
         "model": {"dropout": 0.05, "clamp_length": None, "tie_embeddings": True},
         "train": {"learning_rate": 0.002, "train_steps": 2800, "mixed_precision": "bfloat16", "seed": 0},
+        "derived": {"epochs": 3},
     }))
     (tmp_path / "metrics.json").write_text(json.dumps({"train": {"step": 2800}} if trained else {"eval_test": {}}))
     return str(tmp_path)
@@ -54,6 +57,33 @@ def test_finished_run_is_reused_only_with_the_benchmarks_flags(tmp_path):
         report.finished_run(run_dir, [*same, "--learning_rate=3e-3", "--seed=1"])
     with pytest.raises(ValueError, match="--dataset=ptb"):
         report.finished_run(run_dir, ["--dataset=ptb"])
+    # The record is read as its typed config: a field the file leaves to its default holds that default, and what
+    # the run derived is compared too.
+    assert report.finished_run(run_dir, ["--num_layers=4", "--epochs=3"])
+    with pytest.raises(ValueError, match=r"--num_layers=6 \(the run has 4\), --epochs=5 \(the run has 3\)"):
+        report.finished_run(run_dir, ["--num_layers=6", "--epochs=5"])
+
+
+def test_the_record_is_read_typed_and_an_older_runs_record_upgraded(tmp_path):
+    import json
+
+    import pytest
+
+    from zoo.language_model.run_config import LMRunConfig
+
+    record = report.read_record(_run_dir(tmp_path / "new"))
+    assert (record.recipe, record.derived) == ("lm", {"epochs": 3}) and isinstance(record.config, LMRunConfig)
+    assert (record.config.model.dropout, record.config.train.mixed_precision) == (0.05, "bfloat16")
+    older = tmp_path / "older"  # format 1: the data settings at the top level, no "format"
+    older.mkdir()
+    (older / "config.json").write_text(json.dumps({"recipe": "lm", "dataset": "ptb", "model": {"num_layers": 6},
+                                                   "train": {"seed": 1}}))
+    (older / "metrics.json").write_text(json.dumps({"train": {"step": 10}}))
+    assert report.read_record(str(older)).config.data.dataset == "ptb"
+    assert report.finished_run(str(older), ["--dataset=ptb", "--num_layers=6", "--seed=1"])
+    with pytest.raises(ValueError, match=r"--dataset=wikitext2 \(the run has 'ptb'\)"):
+        report.finished_run(str(older), ["--dataset=wikitext2"])
+    assert report.read_record(str(tmp_path)) is None
 
 
 def test_an_unfinished_or_missing_run_is_not_finished(tmp_path):
