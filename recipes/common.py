@@ -100,6 +100,9 @@ def settings_from_flags(recipe, options):
     """The recipe's settings as the flags say: the run's typed config from --preset, --config,
     --config.FIELD.PATH=VALUE and the shortcut flags (zoo.training.run_settings.resolve), and
     `options(mode)`, the recipe's own flags for its modes."""
+    if FLAGS.mode not in (*run_settings.TRAINING_MODES, "config") and (FLAGS.config or OVERRIDES):
+        raise app.UsageError(f"--config and --config.FIELD.PATH=VALUE set a run to train (or --mode=config); "
+                             f"--mode={FLAGS.mode} reads the trained run's own config.json: leave them out.")
     return driver.settings(
         recipe, FLAGS.mode, FLAGS.model_dir, FLAGS.export_dir, FLAGS.preset if FLAGS["preset"].present else None,
         FLAGS.config, list(OVERRIDES), given_shortcuts(recipe), options(FLAGS.mode), FLAGS.epochs, FLAGS.batch_size,

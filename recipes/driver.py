@@ -17,23 +17,42 @@ from recipes.native_log import NativeLog, worker_log_path
 from zoo.core.config import to_yaml
 from zoo.runs.run_dir import RunDirError
 from zoo.training import driver
-from zoo.training.run_settings import TRAINING_MODES
 
 FLAGS = flags.FLAGS
 LOST_WORKER_STATUS = 75  # EX_TEMPFAIL: start the workers again and the run resumes
 
 
-def main(recipe, options):
-    """One run of `recipe` as the flags say (`options`: mode -> the recipe's own options from its flags)."""
+def settings_of(recipe, options):
+    """The recipe's settings as the flags say (`options`: mode -> the recipe's own options from its flags)."""
     if FLAGS.mode != "config" and not FLAGS.model_dir:
         raise app.UsageError("--model_dir is required.")
     if FLAGS.mode == "export" and not FLAGS.export_dir:
         raise app.UsageError("--mode=export needs --export_dir.")
-    settings = common.settings_from_flags(recipe, options)
-    if settings.run.mode == "config":  # the resolved config as YAML, for a file to start from; nothing is written
+    return common.settings_from_flags(recipe, options)
+
+
+def main(recipe, settings):
+    """One run of `recipe` as its settings say; --mode=config prints the resolved config, writing nothing."""
+    if settings.run.mode == "config":
         print(to_yaml(settings.run.config), end="")
         return
     driver.run(recipe, settings)
+
+
+def multi_worker(settings):
+    """Whether the run trains with MultiWorkerMirroredStrategy (its setup.strategy, from any source)."""
+    return settings.run.training and settings.run.config.setup.strategy == "multi_worker_mirrored"
+
+
+def native_log(recipe):
+    """A multi-worker run's TensorFlow log (recipes.native_log), or None where no temporary folder takes it."""
+    try:
+        log = NativeLog(worker_log_path(recipe.name, own_task()))
+        print(f"TensorFlow's own log lines of this worker go to {log.path}", file=sys.stderr)
+        return log
+    except OSError as error:  # no writable temporary folder: the lines stay on the terminal
+        print(f"TensorFlow's own log lines stay here: {error}", file=sys.stderr)
+        return None
 
 
 def check_directories():
@@ -90,12 +109,7 @@ def run(recipe, options):
         del argv
         logging.set_verbosity(logging.WARNING)
         log = None  # a multi-worker run's TensorFlow log (recipes.native_log)
-        if FLAGS.strategy == "multi_worker_mirrored" and FLAGS.mode in TRAINING_MODES:
-            try:
-                log = NativeLog(worker_log_path(recipe.name, own_task()))
-                print(f"TensorFlow's own log lines of this worker go to {log.path}", file=sys.stderr)
-            except OSError as error:  # no writable temporary folder: the lines stay on the terminal
-                print(f"TensorFlow's own log lines stay here: {error}", file=sys.stderr)
+        workers = False  # whether the run is one of a multi-worker job
 
         def fail(message, status):
             kept = log.close(keep=True) if log else None
@@ -110,7 +124,10 @@ def run(recipe, options):
         try:
             check_directories()
             with stop_on_signals():
-                result = main(recipe, options)
+                settings = settings_of(recipe, options)
+                workers = multi_worker(settings)
+                log = native_log(recipe) if workers else None  # before TensorFlow's cluster starts
+                result = main(recipe, settings)
             ended_well = True
             return result
         except (DatasetError, RunDirError, CheckpointError, FileNotFoundError, ValueError, NonFiniteLossError,
@@ -120,7 +137,7 @@ def run(recipe, options):
             fail(error, 2)
         except (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.DeadlineExceededError) as error:
             # What a collective or the coordination service raises when a peer stops answering.
-            if FLAGS.strategy != "multi_worker_mirrored" or os.environ.get("ZOO_DEBUG"):
+            if not workers or os.environ.get("ZOO_DEBUG"):
                 raise
             fail(lost_worker_message(error, own_task()), LOST_WORKER_STATUS)
         except Stopped as stop:  # not an error: the run stopped as asked

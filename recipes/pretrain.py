@@ -32,7 +32,7 @@ flags.DEFINE_integer("sequence_length", None, "Tokens per packed sequence, <s> i
                      "max_length, the longest text fine-tuning will give it.")
 flags.DEFINE_float("mask_rate", None, "Share of the tokens chosen for masking. Default: 0.15.")
 flags.DEFINE_float("generator_scale", None, "ELECTRA: the generator's width as a share of the encoder's. Default: 0.5.")
-flags.DEFINE_integer("vocab_size", 16000, "Size of the SentencePiece vocabulary trained on the corpus.")
+flags.DEFINE_integer("vocab_size", None, "Size of the SentencePiece vocabulary trained on the corpus. Default: 16,000.")
 flags.DEFINE_integer("max_length", None, "Longest text the encoder will take when fine-tuned. Default: the preset's.")
 flags.DEFINE_float("dropout", None, "Dropout rate. Default: the preset's.")
 flags.DEFINE_string("init_from", None, "Continue masked-LM training from a published BERT/ELECTRA checkpoint (a "

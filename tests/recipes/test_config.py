@@ -93,3 +93,18 @@ def test_a_language_model_from_a_file_is_reproduced_from_its_record(tmp_path):
     run_recipe("lm", f"--config={tmp_path / 'a' / 'config.json'}", "--mode=train", f"--model_dir={tmp_path / 'b'}")
     assert read(tmp_path / "b") == read(tmp_path / "a")
     assert checkpoint_bytes(tmp_path / "b", 4) == checkpoint_bytes(tmp_path / "a", 4)
+
+
+def test_a_translator_of_4_encoder_and_2_decoder_layers_trains_from_a_file(tmp_path):
+    (tmp_path / "mt.yaml").write_text(yaml.safe_dump({
+        "data": {"dataset": "multi30k", "source": "de", "target": "en", "max_examples": 100},
+        "model": {"num_encoder_layers": 4, "num_decoder_layers": 2, "hidden_dim": 32, "num_heads": 2,
+                  "intermediate_dim": 64, "source_vocab_size": 300, "target_vocab_size": 300, "max_length": 24},
+        "train": {"train_steps": 2, "checkpoint_every": 2, "batch_size": 16, "max_tokens": 512}}))
+    run_recipe("translate", f"--config={tmp_path / 'mt.yaml'}", "--mode=train", f"--model_dir={tmp_path / 'a'}")
+    model = read(tmp_path / "a")["model"]
+    assert (model["num_encoder_layers"], model["num_decoder_layers"]) == (4, 2)
+    from zoo.translation.load import load_run
+
+    loaded = load_run(str(tmp_path / "a"))
+    assert len(loaded.model.encoder_blocks) == 4 and len(loaded.model.decoder_blocks) == 2

@@ -225,7 +225,7 @@ def test_each_sentiment_form_trains_and_evaluates_with_its_class_names(sentiment
     for form, result in results.items():
         assert "validation: accuracy" in result.stdout, form
         config, metrics = read_json(base, form, "config.json"), read_json(base, form, "metrics.json")
-        assert [str(c) for c in config["class_names"]] == [str(c) for c in class_names[form]], form
+        assert [str(c) for c in config["derived"]["class_names"]] == [str(c) for c in class_names[form]], form
         assert metrics["eval_validation"]["examples"] == examples[form], form
     assert read_json(base, "tsv", "config.json")["derived"]["files"]["bad_rows_skipped"] == 2
 

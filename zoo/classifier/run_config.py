@@ -6,17 +6,15 @@ import dataclasses
 
 from zoo.classifier import model as classifier
 from zoo.core import config
+from zoo.data import files
 from zoo.core.config import ConfigError
 from zoo.training.config import TrainConfig
 from zoo.training.setup import SetupConfig
 
-BAD_ROWS = ("error", "skip")
-
-
 @dataclasses.dataclass(frozen=True)
 class SentimentData:
     dataset: str | None = None  # imdb, sst2, sst2_tune, tfds:NAME, or your files as FORM:PATTERN
-    eval_split: str = "validation"  # the split evaluated after training and by --mode=eval
+    eval_split: str = "validation"  # the split evaluated after training (--mode=eval takes --eval_split)
     text_column: str = "text"  # your csv:, tsv:, jsonl: files: the text's column or key
     label_column: str = "label"  # your csv:, tsv:, jsonl: files: the label's column or key
     bad_rows: str = "error"  # rows that do not parse: error (refused, file:line) or skip (counted)
@@ -24,8 +22,8 @@ class SentimentData:
     max_examples: int | None = None  # train on at most this many examples (a seeded choice)
 
     def __post_init__(self):
-        if self.bad_rows not in BAD_ROWS:
-            raise ValueError(f"bad_rows={self.bad_rows!r} must be one of {', '.join(BAD_ROWS)}.")
+        if self.bad_rows not in files.BAD_ROWS:
+            raise ValueError(f"bad_rows={self.bad_rows!r} must be one of {', '.join(files.BAD_ROWS)}.")
         if self.max_examples is not None and self.max_examples < 1:
             raise ValueError(f"max_examples={self.max_examples} must be at least 1.")
 

@@ -1,11 +1,12 @@
 """Typed configs from plain data: a recipe's frozen, nested dataclasses made from a YAML or JSON file,
 dotted overrides (`model.num_layers=6`) and Python keywords, checked field by field, and written back.
 
-One precedence, applied by `layered`: the preset's config (the base) < a file < dotted overrides < the
-recipe's shortcut flags. Every error names the dotted field (`model.num_heads=5 does not divide
+One precedence, applied by zoo.training.run_settings.resolve: the preset's config (the base) < a file <
+dotted overrides < the recipe's shortcut flags. Every error names the dotted field (`model.num_heads=5 does not divide
 model.hidden_dim=384`), and an unknown field the nearest valid names. Files are read by PyYAML (JSON is
 YAML); an override's value is one YAML scalar or list, so `true`, `6`, `1e-4`, `null` and `[11, 20]` mean
-what they say. docs/configuration.md says why this module, not ml_collections' `config_flags`.
+what they say, but a string field takes the text as written (`--config.data.target=no` is Norwegian).
+docs/configuration.md says why this module, not ml_collections' `config_flags`.
 """
 
 import dataclasses
@@ -84,8 +85,14 @@ def _show(value):
     return f"{value!r} ({type(value).__name__})"
 
 
+class Raw(str):
+    """An override's value as typed on the command line, read by its field's type (`_value`)."""
+
+
 def _value(kind, value, name):
     """`value` as a field of type `kind`, or ConfigError naming `name`."""
+    if isinstance(value, Raw):
+        value = _raw(kind, value)
     if dataclasses.is_dataclass(kind):
         return from_dict(kind, value, name)
     origin, args = typing.get_origin(kind), typing.get_args(kind)
@@ -115,8 +122,22 @@ def _value(kind, value, name):
     if kind is str:
         if isinstance(value, str):
             return value
+        if isinstance(value, int) and not isinstance(value, bool):  # a label or column named by a number
+            return str(value)
         raise ConfigError(f"{name}={_show(value)} must be a string.")
     return value
+
+
+def _raw(kind, text):
+    """An override's text as YAML reads it, but as written for a string field (YAML 1.1 would make `no` false)."""
+    options = [arg for arg in typing.get_args(kind) if arg is not type(None)]
+    stringly = kind is str or (typing.get_origin(kind) in (typing.Union, types.UnionType) and options == [str])
+    if stringly and text.strip() not in ("null", "~", ""):
+        return str(text)
+    try:
+        return yaml.safe_load(text) if text.strip() else ""
+    except yaml.YAMLError:
+        return str(text)  # a string YAML would not read (e.g. 'a: b'): the field's type decides
 
 
 def _float(value, name):
@@ -152,15 +173,11 @@ def read_file(path):
 
 
 def parse_override(text):
-    """'model.num_layers=6' -> ('model.num_layers', 6): the value read as one YAML scalar or list."""
+    """'model.num_layers=6' -> ('model.num_layers', Raw('6')): the value read by its field's type (`_value`)."""
     name, equals, raw = text.partition("=")
     if not equals or not name or any(not part for part in name.split(".")):
         raise ConfigError(f"--config.{text} must be --config.FIELD.PATH=VALUE, e.g. --config.model.num_layers=6.")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
-        value = raw  # a string YAML would not read (e.g. 'a: b'): the field's type decides
-    return name, value
+    return name, Raw(raw)
 
 
 def nested(overrides):
@@ -195,11 +212,6 @@ def preset(cls, presets, name, **sections):
     if name not in presets:
         raise ConfigError(f"Unknown preset {name!r}: use one of {', '.join(presets)}.")
     return cls(model=presets[name], **sections)
-
-
-def layered(cls, base, *layers):
-    """`cls` from the config `base` with each layer (a mapping, later ones winning) merged over it."""
-    return from_dict(cls, merge(to_dict(base), *layers))
 
 
 def differences(before, after, skip=()):

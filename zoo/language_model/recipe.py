@@ -229,7 +229,8 @@ def make_settings(run, **options):
                          "(attention's scores grow with segment_length x (segment_length + memory_length)).")
     if run.training:
         data = run.config.data
-        settings = dataclasses.replace(settings, eval_split=data.eval_split or lm_data.default_split(data.dataset))
+        settings = dataclasses.replace(settings, eval_split=data.eval_split or lm_data.default_split(data.dataset),
+                                       bad_rows=data.bad_rows)
         if run.evaluating:  # a missing or damaged evaluation file fails now, not after training
             lm_data.check_split(data.dataset, settings.eval_split)
     return settings

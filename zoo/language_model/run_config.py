@@ -5,6 +5,7 @@ run's config.json."""
 import dataclasses
 
 from zoo.core import config
+from zoo.data import files
 from zoo.core.config import ConfigError
 from zoo.language_model import model as lm
 from zoo.language_model.data import FILE_LEVELS
@@ -24,6 +25,8 @@ class LMData:
     max_examples: int | None = None  # not for a language model: it trains on the whole text
 
     def __post_init__(self):
+        if self.bad_rows not in files.BAD_ROWS:
+            raise ValueError(f"bad_rows={self.bad_rows!r} must be one of {', '.join(files.BAD_ROWS)}.")
         if self.level is not None and self.level not in FILE_LEVELS:
             raise ValueError(f"level={self.level!r} must be one of {', '.join(FILE_LEVELS)}.")
         if self.vocab_size < 1:

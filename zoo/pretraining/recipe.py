@@ -38,17 +38,23 @@ SHORTCUTS = {"corpus": "data.corpus", "document_per_file": "data.document_per_fi
 
 def base_config(preset, init_from, given, model_dir):
     """The run's base config: the preset's (None: small), or a published checkpoint's that continues its masked-LM
-    training (its shape and vocabulary: a preset and vocab_size must be left out)."""
+    training (its shape and vocabulary: a preset and vocab_size must be left out). A max_length given without a
+    sequence_length makes the sequences that long (the longest text the encoder will take)."""
     if init_from is None:
-        return run_config.base(preset or "small")
-    named = [f"--{name}" for name in ("preset", "vocab_size") if name in given or (name == "preset" and preset)]
-    if named:
-        raise ValueError(f"{' and '.join(named)} cannot be set with --init_from: the model's shape and "
-                         "vocabulary come from the checkpoint. Leave them out.")
-    checkpoint = published.read_checkpoint(init_from)
-    model = pretraining.PretrainConfig(encoder=published.encoder_config(checkpoint),
-                                       **checkpoint_weights.special_ids(checkpoint))
-    return run_config.base(preset, init_from, model)
+        base = run_config.base(preset or "small")
+    else:
+        named = [f"--{name}" for name in ("preset", "vocab_size") if name in given or (name == "preset" and preset)]
+        if named:
+            raise ValueError(f"{' and '.join(named)} cannot be set with --init_from: the model's shape and "
+                             "vocabulary come from the checkpoint. Leave them out.")
+        checkpoint = published.read_checkpoint(init_from)
+        model = pretraining.PretrainConfig(encoder=published.encoder_config(checkpoint),
+                                           **checkpoint_weights.special_ids(checkpoint))
+        base = run_config.base(preset, init_from, model)
+    if "max_length" in given and "sequence_length" not in given:
+        base = dataclasses.replace(base, model=dataclasses.replace(
+            base.model, sequence_length=min(given["max_length"], base.model.sequence_length)))
+    return base
 
 
 def documents_of(config, bad_rows="error"):

@@ -5,13 +5,11 @@ the run's config.json."""
 import dataclasses
 
 from zoo.core import config
+from zoo.data import files
 from zoo.core.config import ConfigError
 from zoo.pretraining import model as pretraining
 from zoo.training.config import TrainConfig
 from zoo.training.setup import SetupConfig
-
-BAD_ROWS = ("error", "skip")
-
 
 @dataclasses.dataclass(frozen=True)
 class PretrainData:
@@ -23,13 +21,21 @@ class PretrainData:
     max_examples: int | None = None  # not for pretraining: it reads every document
 
     def __post_init__(self):
-        if self.bad_rows not in BAD_ROWS:
-            raise ValueError(f"bad_rows={self.bad_rows!r} must be one of {', '.join(BAD_ROWS)}.")
+        if self.bad_rows not in files.BAD_ROWS:
+            raise ValueError(f"bad_rows={self.bad_rows!r} must be one of {', '.join(files.BAD_ROWS)}.")
         if not 0.0 < self.eval_fraction < 1.0:
             raise ValueError(f"eval_fraction={self.eval_fraction} must be in (0, 1).")
         if self.max_examples is not None:
             raise ValueError("max_examples is not for pretraining, which reads every document: shorten a quick run "
                              "with train_steps instead.")
+
+
+VOCAB_SIZE = 16000  # the SentencePiece vocabulary trained on the corpus (a published checkpoint's: its own)
+
+
+def with_vocabulary(model):
+    """A preset's model with pretraining's vocabulary size."""
+    return dataclasses.replace(model, encoder=dataclasses.replace(model.encoder, vocab_size=VOCAB_SIZE))
 
 
 TRAIN = TrainConfig(train_steps=6000, batch_size=32, learning_rate=1e-3, warmup_steps=400, schedule="cosine",
@@ -39,7 +45,7 @@ TRAIN = TrainConfig(train_steps=6000, batch_size=32, learning_rate=1e-3, warmup_
 @dataclasses.dataclass(frozen=True)
 class PretrainRunConfig:
     data: PretrainData = PretrainData()
-    model: pretraining.PretrainConfig = pretraining.PRESETS["small"]
+    model: pretraining.PretrainConfig = with_vocabulary(pretraining.PRESETS["small"])
     train: TrainConfig = TRAIN
     setup: SetupConfig = SetupConfig()
 
@@ -54,4 +60,6 @@ def base(preset, init_from=None, model=None):
     `model` (the PretrainConfig continuing its masked-LM training)."""
     if init_from is not None:
         return PretrainRunConfig(model=model, setup=SetupConfig(init_from=init_from))
-    return config.preset(PretrainRunConfig, pretraining.PRESETS, preset)
+    run = config.preset(PretrainRunConfig, pretraining.PRESETS, preset)
+    return dataclasses.replace(run, model=with_vocabulary(run.model))
+

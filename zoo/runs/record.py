@@ -2,9 +2,9 @@
 
 config.json holds `format`, `recipe`, the typed config's sections (data, model, train, setup) and `derived`:
 what the run found out rather than was told (class names, the files' digest, replicas, the strategy's
-class). `resolve` makes a recipe's typed config from, in this precedence, its preset (the base) < a file or
-mapping (a run's own config.json is one) < dotted overrides < shortcut flags; `read` gives a run's record
-back as that type. Nothing else reads config.json's sections by name.
+class). `from_record` gives a run's record back as its typed config (through RunDir.read_record), and
+`source_layer` reads a config given as a file, a mapping or a typed object (zoo.training.run_settings.resolve
+layers them). Nothing else reads config.json's sections by name.
 """
 
 import dataclasses
@@ -23,6 +23,7 @@ class Record:
     recipe: str
     config: object
     derived: dict
+    fields: frozenset  # the dotted fields the record holds: a format-1 record lacks some, which hold defaults
 
 
 def as_record(recipe, config, derived):
@@ -32,14 +33,31 @@ def as_record(recipe, config, derived):
 
 def from_record(data, recipe, cls, where):
     """The Record of config.json's contents `data` (read from `where`), typed as `cls`."""
-    data = data if "format" in data else upgrade(data)
+    data = upgrade(data) if is_format_1(data) else data
     sections = as_layer(data, recipe, where)
     try:
         config = cfg.from_dict(cls, sections)
     except cfg.ConfigError as error:
         raise cfg.ConfigError(f"{where} does not hold a valid {recipe} config ({error}): it was written by another "
                               "version of the zoo, or edited; fix that field, or train again.") from None
-    return Record(recipe, config, dict(data.get("derived") or {}))
+    return Record(recipe, config, dict(data.get("derived") or {}), frozenset(dotted_names(sections)))
+
+
+def dotted_names(tree, prefix=""):
+    """The dotted names of the leaves of nested mappings."""
+    for key, value in tree.items():
+        name = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, dict):
+            yield from dotted_names(value, name)
+        else:
+            yield name
+
+
+def is_format_1(data):
+    """Whether `data` is a record written before records held typed configs: a recipe named, no format, no setup
+    section, and the data settings at the top level."""
+    return ("recipe" in data and "format" not in data and "setup" not in data
+            and any(key in data for key in ("dataset", "corpus")))
 
 
 def as_layer(data, recipe, where):
@@ -47,9 +65,9 @@ def as_layer(data, recipe, where):
     of another recipe is refused, and one written before records held typed configs is named as such."""
     if "recipe" in data and data["recipe"] != recipe:
         raise cfg.ConfigError(f"{where} is the record of a {data['recipe']!r} run, not of a {recipe!r} one.")
-    if "recipe" in data and "format" not in data:
+    if is_format_1(data):
         data = upgrade(data)
-    if "recipe" in data and data["format"] != FORMAT:
+    if "format" in data and data["format"] != FORMAT:
         raise cfg.ConfigError(f"{where} was written by another zoo (config.json format {data['format']!r}; this zoo "
                               f"reads {FORMAT} and 1): train with the zoo that wrote it, or copy its fields into a "
                               "YAML file (docs/configuration.md).")
@@ -93,14 +111,3 @@ def source_layer(source, recipe, cls):
     if isinstance(source, dict):
         return as_layer(source, recipe, "the config given")
     raise cfg.ConfigError(f"config={source!r} must be a file path, a mapping or a {cls.__name__}.")
-
-
-def resolve(cls, base, recipe, preset=None, source=None, overrides=(), shortcuts=None):
-    """A `recipe` run's typed config (`cls`): `base(preset, setup.init_from)` (the base), then `source`
-    (`source_layer`), the dotted `overrides` ('model.num_layers=6' strings or (name, value) pairs), then
-    `shortcuts` (a mapping of sections, e.g. {'train': {'learning_rate': 1e-4}}), later ones winning."""
-    pairs = [cfg.parse_override(item) if isinstance(item, str) else tuple(item) for item in overrides]
-    layers = [source_layer(source, recipe, cls), cfg.nested(dict(pairs)), shortcuts or {}]
-    merged = cfg.merge(*layers)
-    setup = merged.get("setup") if isinstance(merged.get("setup"), dict) else {}
-    return cfg.from_dict(cls, cfg.merge(cfg.to_dict(base(preset, setup.get("init_from"))), merged))

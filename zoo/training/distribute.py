@@ -8,11 +8,22 @@ import tensorflow as tf
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 
-def split_cpu(replicas):
-    """Splits the CPU into `replicas` logical devices; call before any TF op runs."""
-    if replicas > 1:
-        cpu = tf.config.list_physical_devices("CPU")[0]
-        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * replicas)
+def split_cpu(replicas, check=True):
+    """Splits the CPU into `replicas` logical devices. TensorFlow takes it only before it starts, so a second run
+    in one process (zoo.train twice) must ask for the split the first one made: with `check` (which starts
+    TensorFlow's runtime, as a multi-worker or TPU strategy must do itself), another is refused."""
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    wanted = max(replicas, 1)
+    try:
+        if replicas > 1:
+            tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * replicas)
+    except RuntimeError:  # TensorFlow has started: its devices are fixed
+        pass
+    have = len(tf.config.list_logical_devices("CPU")) if check else wanted
+    if have != wanted:
+        raise ValueError(f"setup.cpu_replicas={replicas} asks for {wanted} CPU devices, but TensorFlow already runs "
+                         f"with {have} in this process (set before it started): train in a fresh process, or ask "
+                         f"for cpu_replicas={have if have > 1 else 0}.")
 
 
 def make_strategy(name, cpu_replicas=0, tpu=None):
@@ -20,8 +31,8 @@ def make_strategy(name, cpu_replicas=0, tpu=None):
     CPU replicas to "mirrored" on a machine without accelerators."""
     if name not in STRATEGIES:
         raise ValueError(f"strategy={name!r} is not one of {STRATEGIES}.")
-    split_cpu(cpu_replicas)
     # Multi-worker and TPU set up the runtime themselves: no op may run before them.
+    split_cpu(cpu_replicas, check=name not in ("multi_worker_mirrored", "tpu"))
     if name == "multi_worker_mirrored":
         if "TF_CONFIG" not in os.environ:
             raise ValueError("strategy=multi_worker_mirrored reads the cluster from TF_CONFIG, which is not set.")

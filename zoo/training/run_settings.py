@@ -60,10 +60,6 @@ class RunSettings:
         return self.config.train if self.config is not None and self.training else None
 
     @property
-    def max_examples(self):
-        return self.config.data.max_examples if self.config is not None else None
-
-    @property
     def training(self):
         return self.mode in TRAINING_MODES
 
@@ -92,23 +88,19 @@ def resolve(recipe, preset=None, source=None, overrides=(), given=None, model_di
                               "in docs/configuration.md; set any of them with config= or overrides=).")
     fields = {field: value for name, value in given.items() if name in names
               for field in (names[name] if isinstance(names[name], tuple) else (names[name],))}
-    layer = record.source_layer(source, recipe.name, recipe.config_class)
     overrides = [cfg.parse_override(item) if isinstance(item, str) else tuple(item) for item in overrides]
-    asked = cfg.merge(layer, cfg.nested(dict(overrides)), cfg.nested(fields))
+    layers = [record.source_layer(source, recipe.name, recipe.config_class), cfg.nested(dict(overrides)),
+              cfg.nested(fields)]
+    asked = cfg.merge(*layers)
     train, setup = (asked.get(name) if isinstance(asked.get(name), dict) else {} for name in ("train", "setup"))
     if "mixed_precision" in given or "mixed_precision" not in train:
         resumed = RunDir(model_dir).trained_dtype() if model_dir else None
         dtype, reason = precision.choose(given.get("mixed_precision", "auto"), resumed,
                                          tpu=setup.get("strategy") == "tpu")
-        fields.update({"train.mixed_precision": dtype, "train.precision_reason": reason})
-    bases = []  # the base, which recipe.finish checks the config against (an encoder's shape)
-
-    def base(preset, init_from):
-        bases.append(recipe.base(preset, init_from, given, model_dir))
-        return bases[-1]
-
-    config = record.resolve(recipe.config_class, base, recipe.name, preset, layer, overrides, cfg.nested(fields))
-    return recipe.finish(config, bases[-1], given, model_dir, mode) if recipe.finish is not None else config
+        asked = cfg.merge(asked, {"train": {"mixed_precision": dtype, "precision_reason": reason}})
+    base = recipe.base(preset, setup.get("init_from"), given, model_dir)
+    config = cfg.from_dict(recipe.config_class, cfg.merge(cfg.to_dict(base), asked))
+    return recipe.finish(config, base, given, model_dir, mode) if recipe.finish is not None else config
 
 
 def check_training(config, epochs=None, average_checkpoints=1, train_steps_given=False):
@@ -125,11 +117,13 @@ def start_run(model_dir, recipe, config, write_tokenizer, last_file, chief, deri
     """The run's config: `config`, with the model of the record `model_dir` holds when resuming; its tokenizer
     written now by the chief (`write_tokenizer()`) or waited for by the other workers (its `last_file`). A
     resumed run whose record differs from `config` is refused, naming each dotted field (less CHANGEABLE and
-    the `derived` fields, which come from the data: the LM's model.vocab_size)."""
+    the `derived` fields, which come from the data: the LM's model.vocab_size, and the fields a record of format 1
+    did not hold)."""
     run_dir = RunDir(model_dir)
     existing = run_dir.read_record(recipe, type(config))
     if existing is not None:
-        differ = cfg.differences(existing.config, config, skip=CHANGEABLE + tuple(derived))
+        unknown = tuple(name for name in record.dotted_names(cfg.to_dict(config)) if name not in existing.fields)
+        differ = cfg.differences(existing.config, config, skip=CHANGEABLE + tuple(derived) + unknown)
         if differ:
             raise RunDirError(f"{model_dir} holds a {recipe} run with other settings ({'; '.join(differ)}): resume "
                               "it with the same config, or use another --model_dir.")

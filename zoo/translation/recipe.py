@@ -252,7 +252,8 @@ def make_settings(run, **options):
     settings = Settings(run, **options)
     if run.training:
         data = run.config.data
-        settings = dataclasses.replace(settings, eval_split=data.eval_split or default_split(data.dataset))
+        settings = dataclasses.replace(settings, eval_split=data.eval_split or default_split(data.dataset),
+                                       bad_rows=data.bad_rows, jit_compile=run.config.train.jit_compile)
         if data.dataset == "multi30k":  # checks the pair, and a damaged evaluation file, before training
             for split in {"validation", settings.eval_split if run.evaluating else "validation"}:
                 translation_corpora.load_translation("multi30k", split, data.source, data.target)

@@ -4,13 +4,11 @@ from a preset, a file, dotted overrides and shortcut flags, and written whole in
 import dataclasses
 
 from zoo.core import config
+from zoo.data import files
 from zoo.core.config import ConfigError
 from zoo.training.config import TrainConfig
 from zoo.training.setup import SetupConfig
 from zoo.translation import model as translation
-
-BAD_ROWS = ("error", "skip")
-
 
 @dataclasses.dataclass(frozen=True)
 class TranslationData:
@@ -22,8 +20,8 @@ class TranslationData:
     max_examples: int | None = None  # train on at most this many pairs (a seeded choice)
 
     def __post_init__(self):
-        if self.bad_rows not in BAD_ROWS:
-            raise ValueError(f"bad_rows={self.bad_rows!r} must be one of {', '.join(BAD_ROWS)}.")
+        if self.bad_rows not in files.BAD_ROWS:
+            raise ValueError(f"bad_rows={self.bad_rows!r} must be one of {', '.join(files.BAD_ROWS)}.")
         if self.source == self.target:
             raise ValueError(f"source and target are both {self.source!r}: give two languages.")
         if self.max_examples is not None and self.max_examples < 1:

@@ -37,7 +37,7 @@ def test_precedence_of_layers():
     file = {"model": {"num_layers": 4, "hidden_dim": 256}}
     dotted = cfg.nested(dict([cfg.parse_override("model.num_layers=6")]))
     shortcut = {"model": {"dropout": 0.3}}
-    run = cfg.layered(Run, base, file, dotted, shortcut)
+    run = cfg.from_dict(Run, cfg.merge(cfg.to_dict(base), file, dotted, shortcut))
     assert (run.model.num_layers, run.model.hidden_dim, run.model.dropout) == (6, 256, 0.3)
     assert run.model.num_heads == base.model.num_heads
 
@@ -45,6 +45,8 @@ def test_precedence_of_layers():
 @pytest.mark.parametrize("text, value", [
     ("train.learning_rate=1e-4", 1e-4), ("train.learning_rate=0.001", 0.001), ("model.norm_first=true", True),
     ("model.activation=gelu", "gelu"), ("model.embedding_dim=null", None), ("train.profile_steps=[11, 20]", (11, 20)),
+    ("data.dataset=no", "no"), ("data.dataset=123", "123"), ("data.dataset=null", None),
+    ("data.classes=[0, 1]", ("0", "1")),
 ])
 def test_override_values_are_typed(text, value):
     name, raw = cfg.parse_override(text)
