@@ -110,7 +110,7 @@ def main(argv):
     body = f"""
 | what | the zoo | beside it |
 |---|---|---|
-| opening a {FLAGS.size_mb} MB cache entry ({c['tokens']:,} byte ids) with every file's size and sha256 checked | {c['open_s']:.2f} s (median of {FLAGS.repeats}) | tokenizing it: {c['tokenize_s']:.1f} s; reading its ids once, as an epoch does: {c['read_epoch_s']:.1f} s (the check is {100 * c['open_s'] / c['read_epoch_s']:.1f}% of that read alone) |
+| opening a {FLAGS.size_mb} MB cache entry ({c['tokens']:,} byte ids) with every file's size and sha256 checked | {c['open_s']:.2f} s (median of {FLAGS.repeats}) | tokenizing it: {c['tokenize_s']:.1f} s; reading its ids once in spans of 2,048 (`TokenRows.span`, as the LM's batches read them): {c['read_epoch_s']:.1f} s (the check is {100 * c['open_s'] / c['read_epoch_s']:.1f}% of that read alone) |
 | `zoo.load(export).predict` of 4,000 texts of 1-700 words, `tiny` classifier at 512 tokens, batch_size 32 | {a['zoo']['peak_mb']:,.0f} MB peak | the export's signature called with {FLAGS.peer_texts:,} of them at once: {a['signature']['peak_mb']:,.0f} MB |
 
 The cache checks every entry each time a run opens it: the sha256 of its files costs the figure above, once per
