@@ -17,6 +17,7 @@ import re
 import numpy as np
 
 from zoo.data import cache, datasets, files
+from zoo.data.sources import Sources
 from zoo.data.datasets import DatasetError
 
 FORMS = ("csv", "tsv", "jsonl", "folder")
@@ -70,7 +71,7 @@ def check_label_forms(names, what):
 
 class Examples:
     """One split of labelled texts: iterate for (text, label id); `count`, `class_names`, `key` (the data's part
-    of a cache key), `paths` (the files read, for a run's record) and `sources` (zoo.data.cache.Sources of the
+    of a cache key), `paths` (the files read, for a run's record) and `sources` (zoo.data.sources.Sources of the
     files, None for a built-in dataset)."""
 
     def __init__(self, read, count, class_names, key, paths=(), text_bytes=None, skipped=0, sources=None):
@@ -149,7 +150,7 @@ def load(name, split, columns=Columns(), class_names=None, max_examples=None, se
             index += 1
 
     paths = files.paths(spec, split)
-    sources = cache.Sources(lambda: _all_files(spec, files.paths(spec, split), classes))
+    sources = Sources(lambda: _all_files(spec, files.paths(spec, split), classes))
     key = {"files": sources.digest, "spec": str(spec), "split": split,
            "columns": dataclasses.asdict(columns), "max_examples": max_examples, "seed": seed, "classes": known,
            "held_out": files.holds_out(spec)}

@@ -11,7 +11,7 @@ its row and token counts, the range of its ids, and each file's size and sha256 
 It is written into a dot-folder and renamed into place, so no reader sees half an entry. Tokenizing streams:
 a chunk of texts at a time, so memory does not grow with the corpus.
 
-The cache never lies: the files an entry is read from (`Sources`) are checked again after the pass, and a file
+The cache never lies: the files an entry is read from (`zoo.data.sources.Sources`) are checked again after the pass, and a file
 that changed keeps the entry out; every opening checks the entry's sizes and checksums, and a damaged,
 incomplete or older entry is named on stderr, moved aside and removed, and made again.
 """
@@ -30,13 +30,13 @@ import numpy as np
 
 from zoo.core import disk
 from zoo.data.datasets import DatasetError
+from zoo.data.sources import file_hash
 
 CACHE_ENV = "ZOO_CACHE_DIR"
 IDS_FILE, OFFSETS_FILE, LABELS_FILE, META_FILE = "ids.bin", "offsets.bin", "labels.bin", "meta.json"
 FILES = (IDS_FILE, OFFSETS_FILE, LABELS_FILE)
 FORMAT = 2  # of an entry's files and meta.json; an entry of another format is made again
 CHUNK_BYTES = 4 << 20  # texts tokenized per call: large enough for TF's per-call cost to vanish
-READ_BYTES = 1 << 22  # files are hashed this much at a time
 
 
 def cache_root():
@@ -83,85 +83,6 @@ def check_writable():
         finally:
             with contextlib.suppress(OSError):
                 os.remove(probe)
-
-
-_FILE_STATES = {}
-
-
-def _state(path, fresh=False):
-    """(size, mtime in ns, sha256) of a file; hashed once per process for an unchanged size and mtime, or
-    always when `fresh`. A file that changes while it is hashed is given its size and time from before, so
-    that a later look finds it changed."""
-    before = os.stat(path)
-    stamp = (before.st_size, before.st_mtime_ns)
-    known = _FILE_STATES.get(path)
-    if known and known[:2] == stamp and not fresh:
-        return known
-    state = (*stamp, _file_hash(path))
-    after = os.stat(path)
-    if (after.st_size, after.st_mtime_ns) == stamp:
-        _FILE_STATES[path] = state
-    return state
-
-
-def file_digest(path):
-    """sha256 of a file's bytes, once per process for an unchanged (size, mtime)."""
-    return _state(path)[2]
-
-
-def _names_digest(paths, digests):
-    digest = hashlib.sha256()
-    for path, file_hash in zip(paths, digests):
-        digest.update(f"{os.path.abspath(path)}\0{file_hash}\n".encode())
-    return digest.hexdigest()
-
-
-def files_digest(paths):
-    """One hash of several files' names and contents: the data's part of a cache key (and of a run's record,
-    so that a resumed run sees a changed file)."""
-    return _names_digest(paths, [file_digest(path) for path in paths])
-
-
-class Sources:
-    """The files a cache entry's rows are read from, as they were when its key was made: `find()` lists them,
-    each is recorded by size, modification time and sha256. `digest` (`files_digest` of them) is the data's
-    part of the key; `check()`, after the tokenizing pass, refuses a file that was added, removed or changed
-    meanwhile, so that an entry holds the rows of the bytes its key names."""
-
-    def __init__(self, find):
-        self.find = find
-        self.paths = tuple(find())
-        self.states = tuple(_state(path) for path in self.paths)
-        self.digest = _names_digest(self.paths, [state[2] for state in self.states])
-
-    def check(self):
-        paths = tuple(self.find())
-        for path in sorted(set(paths) ^ set(self.paths)):
-            raise self._changed(path, "appeared" if path in paths else "went away")
-        for path, before in zip(self.paths, self.states):
-            try:
-                now = _state(path, fresh=True)
-            except FileNotFoundError:
-                raise self._changed(path, "went away") from None
-            if now != before:
-                sizes = f" (from {before[0]:,} to {now[0]:,} bytes)" if now[0] != before[0] else ""
-                raise self._changed(path, f"changed{sizes}")
-
-    @staticmethod
-    def _changed(path, what):
-        return DatasetError(f"{path} {what} while it was tokenized: its tokens were not kept in the cache. Run "
-                            "again once the files stay as they are.")
-
-
-def contents_digest(paths):
-    """One hash of several files' contents in order, whatever their names: a tokenizer's part of a cache key,
-    the same for the same tokenizer in any run folder."""
-    return hashlib.sha256("".join(file_digest(path) for path in paths).encode()).hexdigest()
-
-
-def folder_files_digest(directory, names):
-    """`contents_digest` of those of the files `names` that `directory` holds (a run's tokenizer files)."""
-    return contents_digest([p for p in (os.path.join(directory, n) for n in names) if os.path.exists(p)])
 
 
 def key_name(key):
@@ -255,17 +176,9 @@ def check_entry(directory, written=None):
         if os.path.getsize(path) != size or expected.get(name, size) != size:
             raise DamagedEntry(f"is damaged ({name} holds {os.path.getsize(path):,} bytes where {META_FILE} says "
                                f"{expected.get(name, size):,})")
-        if meta["files"] != written and _file_hash(path) != digest:
+        if meta["files"] != written and file_hash(path) != digest:
             raise DamagedEntry(f"is damaged ({name} does not match its checksum)")
     return meta
-
-
-def _file_hash(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(READ_BYTES):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def open_entry(directory):
@@ -294,7 +207,7 @@ def token_rows(key, examples, encode, description, total_bytes=None, in_graph=Tr
     """The cache entry of `key`, made now if missing (or refused by `check_entry`): `examples` (an iterable of
     (text, label or None)) tokenized by `encode` a chunk at a time: a batch of strings -> ragged ids, run as a
     tf.function, or with in_graph=False a Python function of a list of strings -> a list of id lists. Shows
-    progress (MB done, MB/s, time left against `total_bytes`). `sources` (a `Sources`, the files the examples
+    progress (MB done, MB/s, time left against `total_bytes`). `sources` (a zoo.data.sources.Sources, the files the examples
     are read from) are checked after the pass: one that changed keeps the new entry out of the cache."""
     directory = os.path.join(cache_root(), key_name(key))
     rows = open_entry(directory)

@@ -149,9 +149,9 @@ def save_wordpiece(vocabulary, lowercase, strip_accents, directory):
 def files_key(directory, names=(TOKENIZER_FILE, VOCABULARY_FILE, WORDPIECE_CONFIG_FILE)):
     """The contents of the tokenizer files a run folder holds (`names`, each once; a translation run's
     source.model and target.model): the tokenizer's part of a token-cache key."""
-    from zoo.data import cache
+    from zoo.data import sources
 
-    return cache.folder_files_digest(directory, list(dict.fromkeys(names)))
+    return sources.folder_files_digest(directory, list(dict.fromkeys(names)))
 
 
 def holds_wordpiece(directory):

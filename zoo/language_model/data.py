@@ -15,6 +15,7 @@ import numpy as np
 
 from zoo.data import cache, files
 from zoo.language_model import corpora
+from zoo.data.sources import Sources, folder_files_digest
 from zoo.data.datasets import DatasetError
 from zoo.data.tokenizer import MAX_TRAINING_CHARACTERS
 from zoo.language_model.subword import SubwordVocabulary
@@ -33,7 +34,7 @@ HELD_OUT_RULE = "blocks"  # in the token cache's key: entries made under the ear
 class Corpus:
     """One split of a corpus as lines (each ending in "\\n"), readable more than once; `level` is how
     the corpus is tokenized, `key` the data's part of a cache key, `size` about its characters, `sources` its
-    files (zoo.data.cache.Sources; None for a built-in corpus)."""
+    files (zoo.data.sources.Sources; None for a built-in corpus)."""
 
     def __init__(self, lines, level, key, size, paths=(), encoding="utf-8", sources=None):
         self._lines, self.level, self.key, self.size, self.paths = lines, level, key, size, tuple(paths)
@@ -82,7 +83,7 @@ def load(name, split, level=None, text_column="text", bad_rows="error"):
     bad.check(f"{spec} ({split})")
     if size == 0:
         raise DatasetError(f"--dataset={spec} has no text in its {split} split.")
-    sources = cache.Sources(lambda: files.paths(spec, split))
+    sources = Sources(lambda: files.paths(spec, split))
     key = {"files": sources.digest, "spec": str(spec), "split": split, "column": text_column}
     lines = lambda: _lines(spec, split, text_column, files.BadRows("skip"))  # noqa: E731
     if split in ("train", "validation") and files.holds_out(spec):
@@ -182,7 +183,7 @@ def vocabulary_key(directory):
     from zoo.data.tokenizer import TOKENIZER_FILE
 
     names = (VOCABULARY_FILE, TOKENIZER_FILE)
-    return cache.folder_files_digest(directory, names)
+    return folder_files_digest(directory, names)
 
 
 def token_stream(corpus, vocabulary, vocabulary_key):

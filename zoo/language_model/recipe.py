@@ -83,6 +83,9 @@ def prepare(settings, strategy):
     asked = dataclasses.replace(shared.config, data=dataclasses.replace(data, level=corpus.level))
     run_config, vocabulary = prepare_run(shared.model_dir, asked, corpus, is_chief(strategy))
     derived = {"files": {"digest": corpus.key["files"], "bad_rows_skipped": corpus.skipped}} if corpus.paths else {}
+    if corpus.paths:  # validation as train's contiguous blocks, or files of its own: a resumed run must agree
+        derived["held_out"] = "blocks" if lm_data.files.holds_out(lm_data.files.parse(data.dataset, lm_data.FORMS)) \
+            else None
     config = run_config.model
     replicas = strategy.num_replicas_in_sync
     ids = lm_data.token_stream(corpus, vocabulary, lm_data.vocabulary_key(shared.model_dir))

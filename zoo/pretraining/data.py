@@ -17,6 +17,7 @@ import tarfile
 import numpy as np
 
 from zoo.data import cache, datasets, files
+from zoo.data.sources import Sources
 from zoo.data.datasets import DatasetError, Source
 
 # The official archive holds train/unsup too; ../shared/data has it as a tarball of its own.
@@ -77,7 +78,7 @@ def load_documents(name):
 class Documents:
     """The documents of one or more corpora, in order, readable more than once without holding those read
     from files: iterate for strings; `count`, `size` (characters), `key` (for the token cache), `sources` (the
-    files read, zoo.data.cache.Sources; None without files) and `digest` (of those files)."""
+    files read, zoo.data.sources.Sources; None without files) and `digest` (of those files)."""
 
     def __init__(self, parts, key, sources=None):
         self.parts, self.key, self.sources = parts, key, sources
@@ -123,7 +124,7 @@ def load_corpora(names, document_per_file=False, text_column="text", bad_rows="e
         if not count:
             raise DatasetError(f"Corpus {name!r} holds no document.")
         parts.append((read, count, size))
-    sources = cache.Sources(lambda: [p for spec in specs for p in files.paths(spec, "train")]) if specs else None
+    sources = Sources(lambda: [p for spec in specs for p in files.paths(spec, "train")]) if specs else None
     key = {"corpus": list(names), "document_per_file": document_per_file, "text_column": text_column,
            "files": sources.digest if sources is not None else None}
     documents = Documents(parts, key, sources)

@@ -92,6 +92,9 @@ def upgrade(old):
     derived.update({key: old[key] for key in ("class_names", "example") if key in old})
     if files:
         derived["files"] = {key: files[key] for key in ("digest", "bad_rows_skipped") if key in files}
+        # Files without {split} held out a share then too: 1 in 20 rows, or for a language model 1 in 20 lines.
+        if "{split}" not in str(data.get("dataset", "{split}")):
+            derived["held_out"] = "lines" if old["recipe"] == "lm" else True
     setup = {"init_from": old["init_from"]} if old.get("init_from") else {}
     return {"format": FORMAT, "recipe": old["recipe"], "data": data, "model": old.get("model") or {},
             "train": old.get("train") or {}, "setup": setup, "derived": derived}

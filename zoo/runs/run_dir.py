@@ -30,7 +30,7 @@ METRICS_FILE = "metrics.json"
 TRANSLATION_TOKENIZER_FILES = ("source.model", "target.model")  # one per language (else tokenizer.model)
 # What a resumed run must share with the run it resumes beside its config (zoo.runs.record's derived):
 # the batch plan (and so the data position) depends on these.
-RESUME_KEYS = ("replicas", "sequences")
+RESUME_KEYS = ("replicas", "sequences", "held_out")
 RUN_NAMES = {"pretrain": "pretraining"}  # how messages name a recipe's runs (else by the recipe's name)
 
 CONFIG_ADVICE = ("it is the run's record (its data, model and training settings). Restore it from a backup, or "
@@ -64,9 +64,12 @@ def check_resumable(derived, asked):
     """Raises RunDirError naming every RESUME_KEYS field where `asked` differs from the record's `derived`."""
     changed = [f"{k}={asked[k]!r} (was {derived[k]!r})" for k in RESUME_KEYS if k in derived and k in asked
                and derived[k] != asked[k]]
+    moved = any(change.startswith("held_out") for change in changed)
+    why = (" (held_out: how validation is kept out of the training rows; validation files appeared or went away "
+           "since the run started, or it started under another rule)") if moved else ""
     if changed:
         raise RunDirError(
-            f"This run cannot resume as asked: {', '.join(changed)}. Keep those settings to resume "
+            f"This run cannot resume as asked: {', '.join(changed)}{why}. Keep those settings to resume "
             "at the same data position, or use another --model_dir."
         )
 

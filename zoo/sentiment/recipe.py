@@ -81,7 +81,8 @@ def prepare(settings, strategy):
     train_config = run_settings.with_epochs(config.train, shared.epochs, data.count)  # refused before any write
     if shared.evaluating and data.paths:  # its bad rows and unknown labels too, before any write
         classifier_data.load(config.data.dataset, settings.eval_split, settings.columns, data.class_names)
-    run_settings.check_same_files(shared.model_dir, RECIPE, SentimentRunConfig, data.key["files"] if data.paths else None)
+    digest = data.key["files"] if data.paths else None
+    run_settings.check_same_files(shared.model_dir, RECIPE, SentimentRunConfig, digest)
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, num_classes=len(data.class_names)),
                                  train=train_config)
     config, tok = prepare_run(shared.model_dir, config, data, is_chief(strategy))
@@ -105,6 +106,7 @@ def prepare(settings, strategy):
     derived = {"class_names": list(data.class_names)}
     if data.paths:  # your own files: a resumed run must find the same contents
         derived["files"] = {"digest": data.key["files"], "bad_rows_skipped": data.skipped}
+        derived["held_out"] = data.key["held_out"]  # validation is train's share: a resumed run must agree
     return driver.Prepared(config, derived, task)
 
 

@@ -138,7 +138,7 @@ def start_run(model_dir, recipe, config, write_tokenizer, last_file, chief, deri
 
 
 def check_same_files(model_dir, recipe, cls, digest):
-    """A resumed run must read the files it started with (`digest`: zoo.data.cache.files_digest of them, None
+    """A resumed run must read the files it started with (`digest`: zoo.data.sources.files_digest of them, None
     for a built-in dataset): a changed file is refused, not trained on."""
     existing = RunDir(model_dir).read_record(recipe, cls) if digest else None
     started = existing.derived.get("files", {}).get("digest") if existing else None

@@ -22,6 +22,7 @@ import re
 import numpy as np
 
 from zoo.data import cache, files
+from zoo.data.sources import Sources
 from zoo.data.datasets import DatasetError
 from zoo.translation import corpora
 
@@ -33,7 +34,7 @@ class Pairs:
     """One split of sentence pairs, read again from its files (or a built-in dataset's lists) each time it
     is iterated: (source, target) texts. `count`, `chars` and `bytes` (characters and UTF-8 bytes of each
     side), `key` (the data's part of a token-cache key), `example` (the first source sentence), `skipped` (bad
-    rows left out), `sources` (the files, zoo.data.cache.Sources, as `load` read them; None for a built-in
+    rows left out), `sources` (the files, zoo.data.sources.Sources, as `load` read them; None for a built-in
     dataset)."""
 
     def __init__(self, read, count, chars, key, example, skipped=0, sizes=None, sources=None):
@@ -102,7 +103,7 @@ def load(name, split, source, target, bad_rows="error"):
         return (_aligned if spec.form == "text" else _tsv)(spec, split, source, target, bad)
 
     bad = files.BadRows(bad_rows)
-    sources = cache.Sources(lambda: _paths(spec, split, source, target))
+    sources = Sources(lambda: _paths(spec, split, source, target))
     count, chars, sizes, example = 0, [0, 0], [0, 0], None
     for pair in pairs(bad):
         count += 1

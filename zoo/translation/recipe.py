@@ -94,6 +94,8 @@ def prepare(settings, strategy):
     derived = {"example": data.example}
     if digest:  # your own files: a resumed run must find the same contents
         derived["files"] = {"digest": digest, "bad_rows_skipped": data.skipped}
+        spec = files.parse(names.dataset, translation_data.FORMS)
+        derived["held_out"] = files.holds_out(spec, **({"lang": names.source} if spec.form == "text" else {}))
     config = run_config.model
     sources, targets = translation_data.token_rows(data, tokenizers, tokenizers_key(shared.model_dir, config),
                                                    config.max_length)

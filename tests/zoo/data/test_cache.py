@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import data_path_peak
-from zoo.data import batching, cache
+from zoo.data import batching, cache, sources
 
 
 def encode(texts):
@@ -39,9 +39,9 @@ def test_rows_equal_direct_encoding_and_are_reused(tmp_path, monkeypatch):
 def test_changed_file_changes_the_key(tmp_path):
     path = tmp_path / "a.txt"
     path.write_text("one")
-    before = cache.files_digest([str(path)])
+    before = sources.files_digest([str(path)])
     path.write_text("two")
-    assert cache.files_digest([str(path)]) != before
+    assert sources.files_digest([str(path)]) != before
 
 
 def test_plan_dataset_reads_the_cache(tmp_path, monkeypatch):
@@ -56,7 +56,7 @@ def test_plan_dataset_reads_the_cache(tmp_path, monkeypatch):
 MEMORY_PROGRAM = r"""
 import json, os, resource, sys
 import numpy as np, tensorflow as tf
-from zoo.data import batching, cache
+from zoo.data import batching, cache, sources
 megabytes = int(sys.argv[1])
 line = ("the quick brown fox jumps over the lazy dog " * 23)[:1000]
 

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from zoo.classifier import data as classifier_data
 from zoo.data import cache
+from zoo.data.sources import Sources
 from zoo.data.datasets import DatasetError
 from zoo.language_model import data as lm_data
 from zoo.pretraining import data as pretraining_data
@@ -38,7 +39,7 @@ def entries(folder):
 
 def line_rows(path):
     """token_rows of a text file's lines, keyed by its Sources, as the recipes' data modules do."""
-    sources = cache.Sources(lambda: [str(path)])
+    sources = Sources(lambda: [str(path)])
     lines = (line.rstrip("\n") for line in open(path).readlines())
     return cache.token_rows({"files": sources.digest}, ((line, None) for line in lines), encode, "test",
                             sources=sources)
@@ -48,7 +49,7 @@ def test_a_file_appended_to_while_it_is_tokenized_is_refused_by_name_and_its_res
         tmp_path, cache_dir):
     path = tmp_path / "corpus.txt"
     path.write_text("".join(line + "\n" for line in LINES))
-    sources = cache.Sources(lambda: [str(path)])
+    sources = Sources(lambda: [str(path)])
 
     def appending():  # the probe's case: another program appends while the first run reads
         for number, line in enumerate(LINES):
@@ -70,7 +71,7 @@ def test_a_file_appended_to_while_it_is_tokenized_is_refused_by_name_and_its_res
 
 def test_a_file_added_to_a_folder_while_it_is_tokenized_is_refused(tmp_path, cache_dir):
     (tmp_path / "a.txt").write_text("one")
-    sources = cache.Sources(lambda: sorted(str(p) for p in tmp_path.glob("*.txt")))
+    sources = Sources(lambda: sorted(str(p) for p in tmp_path.glob("*.txt")))
     (tmp_path / "b.txt").write_text("two")
     with pytest.raises(DatasetError, match=rf"^{tmp_path / 'b.txt'} appeared while it was tokenized"):
         cache.token_rows({"files": sources.digest}, [("one", None)], encode, "test", sources=sources)

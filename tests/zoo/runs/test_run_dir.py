@@ -239,3 +239,14 @@ def test_holding_a_folder(tmp_path):
     with folder.hold():
         assert folder.holds(LOCK_FILE)
     assert not folder.holds(LOCK_FILE)
+
+
+def test_a_run_resumes_only_under_the_held_out_rule_it_started_with(tmp_path):
+    from zoo.classifier.run_config import SentimentData, SentimentRunConfig
+
+    folder = RunDir(str(tmp_path))
+    config = SentimentRunConfig(data=SentimentData("csv:data/{split}.csv"))
+    folder.record_training("sentiment", config, {"replicas": 1, "held_out": True})
+    with pytest.raises(RunDirError, match=r"held_out=False \(was True\) \(held_out: how validation is kept out"):
+        folder.record_training("sentiment", config, {"replicas": 1, "held_out": False})
+    folder.record_training("sentiment", config, {"replicas": 1, "held_out": True})
