@@ -26,8 +26,8 @@ class TrainConfig:
     log_every: int = 50  # steps between progress lines and TensorBoard summaries (loss, rate, tokens/s)
     profile_steps: tuple[int, int] | None = None  # (first, last) step traced by TensorFlow's profiler, 1-based
     jit_compile: bool = False  # compile the gradient computation with XLA (a TPU compiles with XLA anyway)
-    mixed_precision: str = "float32"  # or "auto": resolved here for this machine (zoo.training.precision)
-    precision_reason: str = ""  # why that dtype, as the recipe chose it (kept in config.json)
+    mixed_precision: str = "float32"  # float32, bfloat16, float16; "auto" (a recipe's default): this machine's
+    precision_reason: str = ""  # why that dtype (auto's choice, or asked for), written by the run
     seed: int = 0  # seeds initial weights, dropout, the data's order and sampling, the tokenizer's sample
 
     def __post_init__(self):
