@@ -87,12 +87,8 @@ def given_shortcuts(recipe):
     --mixed_precision): they win over the preset, --config and --config.FIELD.PATH=VALUE."""
     names = [*run_settings.SHORTCUTS, *recipe.shortcuts, "mixed_precision"]
     given = {name: FLAGS[name].value for name in names if name in FLAGS and FLAGS[name].present}
-    if "profile_steps" in given:
+    if "profile_steps" in given:  # list flags' values are typed by their fields (zoo.core.config); these are text
         given["profile_steps"] = profile_range(given["profile_steps"])
-    if "classes" in given:
-        given["classes"] = tuple(given["classes"])
-    if "corpus" in given:
-        given["corpus"] = tuple(given["corpus"])
     return given
 
 

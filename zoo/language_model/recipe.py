@@ -137,8 +137,8 @@ def evaluation_streams(ids, batch_size, segment_length, split):
 
 
 def run_eval(model_dir, split, eval_memory_length, batch_size, average=1, bad_rows="error"):
-    RunDir(model_dir).require_run(RECIPE)
-    trained = RunDir(model_dir).read_record(RECIPE, LMRunConfig).config
+    run_dir = RunDir(model_dir)
+    trained = run_dir.typed(run_dir.require_run(RECIPE), RECIPE, LMRunConfig).config
     split = split or lm_data.default_split(trained.data.dataset)
     corpus = lm_data.load(trained.data.dataset, split, trained.data.level, trained.data.text_column, bad_rows)
     ids = None
@@ -242,7 +242,7 @@ def make_settings(run, **options):
 LM = driver.Recipe(
     name=RECIPE,
     config_class=LMRunConfig,
-    base=lambda preset, init_from, given, model_dir: run_config_base(preset or "small", init_from),
+    base=run_config_base,
     shortcuts=SHORTCUTS,
     settings_class=Settings,
     make_settings=make_settings,

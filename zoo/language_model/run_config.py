@@ -58,6 +58,6 @@ class LMRunConfig:
                                   "(attention's scores grow with segment_length x (segment_length + memory_length)).")
 
 
-def base(preset, init_from=None):
-    """The preset's model with the recipe's training defaults (init_from is refused by LMRunConfig)."""
-    return config.preset(LMRunConfig, lm.PRESETS, preset)
+def base(preset=None, init_from=None, given=None, model_dir=None):
+    """The preset's model (None: small) with the recipe's training defaults (init_from is refused by LMRunConfig)."""
+    return config.preset(LMRunConfig, lm.PRESETS, preset or "small")

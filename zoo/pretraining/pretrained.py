@@ -33,7 +33,7 @@ def load_pretrained(model_dir, finished=True, average=1):
     the mean of the newest N checkpoints' weights (`RunDir.load_model`)."""
     run_dir = RunDir(model_dir)
     run = run_dir.read_finished(RECIPE, finished)
-    record = run_dir.read_record(RECIPE, PretrainRunConfig)
+    record = run_dir.typed(run, RECIPE, PretrainRunConfig)
     config = record.config.model
     model, step = run_dir.load_model(lambda: pretraining.build_pretrainer(config), average)
     if finished:
@@ -85,8 +85,7 @@ def pretrained_encoder_config(model_dir):
     """The encoder config (a ClassifierConfig) of the finished pretraining run in `model_dir`."""
     check_run_source(model_dir)
     run_dir = RunDir(model_dir)
-    run_dir.read_finished(RECIPE)
-    return run_dir.read_record(RECIPE, PretrainRunConfig).config.model.encoder
+    return run_dir.typed(run_dir.read_finished(RECIPE), RECIPE, PretrainRunConfig).config.model.encoder
 
 
 def encoder_weights(model_dir):

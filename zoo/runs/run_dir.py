@@ -131,7 +131,11 @@ class RunDir:
     def read_record(self, recipe, cls):
         """The run's record as a zoo.runs.record.Record, its config typed as `cls`; None if absent."""
         data = self.read_run(recipe)
-        return None if data is None else record.from_record(data, recipe, cls, self.file(CONFIG_FILE))
+        return None if data is None else self.typed(data, recipe, cls)
+
+    def typed(self, data, recipe, cls):
+        """The Record of config.json's contents `data` (from read_run, require_run or read_finished)."""
+        return record.from_record(data, recipe, cls, self.file(CONFIG_FILE))
 
     def record_training(self, recipe, config, derived, write=True):
         """Checks that training with `derived` (replicas, strategy, data sizes) can resume the run here, then
@@ -226,8 +230,7 @@ class RunDir:
         """A trained `recipe` run as a LoadedRun: its record (config typed as `cls`), the model
         `build_model(model config)` holding the newest checkpoint (`load_model`), and
         `load_tokenizer(self, model config)`."""
-        self.require_run(recipe)
-        record = self.read_record(recipe, cls)
+        record = self.typed(self.require_run(recipe), recipe, cls)
         config = record.config.model
         model, step = self.load_model(lambda: build_model(config), average)
         return LoadedRun(record, config, model, load_tokenizer(self, config), step)

@@ -74,8 +74,9 @@ class RunSettings:
 
 def resolve(recipe, preset=None, source=None, overrides=(), given=None, model_dir=None, mode="train"):
     """The typed config of a `recipe` run (zoo.training.driver.Recipe): recipe.base(preset (None: not given, the
-    small one), init_from, given, model_dir) < `source` (a file, a mapping, a typed config) < `overrides` ('model.num_layers=6' or (name, value))
-    < `given` (the shortcuts asked for, by name: SHORTCUTS and recipe.shortcuts name their fields). Without a
+    small one), init_from, given, model_dir) < `source` (a file, a mapping, a typed config) < `overrides`
+    ('model.num_layers=6' or (name, value)) < `given` (the shortcuts asked for, by name: SHORTCUTS and
+    recipe.shortcuts name their fields). Without a
     dtype asked for anywhere, train.mixed_precision is `given`'s mixed_precision choice (default auto: this
     machine's, or a resumed run's own)."""
     given = dict(given or {})
@@ -89,9 +90,8 @@ def resolve(recipe, preset=None, source=None, overrides=(), given=None, model_di
     fields = {field: value for name, value in given.items() if name in names
               for field in (names[name] if isinstance(names[name], tuple) else (names[name],))}
     overrides = [cfg.parse_override(item) if isinstance(item, str) else tuple(item) for item in overrides]
-    layers = [record.source_layer(source, recipe.name, recipe.config_class), cfg.nested(dict(overrides)),
-              cfg.nested(fields)]
-    asked = cfg.merge(*layers)
+    asked = cfg.merge(record.source_layer(source, recipe.name, recipe.config_class), cfg.nested(dict(overrides)),
+                      cfg.nested(fields))
     train, setup = (asked.get(name) if isinstance(asked.get(name), dict) else {} for name in ("train", "setup"))
     if "mixed_precision" in given or "mixed_precision" not in train:
         resumed = RunDir(model_dir).trained_dtype() if model_dir else None

@@ -267,7 +267,7 @@ def make_settings(run, **options):
 TRANSLATE = driver.Recipe(
     name=RECIPE,
     config_class=TranslateRunConfig,
-    base=lambda preset, init_from, given, model_dir: run_config_base(preset or "small", init_from),
+    base=run_config_base,
     shortcuts=SHORTCUTS,
     settings_class=Settings,
     make_settings=make_settings,

@@ -47,6 +47,6 @@ class TranslateRunConfig:
                               "or a smaller model.max_length.")
 
 
-def base(preset, init_from=None):
-    """The preset's model with the recipe's training defaults (init_from is refused by TranslateRunConfig)."""
-    return config.preset(TranslateRunConfig, translation.PRESETS, preset)
+def base(preset=None, init_from=None, given=None, model_dir=None):
+    """The preset's model (None: small) with the recipe's training defaults (init_from is refused by TranslateRunConfig)."""
+    return config.preset(TranslateRunConfig, translation.PRESETS, preset or "small")
