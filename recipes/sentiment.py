@@ -33,7 +33,10 @@ flags.DEFINE_list("classes", None, "Your own data: the labels (or, for folder:, 
                   "order, e.g. neg,pos for aclImdb's train/{neg,pos,unsup}; rows of other labels are left out and "
                   "counted in the log (Keras text_dataset_from_directory's class_names). Default: every label.")
 flags.DEFINE_string("predictions", None, "--mode=eval and train_and_eval: write each evaluated text's label, "
-                    "prediction and class probabilities to this file, one JSON object a line, in the data's order.")
+                    "prediction and class probabilities to this file, one JSON object a line, in the data's order. "
+                    "Never a file of the run's own; an existing file only if it holds such predictions.")
+flags.DEFINE_bool("overwrite_predictions", False, "Let --predictions replace an existing file the zoo did not "
+                  "write (as Hugging Face's --overwrite_output_dir).")
 flags.DEFINE_float("layer_decay", None, "Layer-wise learning-rate decay: each encoder layer learns at this "
                    "factor of the rate of the layer above it (the head at --learning_rate). Default: 1 (off).")
 FLAGS = flags.FLAGS
@@ -46,7 +49,8 @@ def options(mode):
     columns = classifier_data.Columns(FLAGS.text_column, FLAGS.label_column, FLAGS.bad_rows,
                                       tuple(FLAGS.classes) if FLAGS.classes else None)
     return {"dataset": FLAGS.dataset, "eval_split": FLAGS.eval_split, "text": FLAGS.text,
-            "columns": columns if given else None, "predictions": FLAGS.predictions}
+            "columns": columns if given else None, "predictions": FLAGS.predictions,
+            "overwrite_predictions": FLAGS.overwrite_predictions}
 
 
 if __name__ == "__main__":

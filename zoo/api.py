@@ -19,8 +19,10 @@ missing file (zoo.runs.export.load_version). docs/python_api.md has more.
 
 import dataclasses
 import os
+from collections.abc import Mapping
 
 from zoo.classifier.load import Classifier
+from zoo.core import inputs
 from zoo.sentiment.recipe import SENTIMENT
 from zoo.language_model.recipe import LM
 from zoo.pretraining.recipe import PRETRAIN
@@ -47,7 +49,8 @@ def load(path, average=1):
         path: a run folder (--model_dir), an export's version folder, or an --export_dir (its newest version).
         average: a run only: the mean of its newest `average` checkpoints' weights (--average_checkpoints).
     """
-    path = os.fspath(path)
+    path = path_argument("path", path, "a run folder or an export")
+    average = inputs.whole("average", average, 1)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} does not exist: {WHAT_LOAD_TAKES}")
     recipe = RunDir(path).recipe() if os.path.isdir(path) else None
@@ -91,19 +94,22 @@ def train(recipe, model_dir, config=None, *, preset=None, mode="train_and_eval",
     from zoo.training.run_settings import SHORTCUTS
     from zoo.training.stopping import Stopped
 
-    if recipe not in RECIPES:
+    if not isinstance(recipe, str) or recipe not in RECIPES:
         raise ValueError(f"Unknown recipe {recipe!r}: use one of {', '.join(RECIPES)}.")
     if mode not in ("train", "train_and_eval"):
         raise ValueError(f"mode={mode!r}: zoo.train trains (train, train_and_eval); zoo.load evaluates and serves.")
+    model_dir = path_argument("model_dir", model_dir, "a folder")
+    export_dir = None if export_dir is None else path_argument("export_dir", export_dir, "a folder")
+    average_checkpoints = inputs.whole("average_checkpoints", average_checkpoints, 1)
+    epochs = None if epochs is None else inputs.finite("epochs", epochs, 0, above=True)
     spec = RECIPES[recipe]
     # A shortcut of the config first (dataset: the data trained on), else an option of the recipe's modes.
     shortcuts = {*SHORTCUTS, *spec.shortcuts, "mixed_precision"}
     option_names = {field.name for field in dataclasses.fields(spec.settings_class)} - {"run"} - shortcuts
     options = {name: value for name, value in keywords.items() if name in option_names}
     given = {name: value for name, value in keywords.items() if name not in option_names}
-    settings = driver.settings(spec, mode, os.fspath(model_dir), export_dir and os.fspath(export_dir), preset, config,
-                               overrides, given, options, epochs, given.get("batch_size"), average_checkpoints,
-                               given.get("seed", 0))
+    settings = driver.settings(spec, mode, model_dir, export_dir, preset, config, override_list(overrides), given,
+                               options, epochs, given.get("batch_size"), average_checkpoints, given.get("seed", 0))
     try:
         driver.run(spec, settings)
     except Stopped as stop:
@@ -111,3 +117,36 @@ def train(recipe, model_dir, config=None, *, preset=None, mode="train_and_eval",
     return load(model_dir, average=average_checkpoints)
 
 
+def path_argument(name, value, what):
+    """`value` (a str or os.PathLike) as a str, else a TypeError naming the argument `name` (`what`: what the
+    path names)."""
+    if isinstance(value, bytes) or not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name}={inputs.shown(value)} must be the path of {what} (a str or os.PathLike), not "
+                        f"{type(value).__name__}.")
+    path = os.fspath(value)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not path:
+        raise ValueError(f"{name}='' names no path: give the path of {what}.")
+    return path
+
+
+def override_list(overrides):
+    """`overrides` as a list of 'field=value' strings and (field, value) pairs (a mapping gives its items; None
+    none), else a TypeError naming the argument or the item."""
+    if overrides is None:
+        return []
+    if isinstance(overrides, str):
+        raise TypeError(f"overrides={inputs.shown(overrides)} must be a list of dotted fields, e.g. "
+                        f"[{inputs.shown(overrides)}], not one string.")
+    if isinstance(overrides, Mapping):
+        overrides = list(overrides.items())
+    if not isinstance(overrides, (list, tuple)):
+        raise TypeError(f"overrides={inputs.shown(overrides)} must be a list of dotted fields, e.g. "
+                        f"['model.num_layers=6'] or [('model.num_layers', 6)], not {type(overrides).__name__}.")
+    for index, item in enumerate(overrides):
+        pair = isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str)
+        if not (isinstance(item, str) or pair):
+            raise TypeError(f"overrides[{index}]={inputs.shown(item)} must be 'field=value' or a (field, value) pair, "
+                            "e.g. 'model.num_layers=6' or ('model.num_layers', 6).")
+    return list(overrides)

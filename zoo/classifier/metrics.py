@@ -1,7 +1,8 @@
 """A classifier's evaluation as a user reads it: accuracy, each class's precision, recall, F1 and support,
 their macro and support-weighted averages and the confusion matrix, as scikit-learn's `classification_report`
 and `confusion_matrix` give them (a class never predicted has precision 0, one never present recall 0); and
-each evaluated text's label, prediction and probabilities (`predictions_lines`, for --predictions).
+each evaluated text's label, prediction and probabilities (`predictions_lines`, for --predictions), and
+whether a file is such predictions (`is_predictions_file`).
 """
 
 import json
@@ -62,6 +63,9 @@ def format_report(report):
     return "\n".join(lines)
 
 
+PREDICTION_KEYS = ("text", "label", "prediction", "probabilities")
+
+
 def predictions_lines(texts, labels, probabilities, class_names):
     """One JSON line (UTF-8 bytes) per text, in order: {"text", "label", "prediction", "probabilities":
     {class name: probability}}."""
@@ -69,3 +73,14 @@ def predictions_lines(texts, labels, probabilities, class_names):
         record = {"text": text, "label": class_names[label], "prediction": class_names[int(np.argmax(row))],
                   "probabilities": {name: round(float(p), 6) for name, p in zip(class_names, row)}}
         yield (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def is_predictions_file(path):
+    """Whether the file at `path` is one `predictions_lines` wrote: its first line one of those records. An
+    evaluation may write over such a file, and over no other (zoo.runs.outputs)."""
+    try:
+        with open(path, "rb") as f:
+            record = json.loads(f.readline(1 << 24))
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and tuple(record) == PREDICTION_KEYS

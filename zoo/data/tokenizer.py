@@ -16,11 +16,13 @@ import json
 import os
 import random
 import re
+import uuid
 
 import keras_hub
 import numpy as np
 import sentencepiece
 import tensorflow as tf
+from tensorflow_text.python.ops import sentencepiece_tokenizer
 
 from zoo.core import disk
 
@@ -209,21 +211,39 @@ def load_tokenizer(source, name=TOKENIZER_FILE):
 
 def _sentence_piece(proto, name):
     tokenizer = keras_hub.tokenizers.SentencePieceTokenizer(proto=proto)
-    _name_model_resource(tokenizer, name)
+    tokenizer._sentence_piece._model_resource = _ModelResource(proto, name)  # keras-hub keeps TF Text's here
     return tokenizer
 
 
-def _name_model_resource(tokenizer, name):
-    """Names the TF Text resource that holds the SentencePiece model after its file.
+class _ModelResource(sentencepiece_tokenizer._SentencepieceModelResource):
+    """The TF Text resource that holds the SentencePiece model, owned by the tokenizer that made it.
 
-    TF Text creates every model's resource under one default name, and a loaded SavedModel
-    shares a resource between creators of the same name: an export with two tokenizers (one
-    vocabulary per language) would decode the target language with the source's model.
-    keras-hub makes the TF Text tokenizer without a name, hence the private attribute;
-    tests/recipes/test_translate.py checks an export with two tokenizers."""
-    resource = getattr(getattr(tokenizer, "_sentence_piece", None), "_model_resource", None)
-    if resource is not None:
-        resource._name = name
+    TF Text's own belongs to the kernel that creates it, and TensorFlow drops its kernels whenever it clears
+    its eager caches, which `tf.random.set_seed` does (keras.utils.set_random_seed, called by every training
+    run): a model loaded in a process that then trained again lost its tokenizer (`SentencepieceResource ...
+    does not exist`). Made under a name of its own, as TensorFlow's lookup tables are, the resource lives
+    until the tokenizer goes. In an export, where the function that makes it keeps its kernel, it is TF Text's
+    as before.
+
+    Named after its file (`name`): TF Text makes every model's resource under one default name, and a loaded
+    SavedModel shares a resource between creators of the same name, so an export with two tokenizers (one
+    vocabulary per language) would decode the target language with the source's model
+    (tests/recipes/test_translate.py checks one)."""
+
+    def __init__(self, model, name):
+        self._shared_name = f"zoo_sentencepiece_{uuid.uuid4().hex}"
+        super().__init__(model, name)
+
+    def _create_resource(self):
+        if not tf.executing_eagerly():
+            return super()._create_resource()
+        return sentencepiece_tokenizer.gen_sentencepiece_tokenizer.sentencepiece_op(
+            model=self._model, shared_name=self._shared_name)
+
+    def _destroy_resource(self):
+        handle = self._resource_handle
+        if tf.executing_eagerly() and handle is not None and not tf.is_symbolic_tensor(handle):
+            tf.raw_ops.DestroyResourceOp(resource=handle, ignore_lookup_error=True)
 
 
 def tokenize(tokenizer, texts, batch_size=2048):

@@ -16,6 +16,7 @@ from zoo.classifier.run_config import SentimentRunConfig
 from zoo.core import disk
 from zoo.data import batching, tokenizer
 from zoo.pretraining import pretrained, published
+from zoo.runs import outputs
 from zoo.runs.run_dir import RunDir
 from zoo.training import driver, run_settings
 from zoo.training.config import Task
@@ -40,6 +41,7 @@ class Settings:
     text: str | None = None  # the text to explain (mode explain)
     columns: classifier_data.Columns | None = None  # the evaluated files' columns; None: the trained run's
     predictions: str | None = None  # a JSON-lines file of each evaluated text's label, prediction and probabilities
+    overwrite_predictions: bool = False  # replace an existing file at `predictions` that the zoo did not write
 
 
 def columns_of(data):
@@ -228,8 +230,7 @@ def make_settings(run, **options):
     settings = Settings(run, **options)
     if run.mode == "explain" and not settings.text:
         raise ValueError('--mode=explain needs --text="a sentence".')
-    if settings.predictions is not None:
-        check_predictions(settings.predictions, run.mode)
+    check_predictions(settings, run)
     if run.training:
         data = run.config.data
         settings = dataclasses.replace(settings, dataset=data.dataset, eval_split=data.eval_split,
@@ -239,14 +240,18 @@ def make_settings(run, **options):
     return settings
 
 
-def check_predictions(path, mode):
-    """The predictions file: only where the mode evaluates, into a folder that exists."""
-    if mode not in ("eval", "train_and_eval"):
+def check_predictions(settings, run):
+    """The predictions file: only where the mode evaluates, never over the run's own files, an input or any
+    other file the zoo did not write unless asked (zoo.runs.outputs)."""
+    path = settings.predictions
+    if path is None:
+        if settings.overwrite_predictions:
+            raise ValueError("--overwrite_predictions replaces the file --predictions names: give --predictions too.")
+        return
+    if run.mode not in ("eval", "train_and_eval"):
         raise ValueError("--predictions is written by --mode=eval and --mode=train_and_eval.")
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path) or not os.path.isdir(folder):
-        problem = "is a folder" if os.path.isdir(path) else f"is in {folder}, which is not a folder"
-        raise ValueError(f"--predictions={path} {problem}: name a file in a folder that exists.")
+    outputs.check_file("--predictions", path, run.model_dir, metrics.is_predictions_file,
+                       settings.overwrite_predictions)
 
 
 SENTIMENT = driver.Recipe(

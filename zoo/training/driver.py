@@ -14,7 +14,7 @@ import os
 from typing import Callable, Mapping
 
 from zoo.data import cache
-from zoo.runs import export
+from zoo.runs import export, outputs
 from zoo.runs.run_dir import RunDir
 from zoo.training import run_settings
 from zoo.training.config import Task
@@ -69,7 +69,9 @@ class Recipe:
 def settings(recipe, mode="train_and_eval", model_dir=None, export_dir=None, preset=None, config=None,
              overrides=(), given=None, options=None, epochs=None, batch_size=None, average_checkpoints=1, seed=0):
     """The recipe's settings for one run: in a training mode (and mode config) with the typed config
-    (`run_settings.resolve` of preset < config < overrides < the shortcuts `given`), and `options` for its modes."""
+    (`run_settings.resolve` of preset < config < overrides < the shortcuts `given`), and `options` for its modes.
+    The folders it writes are checked first (zoo.runs.outputs: no output lands on the run's own files)."""
+    outputs.check_folders(model_dir, export_dir, mode in TRAINING_MODES)
     typed = None
     if mode in TRAINING_MODES or mode == "config":
         typed = run_settings.resolve(recipe, preset, config, overrides, given, model_dir, mode)
