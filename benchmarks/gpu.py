@@ -4,6 +4,7 @@ the counted work per second as a share of the chip's bfloat16 matmul peak, measu
   KERAS_BACKEND=jax python -m benchmarks.gpu                      # base and txl on a GPU; tiny on a CPU
   KERAS_BACKEND=jax python -m benchmarks.gpu --preset=tiny --models=base --rounds=1   # a smoke run
   KERAS_BACKEND=jax python -m benchmarks.gpu --models=base --breakdown   # and base's step in parts
+  KERAS_BACKEND=jax python -m benchmarks.gpu --models=base --steps_per_call=32 --cross_entropy=dense   # changes to try
 
 - base: the paper's base encoder-decoder: 6 + 6 layers, hidden 512, 8 heads, feed-forward 2048, a shared
   vocabulary of 32,768 tied with the output projection, dropout 0.1 (sub-layer outputs, embeddings and the
@@ -24,6 +25,12 @@ NVIDIA GPU, where a one-step check here shows it trains. Work is counted as `ben
 it (6 x the forward multiply-adds of the real tokens: padding's work is left out); the peak is the best
 rate of bfloat16 products of random square matrices (8192 on a GPU), timed as `benchmarks/common/peak.py` times.
 On a CPU the default preset is `tiny`, a smoke run that writes nothing into BENCHMARKS.md.
+
+Changes to try, each off by default (benchmarks/gpu_variants.sh runs them one at a time): --steps_per_call (several
+steps in one program, so the host launches one program for them), --cross_entropy=dense (the loss without gathering
+the labels' log-probabilities, whose gradient scatters into a float32 tensor of the logits' size), --layer_norm=fused
+(benchmarks/common/fused_layer_norm.py). --check_attention compiles layers.MultiHeadAttention alone at several key
+lengths and says which attention each calls, against what FLASH_MIN_KEYS asks.
 """
 
 import collections
@@ -55,10 +62,29 @@ flags.DEFINE_bool("flash_attention", True, "Let Keras use cuDNN's flash attentio
                   "--noflash_attention: XLA's attention everywhere.")
 flags.DEFINE_integer("flash_min_keys", None, "Set layers.multi_head_attention.FLASH_MIN_KEYS, the keys below "
                      "which the layers do not ask for cuDNN's flash attention (0: ask always).")
+flags.DEFINE_integer("steps_per_call", 1, "Training steps in one compiled program (lax.scan over a stack of "
+                     "batches of one shape; Transformer-XL's memory carried inside), so the host launches one "
+                     "program per that many steps. 1: one step a program.")
+flags.DEFINE_enum("cross_entropy", "gather", ["gather", "dense"], "The loss's form: gather (the labels' "
+                  "log-probabilities taken from float32 log-softmax) or dense (logsumexp minus a weighted sum of "
+                  "the logits: no gather, so no scatter in its gradient). The same value.")
+flags.DEFINE_enum("layer_norm", "keras", ["keras", "fused"], "keras: Keras's LayerNormalization; fused: "
+                  "benchmarks/common/fused_layer_norm.py's (one pass for the statistics each way).")
+flags.DEFINE_bool("check_attention", False, "Before training, compile layers.MultiHeadAttention's gradient alone "
+                  "at base's longest sentences and around FLASH_MIN_KEYS and say which attention each calls.")
 flags.DEFINE_bool("write", None, "Write the figures into BENCHMARKS.md (default: on a GPU or TPU, not on a CPU).")
 FLAGS = flags.FLAGS
 
 PAD, BOS = 0, 1  # token ids; the others are drawn from [2, vocab_size)
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """How the training step is built (the changes to try): see the flags of the same names."""
+
+    steps_per_call: int = 1
+    cross_entropy: str = "gather"
+    layer_norm: str = "keras"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,6 +150,34 @@ def flash_attention_trains():
     return True, "cuDNN's attention ran a small masked bfloat16 attention and its gradient"
 
 
+def attention_choices(p, flash):
+    """Which attention layers.MultiHeadAttention's compiled gradient calls (cuDNN's fused attention or XLA's), in
+    the current dtype policy with a padding mask as the blocks pass it, at base's longest sentences and around
+    FLASH_MIN_KEYS: {keys: {"found": ..., "expected": ...}}. Expected: cuDNN's from FLASH_MIN_KEYS keys on, where
+    `flash` (the flash check) says it trains here, XLA's below."""
+    import jax
+    import numpy as np
+
+    from layers import MultiHeadAttention, multi_head_attention
+
+    threshold = multi_head_attention.FLASH_MIN_KEYS
+    longest = -(-p.max_length // 8) * 8  # base's widest batches
+    choices = {}
+    for keys in sorted(k for k in {longest, threshold - 1, threshold, 200} if k > 0):  # 200: long sentences
+        mha = MultiHeadAttention(p.num_heads, p.hidden_dim // p.num_heads)
+        mha.build((2, keys, p.hidden_dim), (2, keys, p.hidden_dim))
+        x = jax.random.normal(jax.random.key(0), (2, keys, p.hidden_dim), mha.compute_dtype)
+        mask = np.ones((2, 1, keys), bool)
+        mask[1, :, keys // 2:] = False  # the second sentence ends halfway: padding after
+        loss = lambda x: mha(x, x, attention_mask=mask, training=True).astype("float32").sum()  # noqa: E731
+        try:
+            found = "cuDNN" if "fmha" in jax.jit(jax.grad(loss)).lower(x).compile().as_text() else "XLA"
+        except Exception as error:  # noqa: BLE001  a failed check is a finding, not a reason to stop
+            found = f"failed: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        choices[keys] = {"found": found, "expected": "cuDNN" if flash and keys >= threshold else "XLA"}
+    return choices
+
+
 def build_translator(p):
     """The encoder-decoder: [source ids, decoder input ids] (batch, length) -> logits (batch, length, vocab)."""
     import keras
@@ -169,13 +223,22 @@ def build_transformer_xl(p):
     return keras.Model([tokens, *memories], [logits, *new_memories], name="transformer_xl")
 
 
-def cross_entropy(logits, labels, smoothing):
-    """Mean over the real labels (not PAD) of the label-smoothed cross-entropy, in float32."""
+def cross_entropy(logits, labels, smoothing, form="gather"):
+    """Mean over the real labels (not PAD) of the label-smoothed cross-entropy, in float32. `form`: gather (the
+    labels' log-probabilities picked from log-softmax) or dense (the same value as logsumexp(logits) minus the
+    logits weighted by the smoothed target, (1 - smoothing) on the label plus smoothing / vocab everywhere: its
+    gradient is elementwise, softmax minus those weights, where gather's scatters into zeros of the logits' size)."""
     from keras import ops
 
-    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
-    picked = ops.take_along_axis(log_probs, ops.expand_dims(labels, -1), axis=-1)[..., 0]
-    per_token = -(1 - smoothing) * picked - smoothing * ops.mean(log_probs, axis=-1)
+    logits = ops.cast(logits, "float32")
+    if form == "dense":
+        vocab = logits.shape[-1]
+        target = (1 - smoothing) * ops.one_hot(labels, vocab, dtype="float32") + smoothing / vocab
+        per_token = ops.logsumexp(logits, axis=-1) - ops.sum(logits * target, axis=-1)
+    else:
+        log_probs = ops.log_softmax(logits, axis=-1)
+        picked = ops.take_along_axis(log_probs, ops.expand_dims(labels, -1), axis=-1)[..., 0]
+        per_token = -(1 - smoothing) * picked - smoothing * ops.mean(log_probs, axis=-1)
     real = ops.cast(ops.not_equal(labels, PAD), "float32")
     return ops.sum(per_token * real) / ops.maximum(ops.sum(real), 1.0)
 
@@ -206,6 +269,51 @@ def training_step(model, optimizer, loss):
         return value, extras, (trainable, non_trainable, optimizer_variables)
 
     return step
+
+
+def steps_in_one_call(step, carried=0):
+    """`step` run over a stack of batches in one program (`lax.scan`), so the host launches one program for them
+    all: every array of the batch has a leading axis of steps but the last `carried` inputs, which the first step
+    takes, each later step taking the extras of the step before (Transformer-XL's memories). Returns
+    steps(state, batch) -> (the last step's loss, its extras (carried) or (), state)."""
+    import jax
+
+    def steps(state, batch):
+        split = len(batch["inputs"]) - carried
+        stacked = {"inputs": list(batch["inputs"][:split]), "labels": batch["labels"]}
+
+        def one(carry, step_batch):
+            state, held = carry
+            value, extras, state = step(state, {"inputs": [*step_batch["inputs"], *held],
+                                                "labels": step_batch["labels"]})
+            if carried:  # the carry keeps its types: the memories as they came in
+                held = [e.astype(h.dtype) for e, h in zip(extras, held)]
+            return (state, held), value
+
+        (state, held), values = jax.lax.scan(one, (state, list(batch["inputs"][split:])), stacked)
+        return values[-1], held if carried else (), state
+
+    return steps
+
+
+def in_calls(items, k, shape):
+    """`items` grouped into calls of up to `k` whose `shape(item)` agree, in the order of each call's first item."""
+    open_calls, calls = {}, []
+    for item in items:
+        call = open_calls.get(shape(item))
+        if call is None or len(call) == k:
+            call = open_calls[shape(item)] = []
+            calls.append(call)
+        call.append(item)
+    return calls
+
+
+def stacked(batches):
+    """Batches (dicts of arrays and lists of arrays, one structure) as one, each array with a leading axis."""
+    import jax
+    import numpy as np
+
+    return jax.tree.map(lambda *arrays: np.stack(arrays), *batches)
 
 
 def step_breakdown(model, optimizer, loss, state, batch, repeats=10):
@@ -285,24 +393,62 @@ def translation_batches(p, rng):
     return [batches[i] for i in order]
 
 
-def train_translator(p, rounds, breakdown=False, profile=False):
+def prepared(model, options):
+    """`model` with `options.layer_norm` applied: fused layer norms in place of Keras's."""
+    if options.layer_norm == "fused":
+        from benchmarks.common.fused_layer_norm import use_fused_layer_norm
+
+        use_fused_layer_norm(model)
+    return model
+
+
+def program_step(model, optimizer, loss, options, carried=0):
+    """The step `compile_programs` compiles: one training step, or `steps_in_one_call` of them."""
+    step = training_step(model, optimizer, loss)
+    return step if options.steps_per_call == 1 else steps_in_one_call(step, carried)
+
+
+def profiled(program, state, batch, steps_per_call):
+    """`device_trace.summary` of about 5 steps of `program` on `batch` (`steps_per_call` steps a call), printed:
+    (state, summary)."""
+    import tempfile
+
+    from benchmarks.common import device_trace
+
+    calls = max(1, round(5 / steps_per_call))
+    with tempfile.TemporaryDirectory() as directory:
+        state, wall, untraced = device_trace.traced_steps(program, state, batch, calls, directory)
+        try:  # reading the trace back is no reason to lose the figures measured before
+            summary = device_trace.summary(directory, calls * steps_per_call, wall / steps_per_call,
+                                           untraced / steps_per_call)
+        except Exception as error:  # noqa: BLE001
+            summary = {"error": f"reading the trace failed: {type(error).__name__}: {error}"}
+    print(device_trace.render(summary), flush=True)
+    return state, summary
+
+
+def train_translator(p, rounds, options=Options(), breakdown=False, profile=False):
     """Trains base on the synthetic batches: the figures of its timed rounds (and, with `breakdown`, of
-    `step_breakdown` on its commonest batch shape; with `profile`, `device_trace.summary` of 5 of its steps)."""
+    `step_breakdown` on its commonest batch shape; with `profile`, `device_trace.summary` of about 5 of its
+    steps). With `options.steps_per_call` k, each program runs up to k batches of one shape."""
     import jax
     import numpy as np
 
     rng = np.random.default_rng(0)
     batches = translation_batches(p, rng)
-    model, optimizer = build_translator(p), adam(p)
+    model, optimizer = prepared(build_translator(p), options), adam(p)
     state = initial_state(model, optimizer)
-    loss = lambda logits, batch: (cross_entropy(logits, batch["labels"], 0.1), ())  # noqa: E731
-    examples = {batch["labels"].shape: batch for batch, _ in reversed(batches)}  # one batch per bucket
-    compiled, compile_seconds, fused = compile_programs(training_step(model, optimizer, loss), state,
+    loss = lambda logits, batch: (cross_entropy(logits, batch["labels"], 0.1, options.cross_entropy), ())  # noqa: E731
+    singles = {batch["labels"].shape: batch for batch, _ in reversed(batches)}  # one batch per bucket
+    groups = in_calls(batches, options.steps_per_call, lambda item: item[0]["labels"].shape)
+    calls = [stacked([batch for batch, _ in group]) if options.steps_per_call > 1 else group[0][0] for group in groups]
+    examples = {call["labels"].shape: call for call in reversed(calls)}  # one call per program
+    compiled, compile_seconds, fused = compile_programs(program_step(model, optimizer, loss, options), state,
                                                         list(examples.values()))
     programs = dict(zip(examples, compiled))
-    for shape, batch in examples.items():  # the warm-up: each program runs once
-        value, _, state = programs[shape](state, batch)
-    batches = [(jax.device_put(batch), lengths) for batch, lengths in batches]
+    for shape, call in examples.items():  # the warm-up: each program runs once
+        value, _, state = programs[shape](state, call)
+    calls = [jax.device_put(call) for call in calls]
     config = types.SimpleNamespace(hidden_dim=p.hidden_dim, intermediate_dim=p.intermediate_dim,
                                    num_encoder_layers=p.num_layers, num_decoder_layers=p.num_layers)
     multiply_adds = sum(costs.seq2seq_multiply_adds(config, n, n, p.vocab_size) for _, ls in batches for n in ls)
@@ -311,33 +457,26 @@ def train_translator(p, rounds, breakdown=False, profile=False):
     times, losses = [], [float(value)]
     for _ in range(rounds):
         began = time.perf_counter()
-        for batch, _ in batches:
-            value, _, state = programs[batch["labels"].shape](state, batch)
+        for call in calls:
+            value, _, state = programs[call["labels"].shape](state, call)
         losses.append(float(value))  # waits for the round's last step
         times.append(time.perf_counter() - began)
     extra = {}
     commonest = collections.Counter(batch["labels"].shape for batch, _ in batches).most_common(1)[0][0]
     if profile:
-        import tempfile
-
-        from benchmarks.common import device_trace
-
-        with tempfile.TemporaryDirectory() as directory:
-            state, wall = device_trace.traced_steps(programs[commonest], state, examples[commonest], 5, directory)
-            try:  # reading the trace back is no reason to lose the figures above
-                extra["profile"] = device_trace.summary(directory, 5, wall)
-            except Exception as error:  # noqa: BLE001
-                extra["profile"] = {"error": f"reading the trace failed: {type(error).__name__}: {error}"}
-        print(device_trace.render(extra["profile"]), flush=True)
+        key = max(examples, key=lambda shape: (shape[-1] == commonest[-1], shape))  # the commonest width's call
+        per_call = key[0] if options.steps_per_call > 1 else 1
+        state, extra["profile"] = profiled(programs[key], state, jax.device_put(examples[key]), per_call)
     if breakdown:
-        extra["breakdown"] = step_breakdown(model, optimizer, loss, state, examples[commonest])
+        extra["breakdown"] = step_breakdown(model, optimizer, loss, state, singles[commonest])
     return figures(times, tokens, costs.training_flops(multiply_adds), losses, compile_seconds, fused,
-                   steps=len(batches), shapes=len(programs), real_share=tokens / padded, **extra)
+                   steps=len(batches), calls=len(calls), shapes=len(programs), real_share=tokens / padded, **extra)
 
 
-def train_transformer_xl(p, rounds):
+def train_transformer_xl(p, rounds, options=Options()):
     """Trains txl on a synthetic stream (a random sequence of 600 tokens repeated, so the memory can help),
-    its memory carried across steps: the figures of its timed rounds."""
+    its memory carried across steps: the figures of its timed rounds. With `options.steps_per_call` k, each
+    program runs up to k segments, the memory carried inside."""
     import jax
     import numpy as np
 
@@ -347,34 +486,40 @@ def train_transformer_xl(p, rounds):
     steps = p.txl_steps
     positions = np.arange(steps * p.segment_length + 1)
     stream = period[(positions[None, :] + offsets[:, None]) % 600].astype("int32")  # (batch, steps * segment + 1)
-    segments = [jax.device_put((stream[:, i * p.segment_length : (i + 1) * p.segment_length],
-                                stream[:, i * p.segment_length + 1 : (i + 1) * p.segment_length + 1]))
-                for i in range(steps)]
-    model, optimizer = build_transformer_xl(p), adam(p)
+    segments = [(stream[:, i * p.segment_length : (i + 1) * p.segment_length],
+                 stream[:, i * p.segment_length + 1 : (i + 1) * p.segment_length + 1]) for i in range(steps)]
+    if options.steps_per_call > 1:  # (tokens, labels), each (segments, batch, segment_length)
+        segments = [tuple(np.stack(side) for side in zip(*call))
+                    for call in in_calls(segments, options.steps_per_call, lambda segment: ())]
+    segments = [jax.device_put(segment) for segment in segments]
+    model, optimizer = prepared(build_transformer_xl(p), options), adam(p)
     state = initial_state(model, optimizer)
     memories = [jax.numpy.zeros((p.batch_size, p.memory_length, p.hidden_dim), "bfloat16")] * p.num_layers
 
     def loss(outputs, batch):
         logits, *new_memories = outputs
-        return cross_entropy(logits, batch["labels"], 0.0), new_memories
+        return cross_entropy(logits, batch["labels"], 0.0, options.cross_entropy), new_memories
 
     batch = lambda segment, memories: {"inputs": [segment[0], *memories], "labels": segment[1]}  # noqa: E731
-    (program,), compile_seconds, fused = compile_programs(
-        training_step(model, optimizer, loss), state, [batch(segments[0], memories)]
+    examples = {segment[0].shape: batch(segment, memories) for segment in reversed(segments)}
+    compiled, compile_seconds, fused = compile_programs(
+        program_step(model, optimizer, loss, options, carried=p.num_layers), state, list(examples.values())
     )
-    value, memories, state = program(state, batch(segments[0], memories))
+    programs = dict(zip(examples, compiled))
+    for shape, example in examples.items():  # the warm-up: each program runs once
+        value, memories, state = programs[shape](state, example)
     times, losses = [], [float(value)]
     for _ in range(rounds):
         began = time.perf_counter()
         for segment in segments:
-            value, memories, state = program(state, batch(segment, memories))
+            value, memories, state = programs[segment[0].shape](state, batch(segment, memories))
         losses.append(float(value))
         times.append(time.perf_counter() - began)
     keys = p.segment_length + p.memory_length
     multiply_adds = costs.multiply_adds(p, p.segment_length, keys, p.segment_length, p.vocab_size)
     tokens = p.batch_size * p.segment_length * steps
     return figures(times, tokens, costs.training_flops(multiply_adds) * p.batch_size * steps, losses,
-                   compile_seconds, fused, steps=steps, shapes=1, real_share=1.0)
+                   compile_seconds, fused, steps=steps, calls=len(segments), shapes=len(programs), real_share=1.0)
 
 
 def figures(times, tokens, flops, losses, compile_seconds, fused, **extra):
@@ -400,6 +545,21 @@ def section(results, command):
              f"`{results['preset']}`). Command: `{command}`.", "",
              f"bfloat16 matmul peak measured by this program: {peak / 1e12:.3g} TFLOP/s ({results['matmul_size']}³ "
              f"products). Flash-attention check: {results['flash_check']}.", "", *rows]
+    changed = {k: v for k, v in results["options"].items() if v != getattr(Options(), k)}
+    if changed:
+        lines += ["", "Changes from the plain step: " + ", ".join(f"`--{k}={v}`" for k, v in changed.items()) + "."]
+    if results.get("attention"):
+        lines += ["", "Attention at each key length (layers.MultiHeadAttention alone, FLASH_MIN_KEYS="
+                  f"{results['flash_min_keys_used']}): " + ", ".join(
+                      f"{keys}: {c['found']}" + ("" if c["found"] == c["expected"] else f" (expected {c['expected']})")
+                      for keys, c in results["attention"].items()) + "."]
+    profile = results["models"].get("base", {}).get("profile")
+    if profile and "error" not in profile:
+        kinds = ", ".join(f"{k} {ms:.1f}" for k, ms in profile["kinds_ms"].items())
+        lines += ["", f"base's profile (one step of its commonest width): {profile['wall_ms']:.1f} ms traced "
+                  f"({profile['untraced_ms']:.1f} untraced), the device busy {profile['busy_ms']:.1f} ms over "
+                  f"{profile['kernels_per_step']:.0f} kernels; idle {profile['idle_short_ms']:.1f} ms in gaps under "
+                  f"20 us, {profile['idle_long_ms']:.1f} ms in longer ones; ms by kind: {kinds}."]
     if "breakdown" in results["models"].get("base", {}):
         b = results["models"]["base"]["breakdown"]
         pairs, width = b["shape"]
@@ -425,6 +585,13 @@ def with_fields(preset, assignments):
     return dataclasses.replace(preset, **changes)
 
 
+def write_json(results):
+    """The figures so far into --json's file, if given."""
+    if FLAGS.json:
+        with open(FLAGS.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
 def median(values):
     return sorted(values)[len(values) // 2]
 
@@ -446,6 +613,9 @@ def main(argv):
         raise SystemExit(f"--preset={preset} --models={','.join(FLAGS.models)}: the presets are {sorted(PRESETS)}, "
                          "the models base and txl.")
     p = with_fields(PRESETS[preset], FLAGS.set)
+    if FLAGS.steps_per_call < 1:
+        raise SystemExit(f"--steps_per_call={FLAGS.steps_per_call}: give 1 or more steps a program.")
+    options = Options(FLAGS.steps_per_call, FLAGS.cross_entropy, FLAGS.layer_norm)
     if not FLAGS.flash_attention:
         flash, reason = False, "turned off (--noflash_attention)"
     else:
@@ -455,22 +625,31 @@ def main(argv):
     print(f"{device.device_kind}: preset {preset}; flash attention: {flash} ({reason})", flush=True)
     results = {"device": device.device_kind, "jax": jax.__version__, "keras": keras.__version__, "preset": preset,
                "changed": FLAGS.set, "flash_min_keys": FLAGS.flash_min_keys, "xla_flags": os.environ.get("XLA_FLAGS"),
-               "matmul_size": p.matmul_size, "flash_check": reason, "models": {}}
+               "matmul_size": p.matmul_size, "flash_check": reason, "options": dataclasses.asdict(options),
+               "compilation_cache": os.environ.get("JAX_COMPILATION_CACHE_DIR"), "models": {}}
     results["peak_flops"] = matmul_peak(p.matmul_size, FLAGS.peak_seconds)
     print(f"bfloat16 matmul peak: {results['peak_flops'] / 1e12:.3g} TFLOP/s", flush=True)
     keras.config.set_dtype_policy("mixed_bfloat16")
-    if FLAGS.flash_min_keys is not None:
-        from layers import multi_head_attention
+    from layers import multi_head_attention
 
+    if FLAGS.flash_min_keys is not None:
         multi_head_attention.FLASH_MIN_KEYS = FLAGS.flash_min_keys
-    train = {"base": lambda p, rounds: train_translator(p, rounds, FLAGS.breakdown, FLAGS.profile),
-             "txl": train_transformer_xl}
+    if FLAGS.check_attention:
+        results["flash_min_keys_used"] = multi_head_attention.FLASH_MIN_KEYS
+        results["attention"] = attention_choices(p, flash)
+        for keys, choice in results["attention"].items():
+            expected = choice["expected"]
+            verdict = "as expected" if choice["found"] == expected else f"NOT {expected} AS EXPECTED"
+            print(f"attention check: {keys} keys -> {choice['found']}, {verdict}", flush=True)
+        write_json(results)
+    train = {"base": lambda p, rounds: train_translator(p, rounds, options, FLAGS.breakdown, FLAGS.profile),
+             "txl": lambda p, rounds: train_transformer_xl(p, rounds, options)}
     for name in FLAGS.models:
         keras.utils.set_random_seed(0)
         try:
             results["models"][name] = r = train[name](p, FLAGS.rounds)
         except Exception as error:  # cuDNN refusing these shapes, which the small check did not show
-            if not flash:
+            if not flash or not any(word in str(error).lower() for word in ("cudnn", "fmha", "flash")):
                 raise
             flash, why = False, f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
             print(f"{name} failed with flash attention ({why}); again with XLA's attention", flush=True)
@@ -480,9 +659,7 @@ def main(argv):
             results["models"][name] = r = train[name](p, FLAGS.rounds)
         print(f"{name}: {r['tokens_per_second']:,.0f} tokens/s, {r['flops_per_second'] / results['peak_flops']:.1%} "
               f"of the peak; compiled in {r['compile_seconds']:.0f} s; losses {r['losses']}", flush=True)
-        if FLAGS.json:  # after each model, so that a run cut short keeps what it measured
-            with open(FLAGS.json, "w") as f:
-                json.dump(results, f, indent=1)
+        write_json(results)  # after each model, so that a run cut short keeps what it measured
     xla_flags = f"XLA_FLAGS={os.environ['XLA_FLAGS']} " if os.environ.get("XLA_FLAGS") else ""
     body = section(results, f"{xla_flags}KERAS_BACKEND=jax {command_line()}")
     print(body, flush=True)
