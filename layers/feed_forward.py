@@ -5,6 +5,13 @@ import keras
 from layers.dropout import Dropout
 from layers.flat_dense import FlatDense
 
+# The activations taken by name: Keras's that act on each value alone. keras.activations also names glu, softmax,
+# log_softmax and sparsemax, which mix a position's values (glu halves them), and threshold, which needs arguments.
+ACTIVATIONS = ("relu", "gelu", "silu", "swish", "mish", "elu", "selu", "celu", "leaky_relu", "relu6", "tanh",
+               "sigmoid", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "hard_shrink", "soft_shrink",
+               "tanh_shrink", "log_sigmoid", "softplus", "softsign", "sparse_plus", "sparse_sigmoid", "squareplus",
+               "exponential", "linear")
+
 
 @keras.saving.register_keras_serializable(package="zoo")
 class FeedForward(keras.layers.Layer):
@@ -14,7 +21,8 @@ class FeedForward(keras.layers.Layer):
 
     Args:
         intermediate_dim: width of the inner layer (the paper's d_ff).
-        activation: activation between the two layers ("relu" in the paper).
+        activation: activation between the two layers ("relu" in the paper): a name of
+            ACTIVATIONS or a callable.
         dropout: dropout rate on the inner activations.
 
     Call arguments:
@@ -34,6 +42,8 @@ class FeedForward(keras.layers.Layer):
         super().__init__(**kwargs)
         if not isinstance(intermediate_dim, int) or intermediate_dim <= 0:
             raise ValueError(f"intermediate_dim={intermediate_dim!r} must be a positive integer.")
+        if isinstance(activation, str) and activation not in ACTIVATIONS:
+            raise ValueError(f"activation={activation!r} is not one of {', '.join(ACTIVATIONS)}.")
         self.intermediate_dim = intermediate_dim
         self.activation = activation
         self.dropout = dropout

@@ -9,6 +9,8 @@ import tensorflow as tf
 
 from layers import EncoderBlock, TokenAndPositionEmbedding, padding_mask
 from layers.dropout import Dropout
+from layers.feed_forward import ACTIVATIONS as FEED_FORWARD_ACTIVATIONS
+from layers.token_and_position_embedding import POSITIONS
 from zoo.core import checks
 from zoo.training.losses import smoothed_cross_entropy
 
@@ -38,7 +40,7 @@ class ClassifierConfig:
     max_length: int = 512  # tokens per text, <s> included; longer texts keep their head and tail
     position: str = "sinusoidal"  # "sinusoidal" (fixed, the paper's) or "learned" position embeddings
     norm_first: bool = False  # pre-norm (LayerNorm before each sub-layer, and a final one); False: post-norm
-    activation: str = "relu"  # the feed-forward's: a Keras name (relu, gelu ...) or gelu_approximate (tanh GELU)
+    activation: str = "relu"  # the feed-forward's: relu, gelu ... (layers.feed_forward.ACTIVATIONS) or gelu_approximate
     # "scaled": the paper's token embedding x sqrt(hidden_dim) plus positions; "normalized":
     # BERT's unscaled sum normalized by LayerNorm (`layers.TokenAndPositionEmbedding`).
     embedding: str = "scaled"  # "scaled" (tokens x sqrt(hidden_dim) + positions) or "normalized" (BERT's LayerNorm)
@@ -52,6 +54,8 @@ class ClassifierConfig:
         checks.divisible(self)
         if self.embedding not in EMBEDDINGS:
             raise ValueError(f"embedding={self.embedding!r} must be one of {EMBEDDINGS}.")
+        checks.one_of(self, "position", POSITIONS)
+        checks.one_of(self, "activation", (*FEED_FORWARD_ACTIVATIONS, *ACTIVATIONS))
 
 
 PRESETS = {

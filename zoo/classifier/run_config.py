@@ -5,8 +5,8 @@ whole into the run's config.json."""
 import dataclasses
 
 from zoo.classifier import model as classifier
-from zoo.core import config
-from zoo.data import files
+from zoo.core import checks, config
+from zoo.data import datasets, files, tokenizer
 from zoo.core.config import ConfigError
 from zoo.training.config import TrainConfig
 from zoo.training.setup import SetupConfig
@@ -26,6 +26,7 @@ class SentimentData:
             raise ValueError(f"bad_rows={self.bad_rows!r} must be one of {', '.join(files.BAD_ROWS)}.")
         if self.max_examples is not None and self.max_examples < 1:
             raise ValueError(f"max_examples={self.max_examples} must be at least 1.")
+        checks.one_of(self, "eval_split", datasets.SPLITS)
 
 
 TRAIN = TrainConfig(train_steps=2000, batch_size=32, learning_rate=5e-4, warmup_steps=400, checkpoint_every=500,
@@ -46,6 +47,8 @@ class SentimentRunConfig:
         if self.model.max_length < 2:
             raise ConfigError(f"model.max_length={self.model.max_length} leaves no room for text beside the start "
                               "token: use at least 2.")
+        if self.setup.init_from is None:  # the run trains its own tokenizer (else the encoder's vocabulary)
+            tokenizer.check_vocab_size("model.vocab_size", self.model.vocab_size)
 
 
 def base(preset, init_from=None, encoder=None, published=False):

@@ -27,3 +27,20 @@ def rates(config, *names):
 def divisible(config):
     if config.hidden_dim % config.num_heads:
         raise ValueError(f"num_heads={config.num_heads} does not divide hidden_dim={config.hidden_dim}.")
+
+
+def one_of(config, name, allowed):
+    """A name from a list (an activation, a position encoding ...): the list is the code's that uses it."""
+    value = getattr(config, name)
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} must be one of {', '.join(allowed)}.")
+
+
+# NumPy's legacy seeding (np.random.seed, which keras.utils.set_random_seed calls) takes 0 .. 2**32 - 1.
+MAX_SEED = 2**32 - 1
+
+
+def seed(config, name="seed"):
+    value = getattr(config, name)
+    if not 0 <= value <= MAX_SEED:
+        raise ValueError(f"{name}={value} must be in 0 .. {MAX_SEED} (2**32 - 1, NumPy's seeds).")

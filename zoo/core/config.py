@@ -115,6 +115,9 @@ def _value(kind, value, name):
         raise ConfigError(f"{name}={_show(value)} must be true or false.")
     if kind is int:
         if isinstance(value, int) and not isinstance(value, bool):
+            if not -2**63 <= value < 2**63:  # what TensorFlow's and NumPy's integers hold
+                raise ConfigError(f"{name}={value} is out of range: a whole number of the config fits 64 bits "
+                                  "(-2**63 .. 2**63-1).")
             return value
         raise ConfigError(f"{name}={_show(value)} must be a whole number.")
     if kind is float:

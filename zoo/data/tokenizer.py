@@ -66,12 +66,31 @@ def training_pieces(texts, max_characters=MAX_SENTENCE_BYTES // 4):
             yield text
 
 
+def least_vocab_size(user_symbols=(), byte_fallback=False, add_dummy_prefix=True, **settings):
+    """The fewest pieces `train_tokenizer` makes a vocabulary of, with these settings, from any text: ids 0-3, the
+    `user_symbols`, byte fallback's 256 bytes, one character and the word-start mark SentencePiece puts before each
+    text (add_dummy_prefix). More characters need more pieces, which train_tokenizer names (found by trying,
+    sentencepiece 0.2: below this it fails with an INTERNAL error or asks for more)."""
+    return 4 + len(user_symbols) + 256 * bool(byte_fallback) + 1 + bool(add_dummy_prefix)
+
+
+def check_vocab_size(name, size, user_symbols=(), **settings):
+    """Refuses a `size` (the field `name`) below `least_vocab_size` of these settings."""
+    least = least_vocab_size(user_symbols, **settings)
+    if size < least:
+        parts = ["4 special ones", *user_symbols, *(["256 bytes"] if settings.get("byte_fallback") else []),
+                 "a character", *(["the word-start mark"] if settings.get("add_dummy_prefix", True) else [])]
+        raise ValueError(f"{name}={size} is too small for a SentencePiece vocabulary: it needs at least {least} pieces "
+                         f"({', '.join(parts)}). Raise --vocab_size.")
+
+
 def train_tokenizer(texts, vocabulary_size, lowercase=True, seed=0, user_symbols=(), **settings):
     """A SentencePiece unigram model (serialized proto bytes) learnt from `texts`.
 
     The settings of keras-hub's `compute_sentence_piece_proto` (ids 0-3 as above), plus
     `user_symbols`: pieces that are never split, numbered from 4 on (pretraining's <mask>);
     `settings`: SentencePiece trainer options that replace these (the subword LM's text kept as it is)."""
+    check_vocab_size("vocab_size", vocabulary_size, user_symbols, **settings)
     texts = sample_texts(texts, MAX_TRAINING_CHARACTERS, seed)
     writer = io.BytesIO()
     options = dict(

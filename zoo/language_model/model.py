@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from layers import TransformerXLBlock, look_ahead_mask
 from layers.dropout import Dropout
+from layers.feed_forward import ACTIVATIONS
 from zoo.core import checks
 from zoo.training.losses import smoothed_cross_entropy
 
@@ -40,7 +41,7 @@ class LMConfig:
     attention_dropout: float | None = None  # on attention probabilities (Dai et al.'s dropatt); None: dropout
     tie_embeddings: bool = True  # the output projection is the token embedding matrix
     norm_first: bool = False  # pre-norm (LayerNorm before each sub-layer, and a final one); False: post-norm
-    activation: str = "relu"  # the feed-forward's, a Keras activation name (relu, gelu ...)
+    activation: str = "relu"  # the feed-forward's: relu, gelu, silu ... (layers.feed_forward.ACTIVATIONS)
 
     def __post_init__(self):
         checks.positive(self, "vocab_size", "hidden_dim", "num_heads", "intermediate_dim", "num_layers",
@@ -48,6 +49,7 @@ class LMConfig:
         checks.non_negative(self, "memory_length")
         checks.rates(self, "dropout", "attention_dropout")
         checks.divisible(self)
+        checks.one_of(self, "activation", ACTIVATIONS)
 
 
 PRESETS = {

@@ -4,10 +4,10 @@ run's config.json."""
 
 import dataclasses
 
-from zoo.core import config
-from zoo.data import files
+from zoo.core import checks, config
+from zoo.data import datasets, files
 from zoo.core.config import ConfigError
-from zoo.language_model import model as lm
+from zoo.language_model import model as lm, subword
 from zoo.language_model.data import FILE_LEVELS
 from zoo.training.config import TrainConfig
 from zoo.training.setup import SetupConfig
@@ -18,7 +18,7 @@ class LMData:
     dataset: str | None = None  # ptb, wikitext2, tinyshakespeare ..., or your files as text:, csv:, jsonl:PATTERN
     eval_split: str | None = None  # the split evaluated; None: test, or the held-out share of files without {split}
     level: str | None = None  # your files' tokens: subword (the default), word, char or byte
-    vocab_size: int = 8000  # pieces of a subword vocabulary (model.vocab_size is the vocabulary's size)
+    vocab_size: int = 8000  # pieces of a subword vocabulary, at least 262 (model.vocab_size is the vocabulary's size)
     text_column: str = "text"  # your csv:, jsonl: files: the text's column or key
     bad_rows: str = "error"  # rows that do not parse: error (refused, file:line) or skip (counted)
     random_offset: bool = False  # start every pass at a random offset, so segment boundaries move (seeded)
@@ -29,11 +29,12 @@ class LMData:
             raise ValueError(f"bad_rows={self.bad_rows!r} must be one of {', '.join(files.BAD_ROWS)}.")
         if self.level is not None and self.level not in FILE_LEVELS:
             raise ValueError(f"level={self.level!r} must be one of {', '.join(FILE_LEVELS)}.")
-        if self.vocab_size < 1:
-            raise ValueError(f"vocab_size={self.vocab_size} must be positive.")
+        subword.check_vocab_size("vocab_size", self.vocab_size)
+        if self.eval_split is not None:
+            checks.one_of(self, "eval_split", datasets.SPLITS)
         if self.max_examples is not None:
-            raise ValueError("max_examples picks training examples (sentiment, translation); a language model trains "
-                             "on the whole text: shorten a quick run with train_steps instead.")
+            raise ValueError(f"max_examples={self.max_examples} picks training examples (sentiment, translation); a "
+                             "language model trains on the whole text: shorten a quick run with train_steps instead.")
 
 
 # Longer is refused before any allocation: attention's scores alone hold segment_length x (segment_length +

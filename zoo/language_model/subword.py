@@ -25,6 +25,11 @@ KEEP_TEXT = dict(normalization_rule_name="identity", remove_extra_whitespaces=Fa
                  split_by_whitespace=True, allow_whitespace_only_pieces=True, byte_fallback=True)
 
 
+def check_vocab_size(name, size):
+    """Refuses a `size` (the field `name`) too small for a vocabulary of these settings (`SubwordVocabulary.build`)."""
+    sentence_piece.check_vocab_size(name, size, (NEWLINE,), **KEEP_TEXT)
+
+
 class SubwordVocabulary:
     """Pieces <-> ids, in graph (TF Text's SentencePiece ops, so an export imports tensorflow_text)."""
 

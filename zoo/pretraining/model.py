@@ -33,7 +33,7 @@ class PretrainConfig:
     # The vocabulary's special ids: the zoo's SentencePiece ones, or a published checkpoint's WordPiece ones
     # (BERT's [MASK] 103, its [unused...] and other bracketed pieces below 999, [CLS] 101, [SEP] 102).
     mask_id: int = MASK_ID  # the <mask> (BERT's [MASK]) token's id: 80% of the masked positions become it
-    first_regular_id: int = FIRST_REGULAR_ID  # ids below are special: never masked, never sampled
+    first_regular_id: int = FIRST_REGULAR_ID  # ids below are special (pad, mask, start, separator): never masked or sampled
     start_id: int = START_ID  # heads every packed sequence
     separator_id: int = END_ID  # ends every document of the stream
 
@@ -54,8 +54,15 @@ class PretrainConfig:
             )
         if not 0.0 < self.generator_scale <= 1.0:
             raise ValueError(f"generator_scale={self.generator_scale} must be in (0, 1].")
+        checks.positive(self, "first_regular_id")
         if self.encoder.vocab_size <= self.first_regular_id:
-            raise ValueError(f"vocab_size={self.encoder.vocab_size} leaves no regular token: raise it.")
+            raise ValueError(f"encoder.vocab_size={self.encoder.vocab_size} leaves no regular token: the ids below "
+                             f"first_regular_id={self.first_regular_id} are special. Raise it.")
+        for name in ("mask_id", "start_id", "separator_id"):
+            value, first = getattr(self, name), self.first_regular_id
+            if not 0 < value < first:
+                raise ValueError(f"{name}={value} must be a special id, 1 .. {first - 1}: 0 is padding, and the ids from "
+                                 f"first_regular_id={first} on are regular tokens.")
 
     @property
     def max_predictions(self):

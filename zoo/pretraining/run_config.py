@@ -5,7 +5,7 @@ the run's config.json."""
 import dataclasses
 
 from zoo.core import config
-from zoo.data import files
+from zoo.data import files, tokenizer
 from zoo.core.config import ConfigError
 from zoo.pretraining import model as pretraining
 from zoo.training.config import TrainConfig
@@ -26,8 +26,8 @@ class PretrainData:
         if not 0.0 < self.eval_fraction < 1.0:
             raise ValueError(f"eval_fraction={self.eval_fraction} must be in (0, 1).")
         if self.max_examples is not None:
-            raise ValueError("max_examples is not for pretraining, which reads every document: shorten a quick run "
-                             "with train_steps instead.")
+            raise ValueError(f"max_examples={self.max_examples} is not for pretraining, which reads every document: "
+                             "shorten a quick run with train_steps instead.")
 
 
 VOCAB_SIZE = 16000  # the SentencePiece vocabulary trained on the corpus (a published checkpoint's: its own)
@@ -53,6 +53,9 @@ class PretrainRunConfig:
         if self.setup.init_from is not None and self.model.objective != "mlm":
             raise ConfigError(f"model.objective={self.model.objective} cannot continue a published checkpoint: "
                               "setup.init_from continues masked-LM training (model.objective=mlm).")
+        if self.setup.init_from is None:  # the run trains its own tokenizer (else the checkpoint's vocabulary)
+            tokenizer.check_vocab_size("model.encoder.vocab_size", self.model.encoder.vocab_size,
+                                       (pretraining.MASK_TOKEN,))
 
 
 def base(preset, init_from=None, model=None):

@@ -28,7 +28,7 @@ class TrainConfig:
     jit_compile: bool = False  # compile the gradient computation with XLA (a TPU compiles with XLA anyway)
     mixed_precision: str = "float32"  # float32, bfloat16, float16; "auto" (a recipe's default): this machine's
     precision_reason: str = ""  # why that dtype (auto's choice, or asked for), written by the run
-    seed: int = 0  # seeds initial weights, dropout, the data's order and sampling, the tokenizer's sample
+    seed: int = 0  # seeds initial weights, dropout, the data's order and sampling, the tokenizer's sample; 0 .. 2**32-1
 
     def __post_init__(self):
         if self.mixed_precision == "auto":  # this machine's choice (zoo.training.precision), kept with its reason
@@ -44,6 +44,7 @@ class TrainConfig:
         checks.positive(self, "learning_rate", "keep_checkpoints", "max_tokens")
         checks.non_negative(self, "warmup_steps", "weight_decay", "clip_norm")
         checks.rates(self, "label_smoothing")
+        checks.seed(self)
         if not 0.0 < self.layer_decay <= 1.0:
             raise ValueError(f"layer_decay={self.layer_decay} must be in (0, 1] (1 = the same rate everywhere).")
         for name in ("train_steps", "batch_size", "checkpoint_every", "log_every"):

@@ -12,6 +12,8 @@ import keras
 import tensorflow as tf
 
 from layers import DecoderBlock, EncoderBlock, TokenAndPositionEmbedding, padding_mask
+from layers.feed_forward import ACTIVATIONS
+from layers.token_and_position_embedding import POSITIONS
 from zoo.core import checks
 from zoo.training.losses import smoothed_cross_entropy
 from zoo.data.tokenizer import PAD_ID
@@ -19,8 +21,8 @@ from zoo.data.tokenizer import PAD_ID
 
 @dataclasses.dataclass(frozen=True)
 class TranslatorConfig:
-    source_vocab_size: int = 8000  # source token ids (the shared tokenizer's pieces when shared_vocabulary)
-    target_vocab_size: int = 8000  # target token ids; equal to source_vocab_size when shared_vocabulary
+    source_vocab_size: int = 8000  # source token ids (the shared tokenizer's pieces when shared_vocabulary); at least 6
+    target_vocab_size: int = 8000  # target token ids; equal to source_vocab_size when shared_vocabulary; at least 6
     shared_vocabulary: bool = True  # one tokenizer and one embedding matrix for both languages
     tie_embeddings: bool = True  # the output projection is the target embedding matrix
     hidden_dim: int = 256  # width of every hidden state and embedding (model dimension)
@@ -29,10 +31,10 @@ class TranslatorConfig:
     num_encoder_layers: int = 3  # encoder blocks
     num_decoder_layers: int = 3  # decoder blocks
     dropout: float = 0.1  # rate on embeddings, attention probabilities and sub-layer outputs, in [0, 1)
-    max_length: int = 128  # tokens per source (with </s>) and per target (with <s>)
+    max_length: int = 128  # tokens per source (with </s>) and per target (with <s>); at least 2
     position: str = "sinusoidal"  # "sinusoidal" (fixed, the paper's) or "learned" position embeddings
     norm_first: bool = False  # pre-norm (LayerNorm before each sub-layer, and a final one); False: post-norm
-    activation: str = "relu"  # the feed-forward's, a Keras activation name (relu, gelu ...)
+    activation: str = "relu"  # the feed-forward's: relu, gelu, silu ... (layers.feed_forward.ACTIVATIONS)
 
     def __post_init__(self):
         checks.positive(self, "source_vocab_size", "target_vocab_size", "hidden_dim", "num_heads", "intermediate_dim",
@@ -40,7 +42,13 @@ class TranslatorConfig:
         checks.rates(self, "dropout")
         checks.divisible(self)
         if self.shared_vocabulary and self.source_vocab_size != self.target_vocab_size:
-            raise ValueError("A shared vocabulary needs source_vocab_size == target_vocab_size.")
+            sizes = f"source_vocab_size={self.source_vocab_size} and target_vocab_size={self.target_vocab_size}"
+            raise ValueError(f"{sizes} differ: a shared vocabulary (shared_vocabulary=True) has one size.")
+        if self.max_length < 2:
+            raise ValueError(f"max_length={self.max_length} leaves no room for text beside a source's </s> and a "
+                             "target's <s>: use at least 2.")
+        checks.one_of(self, "position", POSITIONS)
+        checks.one_of(self, "activation", ACTIVATIONS)
 
 
 PRESETS = {
@@ -178,7 +186,8 @@ class Translator(keras.Model):
 def build_translator(config):
     """A built Translator (its variables exist, so optimizers and checkpoints see them)."""
     model = Translator(config, name="translator")
-    model({"source": tf.ones([1, 8], tf.int32), "target": tf.ones([1, 8], tf.int32)})
+    ids = tf.ones([1, min(8, config.max_length)], tf.int32)  # within the positions the model has
+    model({"source": ids, "target": ids})
     return model
 
 

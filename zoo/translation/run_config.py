@@ -4,7 +4,7 @@ from a preset, a file, dotted overrides and shortcut flags, and written whole in
 import dataclasses
 
 from zoo.core import config
-from zoo.data import files
+from zoo.data import files, tokenizer
 from zoo.core.config import ConfigError
 from zoo.training.config import TrainConfig
 from zoo.training.setup import SetupConfig
@@ -41,6 +41,8 @@ class TranslateRunConfig:
 
     def __post_init__(self):
         self.setup.from_scratch("translation")
+        for name in ("source_vocab_size", "target_vocab_size"):
+            tokenizer.check_vocab_size(f"model.{name}", getattr(self.model, name))
         if self.train.max_tokens is not None and self.train.max_tokens < self.model.max_length:
             raise ConfigError(f"train.max_tokens={self.train.max_tokens} cannot hold one pair of up to "
                               f"model.max_length={self.model.max_length} tokens: give at least {self.model.max_length}, "

@@ -205,3 +205,14 @@ def test_loss_skipping_padding_equals_the_padded_loss(norm_first):
     assert int(tokens) == sum(len(s) + 1 + len(t) + 1 for s, t in zip(sources, targets))  # + </s>, + <s>
     for a, b in zip(grads_a, grads_b):
         np.testing.assert_allclose(tf.convert_to_tensor(b).numpy(), tf.convert_to_tensor(a).numpy(), atol=1e-5)
+
+
+def test_a_translator_with_room_for_one_token_is_built_trained_and_searched():
+    """max_length=2, the least TranslatorConfig takes (a source's token and </s>, a target's <s> and token): the
+    model is built within its positions, not on a longer dummy row (issue 52)."""
+    model = translation.build_translator(dataclasses.replace(CONFIG, max_length=2))
+    batch = {"source": tf.constant([[5, END_ID]]), "target": tf.constant([[START_ID, 5, END_ID]])}
+    loss_sum, weight, _ = translation.translation_loss(0.0)(model, batch, training=True)
+    assert weight == 2 and np.isfinite(loss_sum.numpy())
+    tokens, _ = translate_ids(model, batch["source"], DecodeConfig(beam_size=1))
+    assert tokens.shape[0] == 1
