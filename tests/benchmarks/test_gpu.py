@@ -1,7 +1,8 @@
 """benchmarks/gpu.py's CPU path: the tiny preset trains both models on Keras's JAX backend, in a subprocess
 (Keras fixes its backend per process), counts their work as benchmarks/common/costs.py does and times base's
-step in parts (--breakdown); the changes it tries (several steps a program, the dense loss, the fused layer norm)
-train too, compute what they replace, and the attention check says what a CPU runs."""
+step in parts (--breakdown); the changes it tries (several steps a program, the fused layer norm) and the plain loss
+the dense one replaced (--cross_entropy=gather) train too, compute what they replace, and the attention check says
+what a CPU runs."""
 
 import json
 import math
@@ -29,6 +30,7 @@ def test_the_tiny_preset_trains_both_models_on_jax_and_counts_their_work(tmp_pat
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     found = json.loads(figures.read_text())
     assert found["preset"] == "tiny" and found["peak_flops"] > 0 and set(found["models"]) == {"base", "txl"}
+    assert found["options"]["cross_entropy"] == "dense"  # the default since 2026-11-27 (1.08x on an H100)
     for name, model in found["models"].items():
         assert model["tokens_per_second"] > 0 and len(model["round_seconds"]) == 2, name
         assert len(model["losses"]) == 3 and all(math.isfinite(loss) for loss in model["losses"]), name
@@ -50,18 +52,18 @@ def test_the_tiny_preset_trains_both_models_on_jax_and_counts_their_work(tmp_pat
 def test_the_changes_to_try_train_both_models_and_the_attention_check_reports(tmp_path):
     figures = tmp_path / "gpu.json"
     result = run_gpu_benchmark("jax", "--preset=tiny", "--rounds=1", "--peak_seconds=0.1", f"--json={figures}",
-                               "--nowrite", "--steps_per_call=3", "--cross_entropy=dense", "--layer_norm=fused",
+                               "--nowrite", "--steps_per_call=3", "--cross_entropy=gather", "--layer_norm=fused",
                                "--check_attention")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     found = json.loads(figures.read_text())
-    assert found["options"] == {"steps_per_call": 3, "cross_entropy": "dense", "layer_norm": "fused"}
+    assert found["options"] == {"steps_per_call": 3, "cross_entropy": "gather", "layer_norm": "fused"}
     for name, model in found["models"].items():
         assert model["tokens_per_second"] > 0 and all(math.isfinite(loss) for loss in model["losses"]), name
         assert model["calls"] < model["steps"], name  # several steps a program
     # A CPU has no cuDNN: XLA's attention at every length, as expected; 16 keys are the tiny preset's widest batch.
     assert set(found["attention"]) == {"16", "127", "128", "200"}
     assert all(c["found"] == c["expected"] == "XLA" for c in found["attention"].values())
-    assert "Changes from the plain step: `--steps_per_call=3`, `--cross_entropy=dense`" in result.stdout
+    assert "Changes from the plain step: `--steps_per_call=3`, `--cross_entropy=gather`" in result.stdout
 
 
 SAME_RESULTS = """
