@@ -39,6 +39,10 @@ flags.DEFINE_bool("overwrite_predictions", False, "Let --predictions replace an 
                   "write (as Hugging Face's --overwrite_output_dir).")
 flags.DEFINE_float("layer_decay", None, "Layer-wise learning-rate decay: each encoder layer learns at this "
                    "factor of the rate of the layer above it (the head at --learning_rate). Default: 1 (off).")
+flags.DEFINE_string("word_vectors", None, "Start the token embedding from these word vectors: a GloVe, word2vec "
+                    "(text or binary) or fastText .vec file, plain or .gz; the vocabulary becomes the training text's "
+                    "words (--vocab_size of them), tokenized as GloVe's were (docs/word_vectors.md).")
+flags.DEFINE_bool("freeze_word_vectors", None, "With --word_vectors: keep the token embedding fixed (not trained).")
 FLAGS = flags.FLAGS
 
 

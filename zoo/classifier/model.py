@@ -15,6 +15,7 @@ from zoo.core import checks
 from zoo.training.losses import smoothed_cross_entropy
 
 EMBEDDINGS = ("scaled", "normalized")
+TOKENIZERS = ("subword", "words")
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -46,16 +47,35 @@ class ClassifierConfig:
     embedding: str = "scaled"  # "scaled" (tokens x sqrt(hidden_dim) + positions) or "normalized" (BERT's LayerNorm)
     embedding_dim: int | None = None  # None: hidden_dim; narrower (ELECTRA's) goes through a projection
     epsilon: float = 1e-5  # every LayerNorm's
+    # Word vectors (docs/word_vectors.md): the vocabulary becomes the training text's words, tokenized as GloVe's.
+    tokenizer: str | None = None  # "subword" (SentencePiece) or "words"; None: words with word_vectors, else subword
+    word_vectors: str | None = None  # a GloVe, word2vec or fastText .vec file (plain or .gz) to start the embedding
+    freeze_word_vectors: bool = False  # keep the token embedding as the vectors give it (not trained)
+    min_vector_coverage: float = 0.2  # refuse vectors covering less than this share of the training tokens
 
     def __post_init__(self):
         checks.positive(self, "vocab_size", "num_classes", "hidden_dim", "num_heads", "intermediate_dim",
                         "num_layers", "max_length", "embedding_dim", "epsilon")
+        if self.tokenizer is not None:
+            checks.one_of(self, "tokenizer", TOKENIZERS)
+        if self.word_vectors is not None and self.tokenizer == "subword":
+            raise ValueError(f"word_vectors={self.word_vectors!r} needs tokenizer='words' (or None): vectors are "
+                             "a word's, not a subword piece's.")
+        if self.freeze_word_vectors and self.word_vectors is None:
+            raise ValueError("freeze_word_vectors=True needs word_vectors: there is nothing to keep fixed.")
+        if not 0.0 <= self.min_vector_coverage <= 1.0:
+            raise ValueError(f"min_vector_coverage={self.min_vector_coverage!r} must be a share in [0, 1].")
         checks.rates(self, "dropout")
         checks.divisible(self)
         if self.embedding not in EMBEDDINGS:
             raise ValueError(f"embedding={self.embedding!r} must be one of {EMBEDDINGS}.")
         checks.one_of(self, "position", POSITIONS)
         checks.one_of(self, "activation", (*FEED_FORWARD_ACTIVATIONS, *ACTIVATIONS))
+
+    @property
+    def words(self):
+        """Whether the tokens are words (zoo.data.word_tokenizer), not SentencePiece pieces."""
+        return self.tokenizer == "words" or (self.tokenizer is None and self.word_vectors is not None)
 
 
 PRESETS = {
@@ -89,6 +109,7 @@ def build_encoder(config, embedding=None, prefix="encoder", name="encoder"):
             layer_norm_epsilon=config.epsilon if normalized else None,
             name="embedding",
         )
+        embedding.token_embedding.trainable = not config.freeze_word_vectors
     x = embedding(token_ids)
     if embedding.hidden_dim != config.hidden_dim:
         x = keras.layers.Dense(config.hidden_dim, name=f"{prefix}_projection")(x)

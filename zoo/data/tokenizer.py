@@ -167,7 +167,7 @@ def save_wordpiece(vocabulary, lowercase, strip_accents, directory):
     save_tokenizer(json.dumps(settings).encode("utf-8"), directory, WORDPIECE_CONFIG_FILE)
 
 
-def files_key(directory, names=(TOKENIZER_FILE, VOCABULARY_FILE, WORDPIECE_CONFIG_FILE)):
+def files_key(directory, names=(TOKENIZER_FILE, VOCABULARY_FILE, WORDPIECE_CONFIG_FILE, "words.txt")):
     """The contents of the tokenizer files a run folder holds (`names`, each once; a translation run's
     source.model and target.model): the tokenizer's part of a token-cache key."""
     from zoo.data import sources
@@ -215,6 +215,10 @@ def load_tokenizer(source, name=TOKENIZER_FILE):
     for a run directory that holds a WordPiece vocabulary (`save_wordpiece`), its BertTokenizer."""
     if isinstance(source, (str, os.PathLike)) and name == TOKENIZER_FILE and holds_wordpiece(source):
         return load_wordpiece(source)
+    from zoo.data import word_tokenizer  # it builds on this module's ids
+
+    if isinstance(source, (str, os.PathLike)) and name == TOKENIZER_FILE and word_tokenizer.holds_words(source):
+        return word_tokenizer.load_word_tokenizer(source)
     if not isinstance(source, (str, os.PathLike)):
         return _sentence_piece(source, name)
     path = os.path.join(source, name)

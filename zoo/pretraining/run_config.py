@@ -53,6 +53,9 @@ class PretrainRunConfig:
         if self.setup.init_from is not None and self.model.objective != "mlm":
             raise ConfigError(f"model.objective={self.model.objective} cannot continue a published checkpoint: "
                               "setup.init_from continues masked-LM training (model.objective=mlm).")
+        if self.model.encoder.words:  # refused, not ignored: pretraining trains a SentencePiece vocabulary
+            raise ConfigError("model.encoder.word_vectors and model.encoder.tokenizer=words are the sentiment "
+                              "recipe's (and the LM's): pretraining does not take word vectors yet; leave them out.")
         if self.setup.init_from is None:  # the run trains its own tokenizer (else the checkpoint's vocabulary)
             tokenizer.check_vocab_size("model.encoder.vocab_size", self.model.encoder.vocab_size,
                                        (pretraining.MASK_TOKEN,))

@@ -14,7 +14,7 @@ from zoo.classifier.load import load_run as load_trained, preprocessor
 from zoo.classifier.preprocessor import ClassifierPreprocessor
 from zoo.classifier.run_config import SentimentRunConfig
 from zoo.core import disk
-from zoo.data import batching, tokenizer
+from zoo.data import batching, tokenizer, word_embedding, word_tokenizer
 from zoo.pretraining import pretrained, published
 from zoo.runs import outputs
 from zoo.runs.run_dir import RunDir
@@ -28,7 +28,8 @@ RECIPE = "sentiment"
 # Shortcut -> config field, beside zoo.training.run_settings.SHORTCUTS.
 SHORTCUTS = {"eval_split": "data.eval_split", "text_column": "data.text_column", "label_column": "data.label_column",
              "classes": "data.classes", "vocab_size": "model.vocab_size", "max_length": "model.max_length",
-             "dropout": "model.dropout", "init_from": "setup.init_from", "layer_decay": "train.layer_decay"}
+             "dropout": "model.dropout", "init_from": "setup.init_from", "layer_decay": "train.layer_decay",
+             "word_vectors": "model.word_vectors", "freeze_word_vectors": "model.freeze_word_vectors"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,14 +50,17 @@ def columns_of(data):
     return classifier_data.Columns(data.text_column, data.label_column, data.bad_rows, data.classes)
 
 
-def prepare_run(model_dir, config, data, chief):
+def prepare_run(model_dir, config, data, chief, words=None):
     """The run's config and tokenizer (`run_settings.start_run`): a new run's tokenizer is trained on a sample of
-    `data`'s texts, or is the pretrained run's or the published checkpoint's with setup.init_from."""
+    `data`'s texts, or is the pretrained run's or the published checkpoint's with setup.init_from; with `words`
+    (a zoo.data.word_embedding.WordPlan), its word vocabulary."""
     init_from, seed = config.setup.init_from, config.train.seed
     wordpiece = bool(init_from) and (published.is_published(init_from) or tokenizer.holds_wordpiece(init_from))
 
     def write_tokenizer():
-        if wordpiece:  # a published checkpoint's vocabulary, or that of a run that continued one's pretraining
+        if words is not None:
+            word_tokenizer.save_vocabulary(words.words, model_dir)
+        elif wordpiece:  # a published checkpoint's vocabulary, or that of a run that continued one's pretraining
             source = init_from if published.is_published(init_from) else None
             vocab_of = published.read_checkpoint(source) if source else tokenizer.load_wordpiece(init_from)
             tokenizer.save_wordpiece(vocab_of.vocabulary, vocab_of.lowercase, vocab_of.strip_accents, model_dir)
@@ -68,8 +72,10 @@ def prepare_run(model_dir, config, data, chief):
             sample = data.tokenizer_sample(tokenizer.MAX_TRAINING_CHARACTERS, seed)
             tokenizer.save_tokenizer(tokenizer.train_tokenizer(sample, config.model.vocab_size, seed=seed), model_dir)
 
-    last = tokenizer.WORDPIECE_CONFIG_FILE if wordpiece else tokenizer.TOKENIZER_FILE
-    config = run_settings.start_run(model_dir, RECIPE, config, write_tokenizer, last, chief)
+    last = word_tokenizer.WORDS_FILE if words is not None else \
+        tokenizer.WORDPIECE_CONFIG_FILE if wordpiece else tokenizer.TOKENIZER_FILE
+    derived = ("model.vocab_size", "model.embedding_dim") if words is not None else ()
+    config = run_settings.start_run(model_dir, RECIPE, config, write_tokenizer, last, chief, derived)
     return config, RunDir(model_dir).tokenizer()
 
 
@@ -87,7 +93,10 @@ def prepare(settings, strategy):
     run_settings.check_same_files(shared.model_dir, RECIPE, SentimentRunConfig, digest)
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, num_classes=len(data.class_names)),
                                  train=train_config)
-    config, tok = prepare_run(shared.model_dir, config, data, is_chief(strategy))
+    words = plan_words(shared.model_dir, config.model, data, config.train.seed)  # a bad vectors file: before any write
+    if words is not None:
+        config = dataclasses.replace(config, model=words_model(config.model, words))
+    config, tok = prepare_run(shared.model_dir, config, data, is_chief(strategy), words)
     model = config.model
     rows = classifier_data.token_rows(data, ClassifierPreprocessor.for_tokenizer(tok, model.max_length),
                                       tokenizer.files_key(shared.model_dir))
@@ -102,14 +111,48 @@ def prepare(settings, strategy):
         dataset=batching.planned_dataset_fn(plan, replicas, lambda part, skip, _: batching.plan_dataset(
             part, fields, skip=skip, max_length=model.max_length)),
         loss=classifier.classification_loss(train_config.label_smoothing),
-        initialize=pretrained.encoder_initializer(init_from) if init_from else None,
+        initialize=pretrained.encoder_initializer(init_from) if init_from else
+        word_embedding.initializer(words.matrix) if words is not None and words.matrix is not None else None,
         layer_depths=classifier.layer_depths,
     )
     derived = {"class_names": list(data.class_names)}
+    if words is not None:
+        derived["word_vectors"] = words.derived
     if data.paths:  # your own files: a resumed run must find the same contents
         derived["files"] = {"digest": data.key["files"], "bad_rows_skipped": data.skipped}
         derived["held_out"] = data.key["held_out"]  # validation is train's share: a resumed run must agree
     return driver.Prepared(config, derived, task)
+
+
+def plan_words(model_dir, model, data, seed):
+    """The word vocabulary and initial embedding of a run whose model.words (zoo.data.word_embedding), None for
+    a subword run. A resumed run plans them again, from the same files, and must find the matrix it started
+    from (the vectors file unchanged)."""
+    if not model.words:
+        return None
+    plan = word_embedding.plan_words(data.texts(), model.vocab_size, model.word_vectors, model.min_vector_coverage,
+                                     seed, scaled=model.embedding != "normalized",
+                                     coverage_setting="--config.model.min_vector_coverage")
+    record = RunDir(model_dir).read_record(RECIPE, SentimentRunConfig) if os.path.isdir(model_dir) else None
+    started = record.derived.get("word_vectors", {}).get("matrix_sha256") if record else None
+    if started and started != plan.derived.get("matrix_sha256"):
+        raise ValueError(f"{model.word_vectors} is not the vectors file {model_dir} started from (its embedding "
+                         "differs): restore that file, or train in another --model_dir.")
+    print(plan.line, flush=True)
+    return plan
+
+
+def words_model(model, words):
+    """The ClassifierConfig of a word run: its vocabulary's size, and the vectors' width as embedding_dim (a
+    projection maps it to hidden_dim when they differ)."""
+    if words.matrix is None:
+        return dataclasses.replace(model, vocab_size=len(words.words))
+    dim = words.matrix.shape[1]
+    if model.embedding_dim not in (None, dim):
+        raise ValueError(f"model.embedding_dim={model.embedding_dim} but the word vectors of {model.word_vectors} "
+                         f"have {dim} dimensions: leave model.embedding_dim out (a projection maps them to "
+                         f"model.hidden_dim={model.hidden_dim}).")
+    return dataclasses.replace(model, vocab_size=len(words.words), embedding_dim=dim)
 
 
 def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=None, predictions=None):

@@ -1,0 +1,77 @@
+"""A run's word vocabulary and the token embedding its word vectors start (docs/word_vectors.md).
+
+`plan_words` counts the training text's words (zoo.data.word_tokenizer's rule, the one its export serves),
+keeps the most frequent as the vocabulary, reads the vectors file for them (zoo.data.word_vectors, streaming)
+and refuses a file that covers too little of the text, all before the run folder gets a file. The matrix it
+gives is the vectors rescaled by one number so that their spread is the embedding layer's own initial one:
+the scaled embedding (the paper's, x sqrt(d)) then starts at unit variance as a random one does, instead of
+GloVe's values x sqrt(50) (about 7 times that), and BERT's unscaled one at 0.02. Directions and the words'
+relative norms are kept. `initializer` puts it into a built model once, at step 0 (zoo.training.config.Task).
+"""
+
+import collections
+import dataclasses
+import hashlib
+import itertools
+
+import numpy as np
+import tensorflow as tf
+
+from zoo.data import word_tokenizer, word_vectors
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class WordPlan:
+    words: list  # the vocabulary, special tokens first (zoo.data.word_tokenizer.build_vocabulary)
+    matrix: np.ndarray | None  # (len(words), dim) float32 initial token embedding; None: random (no vectors)
+    derived: dict  # what config.json's derived part records: coverage, format, the matrix's sha256
+    line: str  # the log's line
+
+
+def count_words(texts, batch_size=4096):
+    """Each word's number of tokens in `texts` (any iterable of strings, read `batch_size` at a time, so a
+    large corpus is never one tensor)."""
+    counts = collections.Counter()
+    texts = iter(texts)
+    while batch := list(itertools.islice(texts, batch_size)):
+        counts.update(word_tokenizer.count_words(batch, batch_size))
+    return counts
+
+
+def plan_words(texts, vocab_size, vectors_path=None, min_coverage=0.0, seed=0, scaled=True,
+               coverage_setting="model.min_vector_coverage", mask=False):
+    """The vocabulary of `texts` (at most `vocab_size` ids) and, with `vectors_path`, its initial embedding
+    rescaled to the spread of layers.TokenAndPositionEmbedding's own initial one: dim ** -0.5 when `scaled`
+    (tokens x sqrt(dim)), else BERT's 0.02."""
+    counts = count_words(texts)
+    words = word_tokenizer.build_vocabulary(counts, vocab_size, mask=mask)
+    if vectors_path is None:
+        line = f"word vocabulary: {len(words):,} ids for {len(counts):,} distinct words, random embeddings"
+        return WordPlan(words, None, {"words": len(words)}, line)
+    vectors = word_vectors.read_vectors(vectors_path, words)
+    covered = word_vectors.coverage(vectors, counts)
+    word_vectors.check_coverage(covered, min_coverage, vectors_path, coverage_setting)
+    specials = len(word_tokenizer.SPECIALS) + mask
+    matrix = word_vectors.embedding_matrix(vectors, seed, zero_ids=(0,), random_ids=range(1, specials))
+    target_std = vectors.dim**-0.5 if scaled else 0.02
+    matrix = matrix * np.float32(target_std / matrix[vectors.found].std())
+    derived = {
+        "words": len(words), "format": vectors.format, "dim": vectors.dim, "rows_read": vectors.rows,
+        "duplicates": vectors.duplicates, "words_found": covered.words_found, "words_in_text": covered.words,
+        "token_share": round(covered.share, 6), "matrix_sha256": hashlib.sha256(matrix.tobytes()).hexdigest(),
+    }
+    line = f"{covered} ({vectors.format}, {vectors.dim} dimensions; {vectors.duplicates:,} duplicate rows skipped)"
+    return WordPlan(words, matrix, derived, line)
+
+
+def initializer(matrix, layer="embedding"):
+    """Task.initialize: puts `matrix` into the token embedding of the model's layer `layer` (a
+    layers.TokenAndPositionEmbedding), once, before the first step."""
+
+    def initialize(model):
+        table = model.get_layer(layer).token_embedding.embeddings
+        if tuple(table.shape) != matrix.shape:
+            raise ValueError(f"The word vectors make a {matrix.shape} embedding, the model has {tuple(table.shape)}.")
+        table.assign(tf.constant(matrix, table.dtype))
+
+    return initialize
