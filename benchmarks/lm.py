@@ -60,9 +60,9 @@ def train_and_evaluate(dataset, run_dir, seed=0, averages=(1,)):
     {checkpoints averaged: validation figure with the training memory} ({} with one choice)."""
     folder = RunDir(run_dir)
     flags_ = [f"--dataset={dataset}", *RECIPE_FLAGS[dataset], f"--seed={seed}"]
-    command = [sys.executable, "-m", "recipes.lm", *flags_, f"--model_dir={run_dir}"]
+    command = [sys.executable, "-m", "recipes.lm", f"--model_dir={run_dir}"]  # evaluation reads the run's config
     if not finished_run(run_dir, flags_):  # a finished run must have these flags, --seed among them
-        subprocess.run([*command, "--mode=train"], cwd=ROOT, check=True)
+        subprocess.run([*command, *flags_, "--mode=train"], cwd=ROOT, check=True)
     key = "perplexity" if dataset == "ptb" else "bits_per_character"
     averages = tuple(dict.fromkeys(averages))
 

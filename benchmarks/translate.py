@@ -55,10 +55,10 @@ def train_and_evaluate(model_dir, reuse_eval=False, length_penalties=(0.6,), ave
     average (`--average_checkpoints`), evaluates test with that pair. Returns metrics.json, the training
     command, and {(checkpoints averaged, length penalty): validation BLEU}."""
     folder = RunDir(model_dir)
-    command = [sys.executable, "-m", "recipes.translate", *RECIPE_FLAGS, f"--model_dir={model_dir}"]
+    command = [sys.executable, "-m", "recipes.translate", f"--model_dir={model_dir}"]  # eval reads the run's config
     shown = " ".join(["python -m recipes.translate", *RECIPE_FLAGS, f"--model_dir={model_dir}"])
     if not finished_run(model_dir, RECIPE_FLAGS):
-        subprocess.run([*command, "--mode=train"], cwd=ROOT, check=True)
+        subprocess.run([*command, *RECIPE_FLAGS, "--mode=train"], cwd=ROOT, check=True)
 
     def evaluate(split, average, length_penalty):
         subprocess.run([*command, "--mode=eval", f"--eval_split={split}", "--beam_size=5",

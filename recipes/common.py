@@ -1,13 +1,16 @@
 """Flags every recipe shares, read once into the recipe's settings (`settings_from_flags`): the run's typed
-config (the preset < --config=FILE < --config.FIELD.PATH=VALUE < the shortcut flags) and the invocation's
+config (the preset < --config=FILE ... < --config.FIELD.PATH=VALUE < the shortcut flags) and the invocation's
 mode, folders and options.
 
 Importing this module defines the flags. recipes.driver calls `settings_from_flags`, which reads the recipe's
-own flags through its `options(mode)`; no other function reads FLAGS.
+own flags through its `options(mode)`; no other function reads FLAGS. Each reads only the flags the mode uses,
+through `FLAGS` (a `Reads`), and a flag given that the mode never read is refused: nothing given is dropped.
+A flag absl cannot parse is one `error:` line too, exit status 2 (`parse_flags`).
 """
 
 import math
 import os
+import sys
 
 # TensorFlow's BFC allocator for CPU tensors keeps the memory of one step for the next, where the
 # default allocator maps and zero-fills large tensors afresh each step (benchmarks/allocator.py
@@ -25,10 +28,11 @@ from zoo.training.optimization import SCHEDULES  # noqa: E402
 flags.DEFINE_string("dataset", None, "Dataset name, tfds:<catalog name> for a TensorFlow Datasets set, or your own "
                     "files as FORM:PATTERN (csv:, tsv:, jsonl:, folder:, text:; globs, .gz and {split} allowed).")
 flags.DEFINE_string("preset", "small", "Model preset: the config's base (--mode=config --preset=NAME prints it).")
-flags.DEFINE_string("config", None, "A YAML or JSON file of config fields, nested as in config.json (a run's own "
-                    "config.json is one), over the preset. --config.FIELD.PATH=VALUE sets one field over it, e.g. "
-                    "--config.model.num_layers=6; the shortcut flags (--learning_rate ...) win over both. "
-                    "--mode=config prints the result (docs/configuration.md lists every field).")
+flags.DEFINE_multi_string("config", None, "A YAML or JSON file of config fields, nested as in config.json (a run's "
+                          "own config.json is one), over the preset; given more than once, each file over the one "
+                          "before. --config.FIELD.PATH=VALUE sets one field over them, e.g. "
+                          "--config.model.num_layers=6; the shortcut flags (--learning_rate ...) win over all. "
+                          "--mode=config prints the result (docs/configuration.md lists every field).")
 flags.DEFINE_string("model_dir", None, "Run directory: checkpoints, tokenizer, config.json, metrics.json, TensorBoard.")
 flags.DEFINE_string("export_dir", None, "Where to export in TF Serving's layout (<export_dir>/<version>/).")
 flags.DEFINE_integer("train_steps", None, "Training steps (global batches). Default: the recipe's, or from --epochs.")
@@ -69,17 +73,42 @@ flags.DEFINE_enum("bad_rows", "error", ["error", "skip"], "Your own data: refuse
 
 flags.register_validator("epochs", lambda value: value is None or 0 < value < math.inf,
                          "--epochs must be positive and finite.")
-FLAGS = flags.FLAGS
 
 
+class Reads:
+    """absl's FLAGS, noting the name of each flag read (its value, or whether it was given): what a mode uses."""
+
+    def __init__(self, values):
+        self.values, self.names = values, set()
+
+    def __getattr__(self, name):
+        self.names.add(name)
+        return getattr(self.values, name)
+
+    def __getitem__(self, name):
+        self.names.add(name)
+        return self.values[name]
+
+    def __contains__(self, name):
+        return name in self.values
+
+
+FLAGS = Reads(flags.FLAGS)  # the recipes read their flags through it (recipes/<name>.py: FLAGS = common.FLAGS)
 OVERRIDES = []  # the --config.FIELD.PATH=VALUE arguments, taken out before absl parses the rest (`parse_flags`)
+RUN_OPTIONS = ("batch_size", "seed")  # an options(mode) entry that is the shared settings' (RunSettings)
 
 
 def parse_flags(argv):
     """absl's parser for every argument but --config.FIELD.PATH=VALUE, which absl cannot define: those go to
-    OVERRIDES."""
+    OVERRIDES. A flag absl refuses (unknown, not of its type, out of its range) ends the program with one
+    `error:` line, exit status 2, as every other bad argument does (docs/reliability.md)."""
     OVERRIDES[:] = [arg[len("--config."):] for arg in argv[1:] if arg.startswith("--config.")]
-    return app.parse_flags_with_usage([arg for arg in argv if not arg.startswith("--config.")])
+    try:
+        return flags.FLAGS([arg for arg in argv if not arg.startswith("--config.")])
+    except flags.Error as error:
+        message = " ".join(str(error).split())
+        print(f"error: {message} (--helpfull lists every flag)", file=sys.stderr, flush=True)
+        sys.exit(2)
 
 
 def given_shortcuts(recipe):
@@ -94,15 +123,55 @@ def given_shortcuts(recipe):
 
 def settings_from_flags(recipe, options):
     """The recipe's settings as the flags say: the run's typed config from --preset, --config,
-    --config.FIELD.PATH=VALUE and the shortcut flags (zoo.training.run_settings.resolve), and
-    `options(mode)`, the recipe's own flags for its modes."""
-    if FLAGS.mode not in (*run_settings.TRAINING_MODES, "config") and (FLAGS.config or OVERRIDES):
+    --config.FIELD.PATH=VALUE and the shortcut flags (zoo.training.run_settings.resolve) in the modes that make
+    one, and `options(mode)`, the recipe's own flags for its modes (with `batch_size` or `seed` where the mode
+    takes the shared ones: sentiment's eval batch, the LM's sampling seed). Each flag is read only where the mode
+    uses it, and one given that it never read is refused (`refuse_unread`)."""
+    FLAGS.names.clear()
+    mode = FLAGS.mode
+    makes_config = mode in (*run_settings.TRAINING_MODES, "config")
+    training = mode in run_settings.TRAINING_MODES
+    if not makes_config and (flags.FLAGS.config or OVERRIDES):
         raise app.UsageError(f"--config and --config.FIELD.PATH=VALUE set a run to train (or --mode=config); "
-                             f"--mode={FLAGS.mode} reads the trained run's own config.json: leave them out.")
-    return driver.settings(
-        recipe, FLAGS.mode, FLAGS.model_dir, FLAGS.export_dir, FLAGS.preset if FLAGS["preset"].present else None,
-        FLAGS.config, list(OVERRIDES), given_shortcuts(recipe), options(FLAGS.mode), FLAGS.epochs, FLAGS.batch_size,
-        FLAGS.average_checkpoints, FLAGS.seed)
+                             f"--mode={mode} reads the trained run's own config.json: leave them out.")
+    exports = mode == "export" or (training and bool(FLAGS.export_dir))
+    loads = mode not in ("config", "train") or exports  # the modes that load the trained model
+    read = dict(model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir if exports else None,
+                epochs=FLAGS.epochs if training else None,
+                average_checkpoints=FLAGS.average_checkpoints if loads else 1)
+    if makes_config:
+        read.update(preset=FLAGS.preset if FLAGS["preset"].present else None, config=FLAGS.config,
+                    overrides=list(OVERRIDES), given=given_shortcuts(recipe), batch_size=FLAGS.batch_size,
+                    seed=FLAGS.seed)
+    own = options(mode)
+    read.update({name: own.pop(name) for name in RUN_OPTIONS if name in own})
+    refuse_unread(recipe, mode, makes_config)
+    return driver.settings(recipe, mode, options=own, **read)
+
+
+def refuse_unread(recipe, mode, makes_config):
+    """Refuses the recipe's flags given on the command line that `mode` did not read: it would drop them."""
+    unread = sorted(name for name in recipe_flags() if flags.FLAGS[name].present and name not in FLAGS.names)
+    if not unread:
+        return
+    fields = {**run_settings.SHORTCUTS, **recipe.shortcuts}
+    sets = [f"--{name} sets {' and '.join(fields[name]) if isinstance(fields[name], tuple) else fields[name]}"
+            for name in unread if name in fields]
+    named, one = ", ".join(f"--{name}" for name in unread), len(unread) == 1
+    why = (f": {'; '.join(sets)} of a run to train, and --mode={mode} reads the trained run's config.json"
+           if sets and not makes_config else "")
+    read = ", ".join(f"--{name}" for name in sorted(FLAGS.names & set(recipe_flags()) - {"mode"}))
+    listed = "" if makes_config else f" (--mode={mode} reads {read or 'no other flag'})"
+    raise app.UsageError(f"{named} {'is' if one else 'are'} not used by --mode={mode}{why}. Leave "
+                         f"{'it' if one else 'them'} out{listed}.")
+
+
+def recipe_flags():
+    """The names of the flags recipes/ defines (this module's and the recipe's), not absl's or TensorFlow's."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return [flag.name for module, defined in flags.FLAGS.flags_by_module_dict().items()
+            if module.startswith("recipes.") or os.path.dirname(os.path.abspath(module)) == here
+            for flag in defined]
 
 
 def profile_range(values):

@@ -37,14 +37,24 @@ flags.DEFINE_integer("max_new_tokens", 100, "Tokens to generate.")
 flags.DEFINE_integer("top_k", 0, "Sample from the k most likely tokens (0 = all).")
 flags.DEFINE_float("temperature", 1.0, "Sampling temperature.")
 flags.DEFINE_bool("greedy", False, "Greedy generation instead of sampling.")
-FLAGS = flags.FLAGS
+FLAGS = common.FLAGS  # notes what each mode reads: a flag given that it does not read is refused
 
 
 def options(mode):
-    """The options of evaluation and generation."""
-    return {"eval_split": FLAGS.eval_split, "eval_memory_length": FLAGS.eval_memory_length,
-            "eval_batch_size": FLAGS.eval_batch_size, "bad_rows": FLAGS.bad_rows, "prompt": FLAGS.prompt,
-            "generation": Generation(FLAGS.max_new_tokens, FLAGS.top_k, FLAGS.temperature, FLAGS.greedy)}
+    """The options each mode reads (training's split and rows come from its config): evaluation's memory and
+    streams, --mode=eval's split and bad rows; generation's prompt, seed and sampling, and the export's sampling
+    defaults."""
+    own, training = {}, mode in ("train", "train_and_eval")
+    if mode in ("eval", "train_and_eval"):
+        own.update(eval_memory_length=FLAGS.eval_memory_length, eval_batch_size=FLAGS.eval_batch_size)
+    if mode == "eval":
+        own.update(eval_split=FLAGS.eval_split, bad_rows=FLAGS.bad_rows)
+    if mode == "generate":
+        own.update(prompt=FLAGS.prompt, seed=FLAGS.seed, generation=Generation(
+            FLAGS.max_new_tokens, FLAGS.top_k, FLAGS.temperature, FLAGS.greedy))
+    elif mode == "export" or (training and FLAGS.export_dir):
+        own["generation"] = Generation(FLAGS.max_new_tokens, FLAGS.top_k, FLAGS.temperature)
+    return own
 
 
 if __name__ == "__main__":

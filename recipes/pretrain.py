@@ -41,12 +41,12 @@ flags.DEFINE_string("init_from", None, "Continue masked-LM training from a publi
                     "and --vocab_size come from it; --max_length may shorten its positions.")
 flags.DEFINE_float("eval_fraction", 0.01, lower_bound=0.0, upper_bound=0.5,
                    help="Share of the documents held out for --mode=eval.")
-FLAGS = flags.FLAGS
+FLAGS = common.FLAGS  # notes what each mode reads: a flag given that it does not read is refused
 
 
 def options(mode):
-    """Pretraining's modes take no options of their own."""
-    return {}
+    """Pretraining's modes take no options of their own; --mode=eval takes its batch."""
+    return {"batch_size": FLAGS.batch_size} if mode == "eval" else {}
 
 
 if __name__ == "__main__":

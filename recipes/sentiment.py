@@ -43,18 +43,23 @@ flags.DEFINE_string("word_vectors", None, "Start the token embedding from these 
                     "(text or binary) or fastText .vec file, plain or .gz; the vocabulary becomes the training text's "
                     "words (--vocab_size of them), tokenized as GloVe's were (docs/word_vectors.md).")
 flags.DEFINE_bool("freeze_word_vectors", None, "With --word_vectors: keep the token embedding fixed (not trained).")
-FLAGS = flags.FLAGS
+FLAGS = common.FLAGS  # notes what each mode reads: a flag given that it does not read is refused
 
 
 def options(mode):
-    """The options of the modes that read a trained run: another dataset or split to evaluate, its columns (the
-    run's own unless given), the text to explain, the predictions file."""
-    given = any(FLAGS[name].present for name in ("text_column", "label_column", "bad_rows", "classes"))
-    columns = classifier_data.Columns(FLAGS.text_column, FLAGS.label_column, FLAGS.bad_rows,
-                                      tuple(FLAGS.classes) if FLAGS.classes else None)
-    return {"dataset": FLAGS.dataset, "eval_split": FLAGS.eval_split, "text": FLAGS.text,
-            "columns": columns if given else None, "predictions": FLAGS.predictions,
-            "overwrite_predictions": FLAGS.overwrite_predictions}
+    """The options each mode reads (training's come from its config): --mode=eval's dataset or split, its columns
+    (the run's own unless given) and batch; the text to explain; the predictions file (refused by the modes that
+    do not evaluate)."""
+    own = {"predictions": FLAGS.predictions, "overwrite_predictions": FLAGS.overwrite_predictions}
+    if mode == "eval":
+        given = any(FLAGS[name].present for name in ("text_column", "label_column", "bad_rows", "classes"))
+        columns = classifier_data.Columns(FLAGS.text_column, FLAGS.label_column, FLAGS.bad_rows,
+                                          tuple(FLAGS.classes) if FLAGS.classes else None)
+        own.update(dataset=FLAGS.dataset, eval_split=FLAGS.eval_split, columns=columns if given else None,
+                   batch_size=FLAGS.batch_size)
+    if mode == "explain":
+        own["text"] = FLAGS.text
+    return own
 
 
 if __name__ == "__main__":

@@ -35,15 +35,25 @@ flags.DEFINE_integer("top_k", 0, "Sample from the k most likely tokens instead o
 flags.DEFINE_float("top_p", 1.0, "Sample from the smallest set of tokens reaching this probability (needs --beam_size=1).")
 flags.DEFINE_float("temperature", 1.0, "Sampling temperature.")
 flags.DEFINE_integer("eval_batch_size", 100, lower_bound=1, help="Sentences per decoding batch.")
-FLAGS = flags.FLAGS
+FLAGS = common.FLAGS  # notes what each mode reads: a flag given that it does not read is refused
 
 
 def options(mode):
-    """The options of evaluation, translation and the export: the search, its batches, the split."""
-    decode = DecodeConfig(beam_size=FLAGS.beam_size, length_penalty=FLAGS.length_penalty, num_return=FLAGS.num_return,
-                          top_k=FLAGS.top_k, top_p=FLAGS.top_p, temperature=FLAGS.temperature, seed=FLAGS.seed)
-    return {"decode": decode, "eval_split": FLAGS.eval_split, "eval_batch_size": FLAGS.eval_batch_size,
-            "jit_compile": FLAGS.jit_compile, "bad_rows": FLAGS.bad_rows}
+    """The options each mode reads (training's split, rows and compilation come from its config): the search of
+    evaluation, translation and the export (n-best for translation alone), the decoding batches, --mode=eval's
+    split and bad rows, the search compiled with XLA (eval, export)."""
+    own, training = {}, mode in ("train", "train_and_eval")
+    if mode in ("eval", "train_and_eval", "translate", "export") or (training and FLAGS.export_dir):
+        own["decode"] = DecodeConfig(
+            beam_size=FLAGS.beam_size, length_penalty=FLAGS.length_penalty, top_k=FLAGS.top_k, top_p=FLAGS.top_p,
+            temperature=FLAGS.temperature, seed=FLAGS.seed, num_return=FLAGS.num_return if mode == "translate" else 1)
+    if mode in ("eval", "train_and_eval", "translate"):
+        own["eval_batch_size"] = FLAGS.eval_batch_size
+    if mode == "eval":
+        own.update(eval_split=FLAGS.eval_split, bad_rows=FLAGS.bad_rows)
+    if mode in ("eval", "export"):
+        own["jit_compile"] = FLAGS.jit_compile
+    return own
 
 
 if __name__ == "__main__":

@@ -20,14 +20,23 @@ Every recipe's run is one typed, frozen config: `data`, `model`, `train` and `se
 
 1. the preset (`--preset=small`, the base; with `--init_from`, the pretrained encoder's shape);
 2. a file, `--config=PATH`: YAML or JSON holding any subset of the fields, nested as below; a run's own
-   `config.json` is such a file, so `--config=runs/a/config.json --model_dir=runs/b` trains run a again;
+   `config.json` is such a file, so `--config=runs/a/config.json --model_dir=runs/b` trains run a again.
+   Given more than once (`--config=base.yaml --config=exp.yaml`), the files are merged in order, each over the
+   one before, section by section: a later file's field wins, a list is replaced whole;
 3. dotted overrides, `--config.FIELD.PATH=VALUE` (e.g. `--config.model.num_layers=6
    --config.model.norm_first=true`): the value is read as YAML (`true`, `6`, `1e-4`, `null`, `[11, 20]`);
 4. the shortcut flags (`--learning_rate` sets `train.learning_rate`, `--dataset` `data.dataset` ...).
 
+Nothing given is dropped: a file (or an override's value) whose mapping names a key twice is refused naming
+both lines, where YAML would keep the last; a field overridden twice is refused naming both values. A file
+must be UTF-8 (else the refusal names it and the line of its first bad byte), at most 4 MB, and hold at most
+100,000 values with its aliases expanded (a "billion laughs" file is refused before it is built). The modes
+that read a trained run (eval, export, generate ...) refuse `--config`, the dotted overrides and every shortcut
+flag: they read the run's own `config.json`.
+
 `--mode=config` prints the resolved config as YAML and exits, writing nothing; an unknown field, a wrong type or
 value is one `error:` line naming the dotted field (and the nearest valid names). From Python,
-`zoo.train(recipe, model_dir=..., config=<dict, path or typed config>, **shortcuts)`.
+`zoo.train(recipe, model_dir=..., config=<dict, path or typed config, or a list of them>, **shortcuts)`.
 
 The run writes the config whole into `config.json`, with what it derived beside it under `derived` (class
 names, the files' digest, replicas, the strategy's class, the --epochs asked for). A resumed run must keep

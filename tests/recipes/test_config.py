@@ -108,3 +108,41 @@ def test_a_translator_of_4_encoder_and_2_decoder_layers_trains_from_a_file(tmp_p
 
     loaded = load_run(str(tmp_path / "a"))
     assert len(loaded.model.encoder_blocks) == 4 and len(loaded.model.decoder_blocks) == 2
+
+
+def test_config_given_twice_merges_the_files_in_order_and_a_field_overridden_twice_is_refused(tmp_path,
+                                                                                             probe_recipe):
+    """--config=a.yaml --config=b.yaml dropped a.yaml: now each file is laid over the one before."""
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump({"train": {"seed": 3, "learning_rate": 0.01},
+                                                     "model": {"num_layers": 3}}))
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump({"train": {"learning_rate": 0.02}}))
+    printed = probe_recipe("sentiment", "--mode=config", f"--config={tmp_path / 'a.yaml'}",
+                           f"--config={tmp_path / 'b.yaml'}")
+    config = yaml.safe_load(printed.stdout)
+    assert (config["train"]["seed"], config["train"]["learning_rate"], config["model"]["num_layers"]) == (3, 0.02, 3)
+    twice = probe_recipe("sentiment", "--dataset=sst2", "--config.model.num_layers=2", "--config.model.num_layers=4",
+                         f"--model_dir={tmp_path / 'run'}")
+    assert twice.returncode == 2 and twice.stderr.strip().splitlines()[-1] == (
+        "error: model.num_layers is overridden twice ('2' and '4'): give it once.")
+    assert sorted(os.listdir(tmp_path)) == ["a.yaml", "b.yaml"]
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("twice.yaml", b"train:\n  seed: 1\ntrain:\n  learning_rate: 0.1\n",
+     "twice.yaml, line 3: 'train' is given twice in one mapping (first at line 1), and YAML would keep only the last"),
+    ("latin1.yaml", "train:\n  # café\n  seed: 1\n".encode("latin-1"),
+     "latin1.yaml is not UTF-8 text: byte 0xe9 at line 2"),
+    ("bomb.yaml", ("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" +
+                   "".join(f"{b}: &{b} [{', '.join([f'*{a}'] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi")) +
+                   "data: {classes: *i}\n").encode(),
+     "bomb.yaml expands to more than 100,000 values through its aliases"),
+])
+def test_a_config_file_that_would_lose_or_bury_its_fields_is_one_short_error_line(name, text, message, tmp_path,
+                                                                                  probe_recipe):
+    (tmp_path / name).write_bytes(text)
+    result = probe_recipe("sentiment", "--dataset=sst2", f"--config={tmp_path / name}",
+                          f"--model_dir={tmp_path / 'run'}")
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(result.stderr) < 400, result.stderr[:400]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {tmp_path}/{message}"), lines
+    assert not os.path.exists(tmp_path / "run")

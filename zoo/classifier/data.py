@@ -22,6 +22,7 @@ from zoo.data.datasets import DatasetError
 
 FORMS = ("csv", "tsv", "jsonl", "folder")
 SHOWN_LABELS = 5
+UNLABELLED = "unsup"  # aclImdb's train/unsup: 50,000 reviews without a label, beside its class folders
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +105,12 @@ def load(name, split, columns=Columns(), class_names=None, max_examples=None, se
     files.check_split(spec, split)
     files.say_held_out(spec, split)
     what = f"--dataset={spec} ({split})"
+    if classes is not None and class_names is not None and set(classes) != set(class_names):
+        raise DatasetError(f"--classes={_joined(classes)} are not the classes the run trained on "
+                           f"({_joined(class_names)}): a trained model answers with its own, and evaluation reads "
+                           f"them all. Leave --classes out, or train a run with --classes={_joined(classes)}.")
+    if spec.form == "folder" and split == "train" and class_names is None:
+        _check_class_folders(spec, classes)
     if spec.form != "folder":
         if columns.text == columns.label:
             raise DatasetError(f"--text_column and --label_column both name {columns.text!r}: the model would read "
@@ -174,6 +181,30 @@ def _classes(given, spec, name):
     if repeated or not all(classes) or len(classes) < 2:
         raise DatasetError(f"--classes={_joined(given)} must name two or more different classes, each once.")
     return classes
+
+
+def _check_class_folders(spec, classes):
+    """Training on folder:: a class folder named unsup (aclImdb's unlabelled reviews) is refused unless --classes
+    names the classes; a class folder that an evaluation split (validation or test folders) lacks is said now,
+    with the --classes that leaves it out, not only when that split is evaluated."""
+    trained = classes or sorted({name for path in files.paths(spec, "train") for name in files.class_folders(path)})
+    if classes is None and UNLABELLED in trained:
+        labelled = [name for name in trained if name != UNLABELLED]
+        raise DatasetError(f"--dataset={spec}: the class folder {UNLABELLED!r} holds unlabelled texts (aclImdb's "
+                           f"train/unsup), not a class. Pass --classes={_joined(labelled)} to leave it out, or "
+                           f"--classes={_joined(trained)} to train it as a class.")
+    for split in ("validation", "test"):
+        if not spec.has_splits or (split == "validation" and files.holds_out(spec)):
+            continue
+        try:
+            found = {name for path in files.paths(spec, split) for name in files.class_folders(path)}
+        except DatasetError:  # the pattern has no such split
+            continue
+        absent, present = [n for n in trained if n not in found], [n for n in trained if n in found]
+        if absent:
+            hint = f" To train on the others alone, pass --classes={_joined(present)}." if len(present) > 1 else ""
+            print(f"--dataset={spec}: the {split} split has no class folder {', '.join(map(repr, absent))}, so its "
+                  f"figures will not cover {'it' if len(absent) == 1 else 'them'}.{hint}", flush=True)
 
 
 def _check_training_classes(known, counts, what):

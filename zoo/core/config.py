@@ -6,17 +6,24 @@ dotted overrides < the recipe's shortcut flags. Every error names the dotted fie
 model.hidden_dim=384`), and an unknown field the nearest valid names. Files are read by PyYAML (JSON is
 YAML); an override's value is one YAML scalar or list, so `true`, `6`, `1e-4`, `null` and `[11, 20]` mean
 what they say, but a string field takes the text as written (`--config.data.target=no` is Norwegian).
-docs/configuration.md says why this module, not ml_collections' `config_flags`.
+Nothing is dropped: a mapping naming a key twice is refused (YAML would keep the last), and so is a document
+whose aliases expand past strict_yaml.MAX_VALUES values (a "billion laughs"). docs/configuration.md says why
+this module, not ml_collections' `config_flags`.
 """
 
 import dataclasses
 import difflib
 import math
 import re
+import reprlib
 import types
 import typing
 
 import yaml
+
+from zoo.core import strict_yaml
+
+MAX_FILE_BYTES = 4 << 20  # a config file's size: a run's config.json is a few kB
 
 
 class ConfigError(ValueError):
@@ -81,8 +88,15 @@ def _named(message, prefix, fields):
     return re.sub(pattern, lambda m: f"{prefix}.{m.group(1)}", message)
 
 
+_BRIEF = reprlib.Repr()
+_BRIEF.maxstring = _BRIEF.maxother = 60
+_BRIEF.maxlist = _BRIEF.maxtuple = _BRIEF.maxdict = 6
+_BRIEF.maxlevel = 2
+
+
 def _show(value):
-    return f"{value!r} ({type(value).__name__})"
+    """A value as an error shows it: its repr, cut short (an error message stays one readable line)."""
+    return f"{_BRIEF.repr(value)} ({type(value).__name__})"
 
 
 class Raw(str):
@@ -92,7 +106,7 @@ class Raw(str):
 def _value(kind, value, name):
     """`value` as a field of type `kind`, or ConfigError naming `name`."""
     if isinstance(value, Raw):
-        value = _raw(kind, value)
+        value = _raw(kind, value, name)
     if dataclasses.is_dataclass(kind):
         return from_dict(kind, value, name)
     origin, args = typing.get_origin(kind), typing.get_args(kind)
@@ -107,7 +121,7 @@ def _value(kind, value, name):
             raise ConfigError(f"{name}={_show(value)} must be a list.")
         items = args if args and args[-1] is not Ellipsis else (args[0] if args else typing.Any,) * len(value)
         if len(items) != len(value):
-            raise ConfigError(f"{name}={list(value)!r} must hold {len(items)} values.")
+            raise ConfigError(f"{name}={_BRIEF.repr(list(value))} must hold {len(items)} values.")
         return tuple(_value(item, v, f"{name}[{i}]") for i, (item, v) in enumerate(zip(items, value)))
     if kind is bool:
         if isinstance(value, bool):
@@ -131,14 +145,16 @@ def _value(kind, value, name):
     return value
 
 
-def _raw(kind, text):
+def _raw(kind, text, name):
     """An override's text as YAML reads it, but as written for a string field (YAML 1.1 would make `no` false)."""
     options = [arg for arg in typing.get_args(kind) if arg is not type(None)]
     stringly = kind is str or (typing.get_origin(kind) in (typing.Union, types.UnionType) and options == [str])
     if stringly and text.strip() not in ("null", "~", ""):
         return str(text)
     try:
-        return yaml.safe_load(text) if text.strip() else ""
+        return strict_yaml.load(text, f"{name}={_BRIEF.repr(str(text))}") if text.strip() else ""
+    except strict_yaml.Refused as error:
+        raise ConfigError(str(error)) from None
     except yaml.YAMLError:
         return str(text)  # a string YAML would not read (e.g. 'a: b'): the field's type decides
 
@@ -157,12 +173,25 @@ def _float(value, name):
 
 
 def read_file(path):
-    """The mapping a YAML or JSON config file holds."""
+    """The mapping a YAML or JSON config file holds (UTF-8, at most MAX_FILE_BYTES)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
     except OSError as error:
         raise ConfigError(f"Cannot read the config file {path} ({error.strerror}): give a YAML or JSON file.") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(f"{path} is larger than {MAX_FILE_BYTES >> 20} MB, too large for a config file (a run's "
+                          "config.json is a few kB): give a YAML or JSON file of config fields.")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[:error.start].count(b"\n") + 1
+        raise ConfigError(f"{path} is not UTF-8 text: byte 0x{data[error.start]:02x} at line {line} (offset "
+                          f"{error.start}) is not UTF-8. Save the file as UTF-8.") from None
+    try:
+        data = strict_yaml.load(text, str(path))
+    except strict_yaml.Refused as error:
+        raise ConfigError(str(error)) from None
     except yaml.YAMLError as error:
         where = getattr(error, "problem_mark", None)
         at = f" at line {where.line + 1}" if where else ""

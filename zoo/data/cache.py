@@ -8,7 +8,8 @@ key and is tokenized again. Clear it with `rm -r ~/.cache/transformer_zoo/tokens
 An entry holds `ids.bin` (every row's int32 ids, one after another), `offsets.bin` (int64, where each
 row ends), `labels.bin` (int32, one per row; empty for unlabelled text) and `meta.json`: the entry's format,
 its row and token counts, the range of its ids, and each file's size and sha256 (hashed as it is written).
-It is written into a dot-folder and renamed into place, so no reader sees half an entry. Tokenizing streams:
+It is written into a dot-folder and renamed into place, so no reader sees half an entry; the dot-folder of a
+writer that died is removed by the next run (zoo.data.staging: its lock tells). Tokenizing streams:
 a chunk of texts at a time, so memory does not grow with the corpus.
 
 The cache never lies: the files an entry is read from (`zoo.data.sources.Sources`) are checked again after the pass, and a file
@@ -21,7 +22,6 @@ import hashlib
 import itertools
 import json
 import os
-import shutil
 import sys
 import time
 import uuid
@@ -29,6 +29,7 @@ import uuid
 import numpy as np
 
 from zoo.core import disk
+from zoo.data import staging
 from zoo.data.datasets import DatasetError
 from zoo.data.sources import file_hash
 
@@ -190,16 +191,14 @@ def open_entry(directory):
         return TokenRows(directory)
     except DamagedEntry as damage:
         print(f"token cache: {directory} {damage}: moved aside, tokenizing again.", file=sys.stderr, flush=True)
-    aside = os.path.join(os.path.dirname(directory), f".{os.path.basename(directory)}.damaged-{uuid.uuid4().hex}")
     with writing():
-        try:
-            os.rename(directory, aside)
+        aside = staging.Staging(os.path.dirname(directory), os.path.basename(directory))
+        try:  # into a staging folder, removed with it (by the next run, if this one dies first)
+            os.rename(directory, os.path.join(aside.path, "damaged"))
         except FileNotFoundError:  # another process moved it first
-            return None
-    if os.path.isdir(aside):
-        shutil.rmtree(aside, ignore_errors=True)
-    else:
-        os.remove(aside)
+            pass
+        finally:
+            aside.release()
     return None
 
 
@@ -210,25 +209,24 @@ def token_rows(key, examples, encode, description, total_bytes=None, in_graph=Tr
     progress (MB done, MB/s, time left against `total_bytes`). `sources` (a zoo.data.sources.Sources, the files the examples
     are read from) are checked after the pass: one that changed keeps the new entry out of the cache."""
     directory = os.path.join(cache_root(), key_name(key))
+    staging.remove_dead(cache_root())
     rows = open_entry(directory)
     if rows is not None:
         return rows
-    # One staging folder per writer, also across machines sharing the cache (equal process ids are common there).
-    staging = os.path.join(cache_root(), f".{key_name(key)}.{uuid.uuid4().hex}")
-    with writing():
+    with writing():  # one staging folder per writer, also across machines sharing the cache
         os.makedirs(cache_root(), exist_ok=True)
-        os.makedirs(staging)
+        folder = staging.Staging(cache_root(), key_name(key))
     try:
-        meta = _write_entry(staging, key, examples, _batch_encoder(encode, in_graph), description, total_bytes)
+        meta = _write_entry(folder.path, key, examples, _batch_encoder(encode, in_graph), description, total_bytes)
         if sources is not None:
             sources.check()
         try:
-            os.rename(staging, directory)
+            os.rename(folder.path, directory)
         except OSError as error:  # another process made the same entry first: use its
             if not os.path.exists(os.path.join(directory, META_FILE)):
                 raise write_error(error) from None
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        folder.release()
     return TokenRows(directory, written=meta["files"])
 
 

@@ -74,7 +74,8 @@ class RunSettings:
 
 def resolve(recipe, preset=None, source=None, overrides=(), given=None, model_dir=None, mode="train"):
     """The typed config of a `recipe` run (zoo.training.driver.Recipe): recipe.base(preset (None: not given, the
-    small one), init_from, given, model_dir) < `source` (a file, a mapping, a typed config) < `overrides`
+    small one), init_from, given, model_dir) < `source` (a file, a mapping, a typed config, or a list of them, each
+    over the one before) < `overrides`
     ('model.num_layers=6' or (name, value)) < `given` (the shortcuts asked for, by name: SHORTCUTS and
     recipe.shortcuts name their fields). Without a
     dtype asked for anywhere, train.mixed_precision is `given`'s mixed_precision choice (default auto: this
@@ -89,9 +90,9 @@ def resolve(recipe, preset=None, source=None, overrides=(), given=None, model_di
                               "in docs/configuration.md; set any of them with config= or overrides=).")
     fields = {field: value for name, value in given.items() if name in names
               for field in (names[name] if isinstance(names[name], tuple) else (names[name],))}
-    overrides = [cfg.parse_override(item) if isinstance(item, str) else tuple(item) for item in overrides]
-    asked = cfg.merge(record.source_layer(source, recipe.name, recipe.config_class), cfg.nested(dict(overrides)),
-                      cfg.nested(fields))
+    sources = source if isinstance(source, list) else [source]
+    layers = [record.source_layer(item, recipe.name, recipe.config_class) for item in sources]
+    asked = cfg.merge(*layers, cfg.nested(override_fields(overrides)), cfg.nested(fields))
     train, setup = (asked.get(name) if isinstance(asked.get(name), dict) else {} for name in ("train", "setup"))
     if "mixed_precision" in given or "mixed_precision" not in train:
         resumed = RunDir(model_dir).trained_dtype() if model_dir else None
@@ -101,6 +102,19 @@ def resolve(recipe, preset=None, source=None, overrides=(), given=None, model_di
     base = recipe.base(preset, setup.get("init_from"), given, model_dir)
     config = cfg.from_dict(recipe.config_class, cfg.merge(cfg.to_dict(base), asked))
     return recipe.finish(config, base, given, model_dir, mode) if recipe.finish is not None else config
+
+
+def override_fields(overrides):
+    """{dotted field: value} of `overrides` ('model.num_layers=6' or (name, value)); a field overridden twice is
+    refused, naming both values, rather than one of them dropped."""
+    pairs = [cfg.parse_override(item) if isinstance(item, str) else tuple(item) for item in overrides]
+    fields = {}
+    for name, value in pairs:
+        if name in fields:
+            raise cfg.ConfigError(f"{name} is overridden twice ({str(fields[name])!r} and {str(value)!r}): give it "
+                                  "once.")
+        fields[name] = value
+    return fields
 
 
 def check_training(config, epochs=None, average_checkpoints=1, train_steps_given=False):

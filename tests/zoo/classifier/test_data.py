@@ -74,14 +74,72 @@ def test_aclimdb_tree_trains_on_the_classes_given_and_holds_out_validation(tmp_p
 
 
 def test_a_training_class_the_evaluated_split_lacks_is_said_with_the_classes_to_give(tmp_path, capsys):
-    write_tree(tmp_path, {"train/neg": 3, "train/pos": 3, "train/unsup": 3, "test/neg": 2, "test/pos": 2})
+    """Said as training reads its folders (test has no neutral/), and again when test is evaluated."""
+    write_tree(tmp_path, {"train/neg": 3, "train/pos": 3, "train/neutral": 3, "test/neg": 2, "test/pos": 2})
     name = f"folder:{tmp_path}/{{split}}"
     train = data.load(name, "train")
-    assert train.class_names == ("neg", "pos", "unsup")
-    capsys.readouterr()
+    assert train.class_names == ("neg", "neutral", "pos")
+    assert (f"--dataset={name}: the test split has no class folder 'neutral', so its figures will not cover it. To "
+            "train on the others alone, pass --classes=neg,pos.") in capsys.readouterr().out
     assert data.load(name, "test", class_names=train.class_names).count == 4
-    assert ("has no row of training's class(es) 'unsup': its figures cover ['neg', 'pos'] only. To train on those "
+    assert ("has no row of training's class(es) 'neutral': its figures cover ['neg', 'pos'] only. To train on those "
             "alone, pass --classes=neg,pos.") in capsys.readouterr().out
+
+
+def test_an_unsup_folder_is_refused_at_training_unless_classes_name_the_classes(tmp_path, capsys):
+    """aclImdb's train/unsup holds 50,000 reviews without a label: trained as a third class unless --classes."""
+    write_tree(tmp_path, {"train/neg": 3, "train/pos": 3, "train/unsup": 3, "test/neg": 2, "test/pos": 2})
+    name = f"folder:{tmp_path}/{{split}}"
+    with pytest.raises(DatasetError, match=r"the class folder 'unsup' holds unlabelled texts \(aclImdb's "
+                                           r"train/unsup\), not a class. Pass --classes=neg,pos to leave it out, "
+                                           "or --classes=neg,pos,unsup to train it as a class."):
+        data.load(name, "train")
+    assert data.load(name, "train", data.Columns(classes=("neg", "pos"))).class_names == ("neg", "pos")
+    asked = data.load(name, "train", data.Columns(classes=("neg", "pos", "unsup")))
+    assert asked.class_names == ("neg", "pos", "unsup") and "no class folder 'unsup'" in capsys.readouterr().out
+
+
+def test_evaluation_refuses_classes_other_than_the_runs(tmp_path):
+    """--mode=eval --classes=neg,pos on a run of neg, pos and unsup was dropped: the report still scored unsup."""
+    write_tree(tmp_path, {"test/neg": 2, "test/pos": 2, "test/unsup": 2})
+    name = f"folder:{tmp_path}/{{split}}"
+    with pytest.raises(DatasetError, match=r"--classes=neg,pos are not the classes the run trained on "
+                                           r"\(neg,pos,unsup\)"):
+        data.load(name, "test", data.Columns(classes=("neg", "pos")), class_names=("neg", "pos", "unsup"))
+    same = data.load(name, "test", data.Columns(classes=("pos", "neg")), class_names=("neg", "pos"))
+    assert same.count == 4 and same.class_names == ("neg", "pos")  # the run's classes, its unsup folder left out
+
+
+def test_the_readmes_folder_example_trains_on_the_real_aclimdb_tree(tmp_path):
+    """README's `--dataset=folder:aclImdb/{split}` line on aclImdb as its tarballs unpack (a few reviews of each
+    folder, the url lists beside them, train/unsup from the unlabelled tarball): two classes, unsup left out."""
+    import re
+    import shlex
+    import tarfile
+
+    imdb = os.path.join(os.environ["ZOO_DATA_DIR"], "imdb")
+    tarballs = [os.path.join(imdb, f"aclImdb_v1_{part}.tar.gz") for part in ("labeled", "unsup")]
+    if not all(os.path.exists(path) for path in tarballs):
+        pytest.skip("no aclImdb tarballs in ZOO_DATA_DIR")
+    for path in tarballs:
+        with tarfile.open(path, "r|gz") as tar:
+            taken = {}
+            for member in tar:
+                folder = os.path.dirname(member.name)
+                if member.isfile() and (taken.setdefault(folder, 0) < 4 or "urls_" in member.name):
+                    taken[folder] += 1
+                    tar.extract(member, tmp_path, filter="data")
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "README.md")).read()
+    line = next(line for line in readme.splitlines() if "--dataset=folder:aclImdb/{split}" in line)
+    flags = dict(re.match(r"--(\w+)=(.*)", arg).groups() for arg in shlex.split(line) if arg.startswith("--"))
+    name = flags["dataset"].replace("folder:", f"folder:{tmp_path}/", 1)
+    with pytest.raises(DatasetError, match="'unsup' holds unlabelled texts"):
+        data.load(name, "train")
+    columns = data.Columns(classes=tuple(flags["classes"].split(",")))
+    train = data.load(name, "train", columns)
+    held_out = data.load(name, "validation", columns, class_names=train.class_names)
+    assert train.class_names == ("neg", "pos") and train.count + held_out.count == 8  # 4 reviews a class
+    assert data.load(name, "test", columns, class_names=train.class_names).count == 8
 
 
 def test_an_empty_class_folder_is_refused_with_what_to_do(tmp_path):

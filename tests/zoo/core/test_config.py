@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from zoo.core import config as cfg
+from zoo.core import config as cfg, strict_yaml
 from zoo.classifier.model import ClassifierConfig
 from zoo.training.config import TrainConfig
 
@@ -97,3 +97,54 @@ def test_field_rows_flatten_sections_with_notes():
     assert rows["model.num_layers"][:2] == ("int", 2)
     assert "head and tail" in rows["model.max_length"][2]
     assert rows["data.classes"][0] == "tuple[str, ...] | None"
+
+
+def test_a_key_given_twice_is_refused_naming_its_lines_where_yaml_would_keep_the_last(tmp_path):
+    (tmp_path / "exp.yaml").write_text("train:\n  seed: 1\nmodel:\n  num_layers: 2\n  num_layers: 4\n")
+    with pytest.raises(cfg.ConfigError, match=r"exp.yaml, line 5: 'num_layers' is given twice in one mapping "
+                                              r"\(first at line 4\)"):
+        cfg.read_file(tmp_path / "exp.yaml")
+    (tmp_path / "run.json").write_text('{"train": {"seed": 1, "seed": 2}}')
+    with pytest.raises(cfg.ConfigError, match=r"run.json, line 1: 'seed' is given twice"):
+        cfg.read_file(tmp_path / "run.json")
+    name, raw = cfg.parse_override("data.classes={a: 1, a: 2}")
+    with pytest.raises(cfg.ConfigError, match="'a' is given twice"):
+        cfg.from_dict(Run, cfg.nested({name: raw}))
+    merged = strict_yaml.load("model:\n  <<: {num_layers: 2}\n  hidden_dim: 64\n", "merge")  # a merge key repeats none
+    assert merged == {"model": {"num_layers": 2, "hidden_dim": 64}}
+
+
+BOMB = "".join(f"{b}: &{b} [{', '.join([f'*{a}'] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi"))
+
+
+def test_an_alias_bomb_is_refused_at_once_in_a_short_message(tmp_path):
+    """Billion laughs: nine levels of nine aliases hold 9**9 values, which a config's checks would walk and its
+    error show (one line of 58 MB); it is refused before it is built."""
+    import time
+
+    (tmp_path / "bomb.yaml").write_text("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + BOMB +
+                                        "data: {classes: *i}\n")
+    start = time.perf_counter()
+    with pytest.raises(cfg.ConfigError) as error:
+        cfg.from_dict(Run, cfg.read_file(tmp_path / "bomb.yaml"))
+    assert time.perf_counter() - start < 5 and len(str(error.value)) < 300
+    assert f"{tmp_path / 'bomb.yaml'} expands to more than 100,000 values through its aliases" in str(error.value)
+    (tmp_path / "loop.yaml").write_text("data: &d {classes: [*d]}\n")
+    with pytest.raises(cfg.ConfigError, match="holds an alias inside the value it names"):
+        cfg.read_file(tmp_path / "loop.yaml")
+    (tmp_path / "fine.yaml").write_text("data: {classes: &c [neg, pos]}\nother: *c\n")  # aliases that stay small
+    assert cfg.read_file(tmp_path / "fine.yaml")["other"] == ["neg", "pos"]
+
+
+def test_a_long_value_is_shown_cut_short():
+    with pytest.raises(cfg.ConfigError) as error:
+        cfg.from_dict(Run, {"data": {"dataset": ["review"] * 100_000}})
+    assert str(error.value).startswith("data.dataset=['review', 'review',") and len(str(error.value)) < 200
+
+
+def test_a_file_that_is_not_utf8_is_named_with_the_line_of_its_first_bad_byte(tmp_path):
+    (tmp_path / "latin1.yaml").write_bytes("train:\n  seed: 1\n  # café\n".encode("latin-1"))
+    with pytest.raises(cfg.ConfigError, match=rf"^{tmp_path / 'latin1.yaml'} is not UTF-8 text: byte 0xe9 at line 3 "):
+        cfg.read_file(tmp_path / "latin1.yaml")
+    (tmp_path / "bom.yaml").write_bytes(b"\xef\xbb\xbftrain: {seed: 2}\n")  # UTF-8 with a BOM is UTF-8
+    assert cfg.read_file(tmp_path / "bom.yaml") == {"train": {"seed": 2}}

@@ -1,16 +1,21 @@
 """zoo.data.cache's checks: an entry holds the rows of the bytes its key names (a file changed while it is
 tokenized is refused by name), a damaged, incomplete or older entry is named, moved aside and made again, ids
-outside the vocabulary are refused, and a cache folder that cannot be written is one error naming ZOO_CACHE_DIR."""
+outside the vocabulary are refused, a cache folder that cannot be written is one error naming ZOO_CACHE_DIR, and
+the staging folder of a writer that died is removed by the next run (zoo.data.staging)."""
 
 import json
 import os
 import re
 import resource
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.conftest import ROOT
 from zoo.classifier import data as classifier_data
 from zoo.data import cache
 from zoo.data.sources import Sources
@@ -205,3 +210,64 @@ def test_a_full_disk_while_writing_an_entry_is_one_error_and_leaves_nothing(cach
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
     assert entries(cache_dir) == []  # the staging folder removed
+
+
+WRITER = """
+import os, sys, time
+from zoo.data import cache
+
+def examples():
+    open(sys.argv[2], "w").close()  # the staging folder is made: say so, then tokenize forever
+    yield "a text", None
+    time.sleep(3600)
+
+cache.token_rows({"writer": sys.argv[1]}, examples(), lambda texts: [[1] for _ in texts], "test", in_graph=False)
+"""
+
+
+def start_writer(name, tmp_path, cache_dir):
+    """A process making the cache entry {"writer": name}, stopped inside its pass; its staging folder's path."""
+    started = tmp_path / f"{name}.started"
+    process = subprocess.Popen([sys.executable, "-c", WRITER, name, str(started)], cwd=ROOT,
+                               env={**os.environ, cache.CACHE_ENV: str(cache_dir)})
+    while not started.exists():
+        assert process.poll() is None, "the writer ended before tokenizing"
+        time.sleep(0.1)
+    prefix = f".{cache.key_name({'writer': name})}."
+    return process, next(cache_dir / p for p in entries(cache_dir) if p.startswith(prefix) and not p.endswith(".lock"))
+
+
+def test_the_staging_folder_of_a_writer_killed_by_sigkill_is_removed_by_the_next_run_and_a_living_ones_kept(
+        tmp_path, cache_dir, capsys):
+    """A tokenizing run killed by SIGKILL left its staging folder (17 MB of aclImdb's ids) for ever. Its lock says
+    that its writer is gone, however new the folder; a living writer's folder stays, however old."""
+    dead, dead_folder = start_writer("dead", tmp_path, cache_dir)
+    living, living_folder = start_writer("living", tmp_path, cache_dir)
+    try:
+        dead.kill()
+        dead.wait()
+        os.utime(living_folder, (0, 0))  # age tells nothing: the living writer's folder looks the older
+        rows = cache.token_rows({"k": 6}, [("abc", None)], encode, "test")
+        assert rows.row(0).tolist() == [97, 98, 99]
+        assert not dead_folder.exists() and not os.path.exists(f"{dead_folder}.lock") and living_folder.is_dir()
+        assert (f"token cache: removed {dead_folder}, a half-written entry (its writer ended before finishing it)."
+                in capsys.readouterr().err)
+    finally:
+        living.kill()
+        living.wait()
+    cache.token_rows({"k": 6}, [("abc", None)], encode, "test")  # the next run removes the second one too
+    assert entries(cache_dir) == [cache.key_name({"k": 6})]
+
+
+def test_a_staging_folder_of_an_older_zoo_is_removed_once_unchanged_for_an_hour(cache_dir):
+    """Before the locks, a staging folder had none: it goes once nothing in it changed for an hour; a folder of
+    another name in the cache folder is never touched."""
+    old, fresh, other = (cache_dir / f".{'a' * 32}.{'b' * 32}", cache_dir / f".{'c' * 32}.{'d' * 32}",
+                         cache_dir / ".mine")
+    for folder in (old, fresh, other):
+        folder.mkdir(parents=True)
+        (folder / "ids.bin").write_bytes(b"\0" * 8)
+    for path in (old, old / "ids.bin", other, other / "ids.bin"):
+        os.utime(path, (0, 0))
+    cache.token_rows({"k": 7}, [("abc", None)], encode, "test")
+    assert not old.exists() and fresh.is_dir() and other.is_dir()
