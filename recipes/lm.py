@@ -2,6 +2,7 @@ r"""Transformer-XL language modelling: the command line of zoo.language_model.re
 zoo.train("lm", ...) runs the same from Python).
 
   python -m recipes.lm --dataset=ptb --preset=small --model_dir=runs/ptb --export_dir=saved_models/lm_ptb
+  python -m recipes.lm --dataset=ptb --word_vectors=glove.6B.50d.txt.gz --model_dir=runs/ptb_glove
   python -m recipes.lm --mode=eval --model_dir=runs/ptb --eval_memory_length=256
   python -m recipes.lm --mode=generate --model_dir=runs/shakespeare --prompt="ROMEO:" --max_new_tokens=300 --top_k=40
 """
@@ -28,6 +29,11 @@ flags.DEFINE_float("dropout", None, "Dropout rate. Default: the preset's.")
 flags.DEFINE_float("attention_dropout", None, "Dropout on attention probabilities (the reference code's dropatt). "
                    "Default: the preset's, where None means --dropout.")
 flags.DEFINE_string("activation", None, "Feed-forward activation (a Keras name, e.g. gelu). Default: the preset's.")
+flags.DEFINE_string("word_vectors", None, "Word level (ptb, wikitext103, your files with --level=word): start the "
+                    "token embedding from these word vectors, a GloVe, word2vec (text or binary) or fastText .vec "
+                    "file, plain or .gz; the vocabulary's words are looked up as they are, and a width other than "
+                    "the model's is projected to it (docs/word_vectors.md).")
+flags.DEFINE_bool("freeze_word_vectors", None, "With --word_vectors: keep the token embedding fixed (not trained).")
 flags.DEFINE_bool("random_offset", False, "Start every pass over the training text at a random offset in "
                   "[0, segment_length): segment boundaries differ from pass to pass (for small corpora trained for "
                   "many passes). Drawn from --seed, so a resumed run reads the same segments.")

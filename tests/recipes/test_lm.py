@@ -176,3 +176,14 @@ def test_mirrored_replicas_carry_and_restore_their_own_memory(dtype, tmp_path, r
     assert not np.allclose(halves[:4], halves[4:])  # different streams, different memories
     resumed = run_recipe("lm", *args, "--train_steps=6")
     assert "Resuming from step 3" in resumed.stdout and "restored the memory" in resumed.stdout
+
+
+def test_word_vector_flags_set_the_model_and_are_refused_at_another_level(tmp_path, probe_recipe):
+    result = probe_recipe("lm", "--mode=config", "--dataset=ptb", "--word_vectors=glove.6B.50d.txt.gz",
+                          "--freeze_word_vectors")
+    assert result.returncode == 0, result.stderr
+    assert "word_vectors: glove.6B.50d.txt.gz" in result.stdout and "freeze_word_vectors: true" in result.stdout
+    result = probe_recipe("lm", "--dataset=tinyshakespeare", "--word_vectors=glove.6B.50d.txt.gz",
+                          f"--model_dir={tmp_path}")
+    assert result.returncode == 2 and "data.level is char (tinyshakespeare's own)" in result.stderr
+    assert "Traceback" not in result.stderr and not os.listdir(tmp_path)

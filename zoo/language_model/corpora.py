@@ -20,6 +20,8 @@ SHAKESPEARE = Source(
     "tinyshakespeare", "input.txt", "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 )
 WIKITEXT103 = Source("wikitext103", "wikitext-103-v1.zip", "https://wikitext.smerity.com/wikitext-103-v1.zip")
+# Each corpus's tokens, known before it is read (a config that needs word-level text is checked by it).
+LEVELS = {"ptb": "word", "tinyshakespeare": "char", "wikitext103": "word", "enwik8": "byte"}
 ENWIK8 = Source("enwik8", "enwik8.zip", "http://mattmahoney.net/dc/enwik8.zip")
 
 
@@ -27,7 +29,7 @@ def _ptb(split):
     name = PTB_FILES[split]
     url = PTB_URL + name.removesuffix(".gz")
     text = read_text(fetch(Source("ptb", name, url)))
-    return Corpus(text if text.endswith("\n") else text + "\n", "word")
+    return Corpus(text if text.endswith("\n") else text + "\n", LEVELS["ptb"])
 
 
 def _tiny_shakespeare(split):
@@ -37,14 +39,15 @@ def _tiny_shakespeare(split):
     cut = int(len(text) * 0.9)
     rest = text[cut:]
     half = int(len(rest) * 0.5)
-    return Corpus({"train": text[:cut], "validation": rest[:half], "test": rest[half:]}[split], "char")
+    splits = {"train": text[:cut], "validation": rest[:half], "test": rest[half:]}
+    return Corpus(splits[split], LEVELS["tinyshakespeare"])
 
 
 def _wikitext103(split):
     name = {"train": "train", "validation": "valid", "test": "test"}[split]
     path = fetch(WIKITEXT103)
     with reading(path), zipfile.ZipFile(path) as archive:
-        return Corpus(archive.read(f"wikitext-103/wiki.{name}.tokens").decode("utf-8"), "word")
+        return Corpus(archive.read(f"wikitext-103/wiki.{name}.tokens").decode("utf-8"), LEVELS["wikitext103"])
 
 
 def _enwik8(split):
@@ -54,7 +57,7 @@ def _enwik8(split):
     # The standard split: 90M / 5M / 5M bytes; bytes kept as Latin-1 characters (one per byte).
     bounds = {"train": (0, 90_000_000), "validation": (90_000_000, 95_000_000), "test": (95_000_000, 100_000_000)}
     begin, end = bounds[split]
-    return Corpus(data[begin:end].decode("latin-1"), "byte")
+    return Corpus(data[begin:end].decode("latin-1"), LEVELS["enwik8"])
 
 
 CORPORA = {"ptb": _ptb, "tinyshakespeare": _tiny_shakespeare, "wikitext103": _wikitext103, "enwik8": _enwik8}

@@ -157,11 +157,16 @@ def build_vocabulary(corpus, vocab_size=None, seed=0):
     SentencePiece model trained on a sample of the lines (subword, `vocab_size` pieces)."""
     if corpus.level == "subword":
         return SubwordVocabulary.build(corpus.sample(MAX_TRAINING_CHARACTERS, seed), vocab_size, seed)
+    return Vocabulary.from_counts(token_counts(corpus), corpus.level)
+
+
+def token_counts(corpus):
+    """Each token's count in a word, char or byte corpus (<eos> included), gathered a line at a time."""
     counts = collections.Counter()
     for line in corpus.rows():
         # A byte is a Latin-1 character of the vocabulary (enwik8's loader reads bytes so).
         counts.update(split(line.decode("latin-1") if corpus.level == "byte" else line, corpus.level))
-    return Vocabulary.from_counts(counts, corpus.level)
+    return counts
 
 
 def load_vocabulary(directory):

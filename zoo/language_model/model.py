@@ -42,14 +42,23 @@ class LMConfig:
     tie_embeddings: bool = True  # the output projection is the token embedding matrix
     norm_first: bool = False  # pre-norm (LayerNorm before each sub-layer, and a final one); False: post-norm
     activation: str = "relu"  # the feed-forward's: relu, gelu, silu ... (layers.feed_forward.ACTIVATIONS)
+    embedding_dim: int | None = None  # the token embedding's width (None: hidden_dim); projected to and from it
+    # Word vectors (docs/word_vectors.md), at data.level=word: the vocabulary's rows start from this file.
+    word_vectors: str | None = None  # a GloVe, word2vec or fastText .vec file (plain or .gz); sets embedding_dim
+    freeze_word_vectors: bool = False  # keep the token embedding (tied: the output's too) as the vectors give it
+    min_vector_coverage: float = 0.2  # refuse vectors covering less than this share of the training tokens
 
     def __post_init__(self):
         checks.positive(self, "vocab_size", "hidden_dim", "num_heads", "intermediate_dim", "num_layers",
-                        "segment_length", "clamp_length")
+                        "segment_length", "clamp_length", "embedding_dim")
         checks.non_negative(self, "memory_length")
         checks.rates(self, "dropout", "attention_dropout")
         checks.divisible(self)
         checks.one_of(self, "activation", ACTIVATIONS)
+        if self.freeze_word_vectors and self.word_vectors is None:
+            raise ValueError("freeze_word_vectors=True needs word_vectors: there is nothing to keep fixed.")
+        if not 0.0 <= self.min_vector_coverage <= 1.0:
+            raise ValueError(f"min_vector_coverage={self.min_vector_coverage!r} must be a share in [0, 1].")
 
 
 PRESETS = {
@@ -84,18 +93,27 @@ class TransformerXL(keras.Model):
     `state` is (memories, valid): one (batch, memory_length, hidden) memory
     per layer and a bool (batch, memory_length) mask of the positions that
     hold real tokens; `initial_state(batch)` is the empty state.
+
+    An embedding narrower or wider than hidden_dim (config.embedding_dim: word vectors' width) is factorized
+    as ALBERT's and ELECTRA's are: tokens -> embedding_dim -> Dense -> hidden_dim, and before the tied output
+    hidden_dim -> Dense -> embedding_dim -> the reversed embedding.
     """
 
     def __init__(self, config, **kwargs):
         super().__init__(**kwargs)
         self.config = c = config
+        width = c.embedding_dim or c.hidden_dim
         self.embedding = keras_hub.layers.ReversibleEmbedding(
             c.vocab_size,
-            c.hidden_dim,
+            width,
             tie_weights=c.tie_embeddings,
-            embeddings_initializer=keras.initializers.RandomNormal(stddev=c.hidden_dim**-0.5),
+            embeddings_initializer=keras.initializers.RandomNormal(stddev=width**-0.5),
             name="embedding",
         )
+        self.embedding_projection = self.output_projection = None
+        if width != c.hidden_dim:
+            self.embedding_projection = keras.layers.Dense(c.hidden_dim, name="embedding_projection")
+            self.output_projection = keras.layers.Dense(width, name="output_projection")
         self.embedding_dropout = Dropout(c.dropout)
         self.blocks = [
             TransformerXLBlock(
@@ -137,8 +155,7 @@ class TransformerXL(keras.Model):
         memories, valid = self.initial_state(batch) if state is None else state
         is_token = tf.ones([batch, length], tf.bool) if is_token is None else is_token
         key_is_token, mask = self._keys_and_mask(valid, is_token, length)
-        x = self.embedding(token_ids) * tf.cast(math.sqrt(c.hidden_dim), self.compute_dtype)
-        x = self.embedding_dropout(x, training=training)
+        x = self.embedding_dropout(self.embed(token_ids), training=training)
         new_memories = []
         position_keys = position_keys or [None] * len(self.blocks)
         for block, memory, position in zip(self.blocks, memories, position_keys):
@@ -149,11 +166,23 @@ class TransformerXL(keras.Model):
         x = self.output_dropout(x, training=training)
         if logits_to_keep is not None:
             x = x[:, -logits_to_keep:]
-        logits = tf.cast(self.embedding(x, reverse=True), tf.float32)
+        logits = self.logits(x)
         # Static shapes, so the state can be a loop variable in graph mode.
         new_memories = [tf.ensure_shape(m, [None, c.memory_length, c.hidden_dim]) for m in new_memories]
         valid = tf.ensure_shape(key_is_token[:, tf.shape(key_is_token)[1] - c.memory_length :], [None, c.memory_length])
         return logits, (new_memories, valid)
+
+    def embed(self, token_ids):
+        """(batch, T) ids -> (batch, T, hidden_dim): the paper's scaled embedding, x sqrt(width), so rows of the
+        initial std width ** -0.5 (random or rescaled word vectors) start at unit variance."""
+        x = self.embedding(token_ids) * tf.cast(math.sqrt(self.embedding.output_dim), self.compute_dtype)
+        return x if self.embedding_projection is None else self.embedding_projection(x)
+
+    def logits(self, x):
+        """(batch, T, hidden_dim) -> float32 (batch, T, vocab_size), through the (tied) embedding."""
+        if self.output_projection is not None:
+            x = self.output_projection(x)
+        return tf.cast(self.embedding(x, reverse=True), tf.float32)
 
     def _keys_and_mask(self, valid, is_token, length):
         """Which of the M + T keys hold real tokens (batch, M + T), and the attention mask."""
@@ -176,7 +205,7 @@ class TransformerXL(keras.Model):
         keys_values, valid = state
         batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
         key_is_token, mask = self._keys_and_mask(valid, tf.ones([batch, length], tf.bool), length)
-        x = self.embedding(token_ids) * tf.cast(math.sqrt(c.hidden_dim), self.compute_dtype)
+        x = self.embed(token_ids)
         position_keys = position_keys or [None] * len(self.blocks)
         new_keys_values = []
         shape = [None, c.num_heads, c.memory_length, c.hidden_dim // c.num_heads]  # head-major
@@ -185,7 +214,7 @@ class TransformerXL(keras.Model):
             new_keys_values.append(tuple(tf.ensure_shape(t, shape) for t in cache))
         if self.final_norm is not None:
             x = self.final_norm(x)
-        logits = tf.cast(self.embedding(x, reverse=True), tf.float32)
+        logits = self.logits(x)
         valid = tf.ensure_shape(key_is_token[:, tf.shape(key_is_token)[1] - c.memory_length :], [None, c.memory_length])
         return logits, (new_keys_values, valid)
 
@@ -196,6 +225,8 @@ class TransformerXL(keras.Model):
 def build_language_model(config):
     model = TransformerXL(config, name="transformer_xl")
     model(tf.ones([1, config.segment_length], tf.int32))
+    if config.freeze_word_vectors:  # the token embedding's variable alone: an untied output matrix still learns
+        model.embedding.embeddings.trainable = False
     return model
 
 

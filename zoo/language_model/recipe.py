@@ -4,16 +4,18 @@ Python (zoo.train("lm", ...))."""
 
 import dataclasses
 import math
+import os
 import time
 
 from zoo.core.progress import Progress
 from zoo.data import datasets
 from zoo.language_model import corpora as lm_corpora
 from zoo.language_model import data as lm_data, inference as lm_inference, preprocessor as lm_preprocessing
-from zoo.language_model import model as lm
+from zoo.language_model import model as lm, word_embedding
 from zoo.language_model.load import load_run as load_trained
 from zoo.language_model.run_config import MAX_POSITIONS, LMRunConfig, base as run_config_base
 from zoo.language_model.server import LanguageModelServer
+from zoo.language_model.vocabulary import Vocabulary
 from zoo.runs.run_dir import RunDir
 from zoo.training import driver, run_settings
 from zoo.training.config import Task
@@ -26,7 +28,8 @@ RECIPE = "lm"
 SHORTCUTS = {"eval_split": "data.eval_split", "level": "data.level", "vocab_size": "data.vocab_size",
              "text_column": "data.text_column", "random_offset": "data.random_offset",
              **{name: f"model.{name}" for name in ("segment_length", "memory_length", "clamp_length", "same_length",
-                                                   "dropout", "attention_dropout", "activation")}}
+                                                   "dropout", "attention_dropout", "activation",
+                                                   "word_vectors", "freeze_word_vectors")}}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,13 +62,18 @@ class Settings:
     generation: Generation = Generation()
 
 
-def prepare_run(model_dir, config, corpus, chief):
+def prepare_run(model_dir, config, corpus, chief, words=None):
     """The run's config and vocabulary (`run_settings.start_run`): a new run's is built from the training text (a
-    sample of it for a subword vocabulary of data.vocab_size pieces); its size, not a flag, is the model's."""
+    sample of it for a subword vocabulary of data.vocab_size pieces), or is the word vocabulary of `words` (a
+    zoo.language_model.word_embedding.VectorsPlan) planned already; its size, not a flag, is the model's."""
     data, seed = config.data, config.train.seed
-    config = run_settings.start_run(model_dir, RECIPE, config, lambda: lm_data.build_vocabulary(
-        corpus, data.vocab_size, seed).save(model_dir), lm_data.vocabulary_file(corpus.level), chief,
-        derived=("model.vocab_size",))
+
+    def write_vocabulary():
+        built = words.vocabulary if words is not None else lm_data.build_vocabulary(corpus, data.vocab_size, seed)
+        built.save(model_dir)
+
+    config = run_settings.start_run(model_dir, RECIPE, config, write_vocabulary, lm_data.vocabulary_file(corpus.level),
+                                    chief, derived=("model.vocab_size",))
     vocabulary = lm_data.load_vocabulary(model_dir)
     return dataclasses.replace(config, model=dataclasses.replace(config.model, vocab_size=len(vocabulary))), vocabulary
 
@@ -81,8 +89,13 @@ def prepare(settings, strategy):
     if shared.evaluating and corpus.paths:  # its bad rows too, before any write
         lm_data.load(data.dataset, settings.eval_split, corpus.level, data.text_column, data.bad_rows)
     asked = dataclasses.replace(shared.config, data=dataclasses.replace(data, level=corpus.level))
-    run_config, vocabulary = prepare_run(shared.model_dir, asked, corpus, is_chief(strategy))
+    words = plan_words(shared.model_dir, asked.model, corpus, asked.train.seed)  # a bad vectors file: before any write
+    if words is not None:
+        asked = dataclasses.replace(asked, model=word_embedding.with_vectors(asked.model, words))
+    run_config, vocabulary = prepare_run(shared.model_dir, asked, corpus, is_chief(strategy), words)
     derived = {"files": {"digest": corpus.key["files"], "bad_rows_skipped": corpus.skipped}} if corpus.paths else {}
+    if words is not None:
+        derived["word_vectors"] = words.derived
     if corpus.paths:  # validation as train's contiguous blocks, or files of its own: a resumed run must agree
         derived["held_out"] = "blocks" if lm_data.files.holds_out(lm_data.files.parse(data.dataset, lm_data.FORMS)) \
             else None
@@ -112,9 +125,28 @@ def prepare(settings, strategy):
         dataset=dataset_fn,
         loss=lm.lm_loss(train_config.label_smoothing),
         initial_state=lambda model: model.initial_state(per_replica),
+        initialize=word_embedding.initializer(words.matrix) if words is not None else None,
     )
     derived["segments_per_pass"] = per_pass
     return driver.Prepared(dataclasses.replace(run_config, train=train_config), derived, task)
+
+
+def plan_words(model_dir, model, corpus, seed):
+    """With model.word_vectors, the word vocabulary of the training text and the embedding the vectors start
+    (zoo.language_model.word_embedding), else None. A resumed run plans them again, from the same text, and must
+    find the matrix it started from (the vectors file unchanged)."""
+    if model.word_vectors is None:
+        return None
+    counts = lm_data.token_counts(corpus)
+    vocabulary = Vocabulary.from_counts(counts.copy(), corpus.level)  # a copy: coverage counts PTB's <unk> tokens
+    plan = word_embedding.plan_vectors(vocabulary, counts, model.word_vectors, model.min_vector_coverage, seed)
+    record = RunDir(model_dir).read_record(RECIPE, LMRunConfig) if os.path.isdir(model_dir) else None
+    started = record.derived.get("word_vectors", {}).get("matrix_sha256") if record else None
+    if started and started != plan.derived["matrix_sha256"]:
+        raise ValueError(f"{model.word_vectors} is not the vectors file {model_dir} started from (its embedding "
+                         "differs): restore that file, or train in another --model_dir.")
+    print(plan.line, flush=True)
+    return plan
 
 
 def report(nll, count, level):

@@ -7,8 +7,8 @@ import dataclasses
 from zoo.core import checks, config
 from zoo.data import datasets, files
 from zoo.core.config import ConfigError
-from zoo.language_model import model as lm, subword
-from zoo.language_model.data import FILE_LEVELS
+from zoo.language_model import corpora, model as lm, subword
+from zoo.language_model.data import FILE_LEVELS, FORMS
 from zoo.training.config import TrainConfig
 from zoo.training.setup import SetupConfig
 
@@ -57,6 +57,22 @@ class LMRunConfig:
             if getattr(self.model, name) > MAX_POSITIONS:
                 raise ConfigError(f"model.{name}={getattr(self.model, name)} must be at most {MAX_POSITIONS:,} tokens "
                                   "(attention's scores grow with segment_length x (segment_length + memory_length)).")
+        self.check_word_vectors()
+
+    def check_word_vectors(self):
+        """Word vectors are a word's: model.word_vectors needs word-level text (a built-in corpus's own level, your
+        files' data.level; not known without a dataset, or for a name finish() refuses)."""
+        data = self.data
+        files_named = (data.dataset or "").partition(":")[0] in FORMS
+        level = data.level or corpora.LEVELS.get(data.dataset) or ("subword" if files_named else None)
+        if self.model.word_vectors is None or level in (None, "word"):
+            return
+        words = sorted(name for name, its in corpora.LEVELS.items() if its == "word")
+        whose = "" if data.level else f" ({data.dataset}'s own)" if data.dataset in corpora.LEVELS else \
+            " (your files' default)"
+        raise ConfigError(f"model.word_vectors={self.model.word_vectors!r} holds vectors of words, but data.level is "
+                          f"{level}{whose}: train on word-level text ({', '.join(words)}, or your files with "
+                          "--level=word), or leave model.word_vectors out.")
 
 
 def base(preset=None, init_from=None, given=None, model_dir=None):

@@ -75,6 +75,54 @@ def test_memory_shorter_than_the_segment_equals_the_windowed_block(same_length):
     np.testing.assert_allclose(second, logits[:, 6:], rtol=1e-5, atol=1e-5)  # logits up to ~45: float32 sums
 
 
+@pytest.mark.parametrize("embedding_dim", [24, 96])
+def test_an_embedding_narrower_or_wider_than_the_model_goes_through_projections(embedding_dim):
+    """Word vectors' width (model.embedding_dim): tokens x sqrt(embedding_dim) -> Dense -> the block -> Dense ->
+    the tied table's transpose, written out with the model's weights; `step` gives `call`'s logits."""
+    config = dataclasses.replace(CONFIG, num_layers=1, embedding_dim=embedding_dim)
+    model = lively(config)
+    table = model.embedding.embeddings.numpy()
+    assert table.shape == (40, embedding_dim)
+    ids = np.random.default_rng(3).integers(2, 40, size=(2, 6))
+    logits, state = model(tf.constant(ids, tf.int32))
+    into, out = model.embedding_projection, model.output_projection
+    x = table[ids] * np.sqrt(embedding_dim) @ into.kernel.numpy() + into.bias.numpy()
+    hidden, _ = model.blocks[0](tf.constant(x), attention_mask=tf.constant(look_ahead_mask(6))[None])
+    expected = (hidden.numpy() @ out.kernel.numpy() + out.bias.numpy()) @ table.T
+    np.testing.assert_allclose(logits, expected, rtol=1e-4, atol=1e-4)
+    step_logits, _ = model.step(tf.constant(ids[:, :1], tf.int32), model.keys_values_state(model.initial_state(2)))
+    first, _ = model(tf.constant(ids[:, :1], tf.int32))
+    np.testing.assert_allclose(step_logits, first, rtol=1e-5, atol=1e-5)
+
+
+def test_without_embedding_dim_the_model_has_its_layers_and_weights_of_before():
+    """embedding_dim None or hidden_dim: no projection, the table (vocab, hidden_dim): old checkpoints load."""
+    for config in (CONFIG, dataclasses.replace(CONFIG, embedding_dim=CONFIG.hidden_dim)):
+        model = lm.build_language_model(config)
+        assert model.embedding_projection is None and model.output_projection is None
+        assert tuple(model.embedding.embeddings.shape) == (40, CONFIG.hidden_dim)
+        assert not any("projection" in v.path for v in model.weights)
+
+
+@pytest.mark.parametrize("tie_embeddings", [True, False])
+def test_frozen_word_vectors_leave_the_token_table_out_of_training(tie_embeddings):
+    config = dataclasses.replace(CONFIG, embedding_dim=16, word_vectors="vectors.txt", freeze_word_vectors=True,
+                                 tie_embeddings=tie_embeddings)
+    model = lm.build_language_model(config)
+    trained = {v.path for v in model.trainable_variables}
+    assert model.embedding.embeddings.path not in trained
+    assert "transformer_xl/embedding_projection/kernel" in trained
+    assert ("transformer_xl/embedding/reverse_embeddings" in trained) == (not tie_embeddings)  # untied: learns
+
+
+def test_word_vector_fields_are_checked():
+    for fields, message in [({"embedding_dim": 0}, "embedding_dim=0 must be positive"),
+                            ({"freeze_word_vectors": True}, "freeze_word_vectors=True needs word_vectors"),
+                            ({"min_vector_coverage": 1.5}, r"min_vector_coverage=1.5 must be a share in \[0, 1\]")]:
+        with pytest.raises(ValueError, match=message):
+            dataclasses.replace(CONFIG, **fields)
+
+
 def test_no_gradient_reaches_the_previous_segment():
     model = lively()
     ids = tf.constant(np.random.default_rng(2).integers(2, 40, size=(2, 12)), tf.int32)
