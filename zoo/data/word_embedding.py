@@ -52,16 +52,24 @@ def plan_words(texts, vocab_size, vectors_path=None, min_coverage=0.0, seed=0, s
     covered = word_vectors.coverage(vectors, counts)
     word_vectors.check_coverage(covered, min_coverage, vectors_path, coverage_setting)
     specials = len(word_tokenizer.SPECIALS) + mask
-    matrix = word_vectors.embedding_matrix(vectors, seed, zero_ids=(0,), random_ids=range(1, specials))
     target_std = vectors.dim**-0.5 if scaled else 0.02
+    matrix, derived, line = start(vectors, covered, seed, (0,), range(1, specials), target_std)
+    return WordPlan(words, matrix, derived, line)
+
+
+def start(vectors, covered, seed, zero_ids, random_ids, target_std):
+    """(matrix, derived, line) of word_vectors.WordVectors `vectors` covering `covered` (word_vectors.Coverage): the
+    initial embedding (word_vectors.embedding_matrix) rescaled by one number so that the found vectors spread as
+    `target_std`, what config.json's derived.word_vectors records of it, and the log's line."""
+    matrix = word_vectors.embedding_matrix(vectors, seed, zero_ids=zero_ids, random_ids=random_ids)
     matrix = matrix * np.float32(target_std / matrix[vectors.found].std())
     derived = {
-        "words": len(words), "format": vectors.format, "dim": vectors.dim, "rows_read": vectors.rows,
+        "words": len(vectors.vocabulary), "format": vectors.format, "dim": vectors.dim, "rows_read": vectors.rows,
         "duplicates": vectors.duplicates, "words_found": covered.words_found, "words_in_text": covered.words,
         "token_share": round(covered.share, 6), "matrix_sha256": hashlib.sha256(matrix.tobytes()).hexdigest(),
     }
     line = f"{covered} ({vectors.format}, {vectors.dim} dimensions; {vectors.duplicates:,} duplicate rows skipped)"
-    return WordPlan(words, matrix, derived, line)
+    return matrix, derived, line
 
 
 def initializer(matrix, layer="embedding"):

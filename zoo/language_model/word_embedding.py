@@ -10,12 +10,11 @@ variance, as a random one does, instead of GloVe's values x sqrt(50).
 """
 
 import dataclasses
-import hashlib
 
 import numpy as np
 import tensorflow as tf
 
-from zoo.data import word_vectors
+from zoo.data import word_embedding, word_vectors
 from zoo.language_model.vocabulary import EOS, PAD, UNK
 
 COVERAGE_SETTING = "--config.model.min_vector_coverage"
@@ -38,14 +37,7 @@ def plan_vectors(vocabulary, counts, path, min_coverage, seed):
     vectors = dataclasses.replace(vectors, found=vectors.found & ~special)
     covered = word_vectors.coverage(vectors, counts)
     word_vectors.check_coverage(covered, min_coverage, path, COVERAGE_SETTING)
-    matrix = word_vectors.embedding_matrix(vectors, seed, zero_ids=(vocabulary.ids[PAD],))
-    matrix = matrix * np.float32(vectors.dim**-0.5 / matrix[vectors.found].std())
-    derived = {
-        "words": len(vocabulary), "format": vectors.format, "dim": vectors.dim, "rows_read": vectors.rows,
-        "duplicates": vectors.duplicates, "words_found": covered.words_found, "words_in_text": covered.words,
-        "token_share": round(covered.share, 6), "matrix_sha256": hashlib.sha256(matrix.tobytes()).hexdigest(),
-    }
-    line = f"{covered} ({vectors.format}, {vectors.dim} dimensions; {vectors.duplicates:,} duplicate rows skipped)"
+    matrix, derived, line = word_embedding.start(vectors, covered, seed, (vocabulary.ids[PAD],), (), vectors.dim**-0.5)
     return VectorsPlan(vocabulary, matrix, derived, line)
 
 
