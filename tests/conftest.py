@@ -48,6 +48,42 @@ def fresh_process_json(program, timeout=HANG):
     return json.loads(fresh.stdout.strip().splitlines()[-1])
 
 
+def as_flags(keywords):
+    """zoo.train's keywords as a recipe's flags: {"dataset": "sst2", "jit_compile": True} -> ["--dataset=sst2",
+    "--jit_compile"] (False: --noNAME; a list: its items joined by commas)."""
+    def flag(name, value):
+        if isinstance(value, bool):
+            return f"--{'' if value else 'no'}{name}"
+        return f"--{name}={','.join(map(str, value)) if isinstance(value, (list, tuple)) else value}"
+
+    return [flag(name, value) for name, value in keywords.items()]
+
+
+# Run in a fresh process from the repository root: zoo.train(**run) for each run of argv[1] (JSON), in order;
+# prints each run's standard output.
+TRAIN_RUNS = """
+import contextlib, io, json, sys
+import zoo
+outputs = []
+for run in json.loads(sys.argv[1]):
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        zoo.train(**run)
+    outputs.append(out.getvalue())
+print(json.dumps(outputs))
+"""
+
+
+def train_in_fresh_process(*runs):
+    """Trains each of `runs` (zoo.train's arguments: recipe, model_dir, keywords) in order, all in one new
+    Python process: for what TensorFlow takes only before it starts, the CPU split of setup.cpu_replicas above
+    all. Returns each run's standard output."""
+    result = subprocess.run([sys.executable, "-c", TRAIN_RUNS, json.dumps(runs)], cwd=ROOT, capture_output=True,
+                            text=True, timeout=HANG)
+    if result.returncode != 0:
+        raise AssertionError(f"zoo.train of {runs} exited {result.returncode}:\n{result.stderr[-5000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
 def data_path_peak(program, cache_dir, *args):
     """The last line's JSON of `program` (which prints its peak memory) run with `args` in a new process, its
     token cache in `cache_dir`, TensorFlow's BFC allocator on as the recipes run (recipes.common: it reuses its
@@ -65,9 +101,10 @@ def run_recipe_fixture():
 
 
 class RecipeProbes:
-    """Commands that a recipe must refuse before any work, run in one warm process per recipe
-    (tests/recipe_probes.py) instead of a fresh one each: the same entry point, flags parsing, `error:`
-    lines and exit status, without starting TensorFlow again. Returns what `run_recipe(check=False)` does."""
+    """Commands that do not train (refused before any work; --mode=config, eval, export, explain, generate), run
+    in one warm process per recipe (tests/recipe_probes.py) instead of a fresh one each: the same entry point,
+    flags parsing, `error:` lines and exit status, without starting TensorFlow again. Returns what
+    `run_recipe(check=False)` does."""
 
     def __init__(self):
         self.processes = {}
@@ -97,8 +134,9 @@ class RecipeProbes:
             process.wait()
 
 
-@pytest.fixture(scope="module", name="probe_recipe")
+@pytest.fixture(scope="session", name="probe_recipe")
 def probe_recipe_fixture():
+    """One warm process per recipe for the whole session (of each pytest worker), whatever module asks."""
     probes = RecipeProbes()
     yield probes
     probes.close()

@@ -6,8 +6,10 @@ line per line of standard input ({"argv": [...], "env": {...}}) through the reci
 `recipes.driver.run` (absl's flag parsing, the `error:` lines, the exit status), answering each with
 one JSON line: {"returncode", "stdout", "stderr"}. Flags go back to their defaults and the environment
 to what it was between commands. An exception that escapes the driver is printed as its traceback, as
-Python would, with return code 1. Only for commands that stop before training: a run that trains here
-would leave its state (Keras, TensorFlow) to the next command.
+Python would, with return code 1. Only for commands that do not train: those refused before any work, and
+the modes that read a trained run and print with print() (config, eval, export, explain, generate; not
+translate, which reads standard input). A run that trains here would leave its state (Keras, TensorFlow) to
+the next command.
 """
 
 import contextlib

@@ -3,7 +3,8 @@ ends: weights, optimizer slots, step, dropout's random state (and Transformer-XL
 
 The stop is made exact rather than timed: an uninterrupted run checkpoints every 4 steps to
 step 12; a copy of its folder loses what came after step 4 (what a kill right after that
-checkpoint leaves on disk) and trains again to 12. Every recipe, tiny preset, dropout on.
+checkpoint leaves on disk) and trains again to 12. Every recipe, tiny preset, dropout on; both runs by
+zoo.train in the test's own process (tests/recipes/test_preemption.py resumes from the command line).
 """
 
 import os
@@ -13,15 +14,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-STEPS = ["--mode=train", "--train_steps=12", "--checkpoint_every=4", "--log_every=2"]
+import zoo
+
+STEPS = {"mode": "train", "train_steps": 12, "checkpoint_every": 4, "log_every": 2}
+# Each recipe's settings, as zoo.train's keywords (tests.conftest.as_flags: as flags).
 RECIPES = {
-    "sentiment": ["--dataset=sst2", "--preset=tiny", "--max_examples=400", "--vocab_size=300", "--batch_size=8",
-                  "--dropout=0.3"],
-    "translate": ["--dataset=multi30k", "--source=de", "--target=en", "--preset=tiny", "--max_examples=400",
-                  "--vocab_size=300", "--max_tokens=512", "--dropout=0.3"],
-    "lm": ["--dataset=ptb", "--preset=tiny", "--batch_size=4", "--dropout=0.3"],
-    "pretrain": ["--corpus=sst2", "--preset=tiny", "--vocab_size=300", "--sequence_length=32", "--batch_size=8",
-                 "--dropout=0.3"],
+    "sentiment": {"dataset": "sst2", "preset": "tiny", "max_examples": 400, "vocab_size": 300, "batch_size": 8,
+                  "dropout": 0.3},
+    "translate": {"dataset": "multi30k", "source": "de", "target": "en", "preset": "tiny", "max_examples": 400,
+                  "vocab_size": 300, "max_tokens": 512, "dropout": 0.3},
+    "lm": {"dataset": "ptb", "preset": "tiny", "batch_size": 4, "dropout": 0.3},
+    "pretrain": {"corpus": ["sst2"], "preset": "tiny", "vocab_size": 300, "sequence_length": 32, "batch_size": 8,
+                 "dropout": 0.3},
 }
 
 
@@ -41,13 +45,14 @@ def saved_tensors(model_dir, step):
 
 
 @pytest.mark.parametrize("recipe", sorted(RECIPES))
-def test_a_run_resumed_after_a_checkpoint_ends_with_the_uninterrupted_runs_weights(recipe, tmp_path, run_recipe):
+def test_a_run_resumed_after_a_checkpoint_ends_with_the_uninterrupted_runs_weights(recipe, tmp_path, capsys):
     straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
-    run_recipe(recipe, *RECIPES[recipe], *STEPS, f"--model_dir={straight}")
+    zoo.train(recipe, straight, **RECIPES[recipe], **STEPS)
     shutil.copytree(straight, resumed)
     stop_after(resumed, 4)
-    result = run_recipe(recipe, *RECIPES[recipe], *STEPS, f"--model_dir={resumed}")
-    assert "Resuming from step 4" in result.stdout
+    capsys.readouterr()
+    zoo.train(recipe, resumed, **RECIPES[recipe], **STEPS)
+    assert "Resuming from step 4" in capsys.readouterr().out
     expected, got = saved_tensors(straight, 12), saved_tensors(resumed, 12)
     assert sorted(got) == sorted(expected)
     assert any(name.startswith("random_states/") for name in got)  # dropout is on: its state is saved

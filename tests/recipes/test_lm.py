@@ -1,4 +1,8 @@
-"""End to end: the Transformer-XL language-model recipe on real PTB and Tiny Shakespeare, tiny preset."""
+"""End to end: the Transformer-XL language-model recipe on real PTB and Tiny Shakespeare, tiny preset.
+
+The command line trains, evaluates and exports the PTB run the tests share; generate mode and the commands the
+recipe must refuse go through its entry point in one warm process (`probe_recipe`); the other runs train
+through zoo.train, here or, on two CPU replicas, in one fresh process."""
 
 import json
 import os
@@ -10,9 +14,11 @@ import time
 
 import pytest
 
-from tests.conftest import HANG, ROOT, fresh_process_json
+import zoo
+from tests.conftest import HANG, ROOT, as_flags, fresh_process_json, train_in_fresh_process
 
-QUICK = ["--preset=tiny", "--batch_size=8", "--log_every=5"]
+SETTINGS = {"preset": "tiny", "batch_size": 8, "log_every": 5}
+QUICK = as_flags(SETTINGS)
 
 
 @pytest.fixture(scope="module", name="ptb")
@@ -75,15 +81,15 @@ def test_export_generates_and_scores_in_a_fresh_tensorflow_only_process(ptb):
     assert served["tokens"] == [5, 0] and served["ppl"][0] > 1
 
 
-def test_generate_mode_continues_a_prompt(ptb, run_recipe):
+def test_generate_mode_continues_a_prompt(ptb, probe_recipe):
     model_dir, _, _ = ptb
-    result = run_recipe("lm", "--mode=generate", f"--model_dir={model_dir}", "--prompt=the company",
-                        "--max_new_tokens=12", "--top_k=5")
-    assert result.stdout.strip().startswith("the company")
+    result = probe_recipe("lm", "--mode=generate", f"--model_dir={model_dir}", "--prompt=the company",
+                          "--max_new_tokens=12", "--top_k=5")
+    assert result.returncode == 0 and result.stdout.strip().startswith("the company"), result.stderr[-2000:]
     long_prompt = " ".join(["the company said"] * 40)
-    result = run_recipe("lm", "--mode=generate", f"--model_dir={model_dir}", f"--prompt={long_prompt}",
-                        "--max_new_tokens=3", "--greedy")
-    assert "read segment by segment" in result.stdout
+    result = probe_recipe("lm", "--mode=generate", f"--model_dir={model_dir}", f"--prompt={long_prompt}",
+                          "--max_new_tokens=3", "--greedy")
+    assert result.returncode == 0 and "read segment by segment" in result.stdout, result.stderr[-2000:]
 
 
 @pytest.mark.parametrize(
@@ -110,11 +116,11 @@ def test_max_examples_is_refused_rather_than_ignored(tmp_path, probe_recipe):
     assert not os.listdir(tmp_path)  # refused before anything was written
 
 
-def test_tiny_shakespeare_trains_at_character_level_and_reports_bits_per_character(tmp_path, run_recipe, probe_recipe):
+def test_tiny_shakespeare_trains_at_character_level_and_reports_bits_per_character(tmp_path, capsys, probe_recipe):
     model_dir, export_dir = str(tmp_path / "run"), str(tmp_path / "export")
-    result = run_recipe("lm", "--dataset=tinyshakespeare", *QUICK, "--train_steps=10", "--eval_split=validation",
-                        "--random_offset", f"--model_dir={model_dir}", f"--export_dir={export_dir}", timeout=HANG)
-    assert "bits_per_character" in result.stdout
+    zoo.train("lm", model_dir, dataset="tinyshakespeare", **SETTINGS, train_steps=10, eval_split="validation",
+              random_offset=True, export_dir=export_dir)
+    assert "bits_per_character" in capsys.readouterr().out
     served = serve_in_fresh_process(export_dir, ["ROMEO:", ""], "JULIET:", ["To be, or", "é", ""])
     assert len(served["out"]) == 2 and all(served["out"])
     assert len(re.findall(r"<pad>|<unk>|.", served["gen"][0], re.DOTALL)) == 7  # one character per token
@@ -124,16 +130,16 @@ def test_tiny_shakespeare_trains_at_character_level_and_reports_bits_per_charact
     refused = probe_recipe("lm", "--dataset=tinyshakespeare", *QUICK, "--train_steps=20", f"--model_dir={model_dir}",
                            "--mode=train")
     assert refused.returncode == 2 and "data.random_offset: True -> False" in refused.stderr
-    generated = run_recipe("lm", "--mode=generate", f"--model_dir={model_dir}", "--prompt=ROMEO:",
-                           "--max_new_tokens=20", "--greedy")
-    assert generated.stdout.startswith("ROMEO:") and len(generated.stdout.rstrip("\n")) >= 20
+    generated = probe_recipe("lm", "--mode=generate", f"--model_dir={model_dir}", "--prompt=ROMEO:",
+                             "--max_new_tokens=20", "--greedy")
+    assert generated.stdout.startswith("ROMEO:") and len(generated.stdout.rstrip("\n")) >= 20, generated.stderr[-2000:]
 
 
-def test_killed_training_resumes_with_its_memory(tmp_path):
-    """SIGKILL after the first checkpoint; the restart resumes the step count and restores
-    the memory saved with that checkpoint (the trainer prints its state)."""
-    command = [sys.executable, "-m", "recipes.lm", "--dataset=ptb", *QUICK, "--train_steps=400",
-               "--checkpoint_every=10", f"--model_dir={tmp_path}", "--mode=train"]
+def test_killed_training_resumes_with_its_memory(tmp_path, capsys):
+    """SIGKILL after the first checkpoint; the restart (zoo.train, in this process) resumes the step count and
+    restores the memory saved with that checkpoint (the trainer prints its state)."""
+    run = {"dataset": "ptb", **SETTINGS, "checkpoint_every": 10, "mode": "train"}
+    command = [sys.executable, "-m", "recipes.lm", *as_flags(run), "--train_steps=400", f"--model_dir={tmp_path}"]
     import numpy as np
     import tensorflow as tf
 
@@ -152,30 +158,42 @@ def test_killed_training_resumes_with_its_memory(tmp_path):
     masks = [reader.get_tensor(n) for n in saved if reader.get_variable_to_dtype_map()[n] == tf.bool]
     assert masks and all(np.all(m) for m in masks)  # a full memory, mid-pass
     # Ten steps past the checkpoint found: a busy machine may have trained past the first one before the kill.
-    resumed = subprocess.run([*command[:-3], f"--train_steps={killed_at + 10}", *command[-2:]], cwd=ROOT,
-                             capture_output=True, text=True, timeout=HANG)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert f"Resuming from step {killed_at} " in resumed.stdout and "restored the memory" in resumed.stdout
+    capsys.readouterr()
+    zoo.train("lm", tmp_path, **run, train_steps=killed_at + 10)
+    resumed = capsys.readouterr().out
+    assert f"Resuming from step {killed_at} " in resumed and "restored the memory" in resumed
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])  # collectives carry no bfloat16: the memory is cast
-def test_mirrored_replicas_carry_and_restore_their_own_memory(dtype, tmp_path, run_recipe):
+DTYPES = ["float32", "bfloat16"]  # collectives carry no bfloat16: the memory is cast
+
+
+@pytest.fixture(scope="module", name="mirrored")
+def mirrored_fixture(tmp_path_factory):
+    """dtype -> (run folder, what its first 3 steps printed, what its resumption to step 6 printed): runs on two CPU
+    replicas, trained by zoo.train in one fresh process (TensorFlow splits the CPU only before it starts)."""
+    base = tmp_path_factory.mktemp("mirrored")
+    runs = [{"recipe": "lm", "model_dir": str(base / dtype), "dataset": "ptb", **SETTINGS, "strategy": "mirrored",
+             "cpu_replicas": 2, "checkpoint_every": 3, "mixed_precision": dtype, "mode": "train", "train_steps": steps}
+            for dtype in DTYPES for steps in (3, 6)]
+    printed = train_in_fresh_process(*runs)
+    return {dtype: (str(base / dtype), *printed[2 * i: 2 * i + 2]) for i, dtype in enumerate(DTYPES)}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_mirrored_replicas_carry_and_restore_their_own_memory(dtype, mirrored):
     """Two CPU replicas, each with its own streams and memory, saved and restored."""
-    args = ["--dataset=ptb", *QUICK, "--strategy=mirrored", "--cpu_replicas=2", "--checkpoint_every=3",
-            f"--mixed_precision={dtype}", f"--model_dir={tmp_path}", "--mode=train"]
-    first = run_recipe("lm", *args, "--train_steps=3")
-    assert "step 3/3" in first.stdout
+    model_dir, first, resumed = mirrored[dtype]
+    assert "step 3/3" in first
     import numpy as np
     import tensorflow as tf
 
-    reader = tf.train.load_checkpoint(os.path.join(tmp_path, "ckpt-3"))
+    reader = tf.train.load_checkpoint(os.path.join(model_dir, "ckpt-3"))
     shapes = reader.get_variable_to_shape_map()
     memories = [n for n in shapes if n.startswith("state/") and len(shapes[n]) == 3]
     assert memories and all(shapes[n][0] == 8 for n in memories)  # both replicas' 4 streams
     halves = [reader.get_tensor(n) for n in memories][0]
     assert not np.allclose(halves[:4], halves[4:])  # different streams, different memories
-    resumed = run_recipe("lm", *args, "--train_steps=6")
-    assert "Resuming from step 3" in resumed.stdout and "restored the memory" in resumed.stdout
+    assert "Resuming from step 3" in resumed and "restored the memory" in resumed
 
 
 def test_word_vector_flags_set_the_model_and_are_refused_at_another_level(tmp_path, probe_recipe):

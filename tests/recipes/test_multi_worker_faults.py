@@ -1,6 +1,6 @@
 """Multi-worker faults: a worker killed mid-run stops the others within seconds with one line
 naming it, TensorFlow's own log lines kept in a file out of the way; both started again resume from
-the last checkpoint and finish at the right step."""
+the last checkpoint and finish at the right step, only the chief's files left in the run folder."""
 
 import json
 import os
@@ -92,6 +92,10 @@ def test_a_killed_worker_stops_the_chief_with_one_line_and_a_restart_resumes(tmp
         assert log_path and not os.path.exists(log_path), "a run that ended well leaves its TensorFlow log behind"
     with open(os.path.join(model_dir, "metrics.json")) as f:
         assert json.load(f)["train"]["step"] == last + 10
+    # Only the chief writes in the run folder: the other worker's copy of the checkpoints (.worker_1), left by
+    # the kill, went with the run that ended well.
+    assert {name for name in os.listdir(model_dir) if not re.fullmatch(r"ckpt-\d+\.(index|data-00000-of-00001)", name)
+            } == {"checkpoint", "config.json", "metrics.json", "tokenizer.model", "train"}
 
 
 def test_the_lost_worker_line_names_the_peer_not_this_task():

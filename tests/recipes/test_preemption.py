@@ -15,21 +15,22 @@ import numpy as np
 import pytest
 
 import tests.recipes.test_multi_worker_faults as multi_worker
-from tests.conftest import HANG, ROOT
+import zoo
+from tests.conftest import HANG, ROOT, as_flags
 from tests.recipes.test_exact_resumption import RECIPES, saved_tensors
 from zoo.runs.checkpoints import checkpoint_steps
 from zoo.runs.run_lock import LOCK_FILE
 
 pytestmark = pytest.mark.slow  # outside the default run: python -m pytest -m slow
 
-STEPS = ["--mode=train", "--train_steps=40", "--checkpoint_every=1000", "--log_every=2"]
+STEPS = {"mode": "train", "train_steps": 40, "checkpoint_every": 1000, "log_every": 2}
 STOPPED = re.compile(r"stopped at step (\d+) by (another worker's )?(SIGTERM|SIGINT); the checkpoint is saved; "
                      r"run again to resume")
 SAVE_COUNTER = "save_counter/.ATTRIBUTES/VARIABLE_VALUE"  # how many checkpoints the run saved
 
 
 def start(recipe, model_dir):
-    return subprocess.Popen([sys.executable, "-m", f"recipes.{recipe}", *RECIPES[recipe], *STEPS,
+    return subprocess.Popen([sys.executable, "-m", f"recipes.{recipe}", *as_flags({**RECIPES[recipe], **STEPS}),
                              f"--model_dir={model_dir}"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 
@@ -62,16 +63,17 @@ def stopped_step(process, err, signum):
 
 @pytest.mark.parametrize("recipe", ["sentiment", "lm"])
 def test_a_run_stopped_by_sigterm_saves_its_step_and_resumes_to_the_uninterrupted_runs_weights(recipe, tmp_path,
-                                                                                               run_recipe):
+                                                                                               capsys):
     straight, stopped = str(tmp_path / "straight"), str(tmp_path / "stopped")
     process = start(recipe, stopped)
     _, err = signal_once(process, training_started(stopped), signal.SIGTERM)
     step = stopped_step(process, err, signal.SIGTERM)
     assert 0 < step < 40, "the run ended before the signal came"
     assert checkpoint_steps(stopped) == [step] and not os.path.exists(os.path.join(stopped, LOCK_FILE))
-    result = run_recipe(recipe, *RECIPES[recipe], *STEPS, f"--model_dir={stopped}")
-    assert f"Resuming from step {step}" in result.stdout
-    run_recipe(recipe, *RECIPES[recipe], *STEPS, f"--model_dir={straight}")
+    capsys.readouterr()
+    zoo.train(recipe, stopped, **RECIPES[recipe], **STEPS)  # resumed, and the straight run, in this process
+    assert f"Resuming from step {step}" in capsys.readouterr().out
+    zoo.train(recipe, straight, **RECIPES[recipe], **STEPS)
     expected, got = saved_tensors(straight, 40), saved_tensors(stopped, 40)
     assert sorted(got) == sorted(expected)
     assert got.pop(SAVE_COUNTER) == expected.pop(SAVE_COUNTER) + 1  # the stop's own save

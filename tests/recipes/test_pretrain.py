@@ -1,5 +1,9 @@
 """End to end: pretraining on SST-2's training texts (tiny preset, a few steps), its export
-served in a fresh process, and fine-tuning its encoder with recipes.sentiment --init_from."""
+served in a fresh process, and fine-tuning its encoder with recipes.sentiment --init_from.
+
+The command line pretrains, evaluates and exports the run the tests share; the commands the recipes must
+refuse go through their entry points in one warm process each (`probe_recipe`); the other runs train through
+zoo.train in this process."""
 
 import json
 import os
@@ -11,11 +15,14 @@ import time
 import numpy as np
 import pytest
 
-from tests.conftest import HANG, ROOT, fresh_process_json
+import zoo
+from tests.conftest import HANG, ROOT, as_flags, fresh_process_json
 
-QUICK = ["--corpus=sst2", "--preset=tiny", "--vocab_size=500", "--sequence_length=64", "--batch_size=16"]
+SETTINGS = {"corpus": ["sst2"], "preset": "tiny", "vocab_size": 500, "sequence_length": 64, "batch_size": 16}
+QUICK = as_flags(SETTINGS)
 ELECTRA = [*QUICK, "--objective=electra"]
-FINE_TUNE = ["--dataset=sst2", "--max_examples=2000", "--batch_size=16", "--log_every=5"]
+FINE_TUNING = {"dataset": "sst2", "max_examples": 2000, "batch_size": 16, "log_every": 5}
+FINE_TUNE = as_flags(FINE_TUNING)
 
 
 @pytest.fixture(scope="module", name="pretrained_run")
@@ -46,20 +53,23 @@ def test_pretraining_trains_evaluates_and_records_its_run(pretrained_run):
     assert load_tokenizer(model_dir).token_to_id("<mask>") == 4
 
 
-def serve_in_fresh_process(version_dir, manifest, texts, top_k):
-    """fill_mask and encode of the export, in a process importing TensorFlow (and TF Text only if
-    the manifest lists its ops); JSON of their outputs."""
+def serve_in_fresh_process(version_dir, manifest, queries):
+    """fill_mask and encode of the export for each (texts, top_k) of `queries`, in one process importing
+    TensorFlow (and TF Text only if the manifest lists its ops); JSON of their outputs, one per query."""
     program = (
         "import json\n"
         "import tensorflow as tf\n"
         + ("import tensorflow_text\n" if manifest["non_core_ops"] else "")
         + f"model = tf.saved_model.load({version_dir!r})\n"
-        f"texts = tf.constant({texts!r}, tf.string)\n"
-        f"filled = model.signatures['fill_mask'](text=texts, top_k=tf.constant({top_k}))\n"
-        "pooled = model.signatures['encode'](text=texts)['pooled']\n"
-        "print(json.dumps({'tokens': filled['tokens'].numpy().astype(str).tolist(),\n"
-        "                  'probabilities': filled['probabilities'].numpy().tolist(),\n"
-        "                  'mask_count': filled['mask_count'].numpy().tolist(), 'pooled': pooled.numpy().tolist()}))\n"
+        "answers = []\n"
+        f"for texts, top_k in {queries!r}:\n"
+        "    texts = tf.constant(texts, tf.string)\n"
+        "    filled = model.signatures['fill_mask'](text=texts, top_k=tf.constant(top_k))\n"
+        "    pooled = model.signatures['encode'](text=texts)['pooled']\n"
+        "    answers.append({'tokens': filled['tokens'].numpy().astype(str).tolist(),\n"
+        "                    'probabilities': filled['probabilities'].numpy().tolist(),\n"
+        "                    'mask_count': filled['mask_count'].numpy().tolist(), 'pooled': pooled.numpy().tolist()})\n"
+        "print(json.dumps(answers))\n"
     )
     return fresh_process_json(program)
 
@@ -71,7 +81,7 @@ def test_export_fills_masks_and_encodes_in_a_fresh_process(pretrained_run):
     with open(os.path.join(version_dir, "ops_manifest.json")) as f:
         manifest = json.load(f)
     texts = ["a <mask> film and a <mask> cast", "no mask at all", "", "long " * 20_000 + "<mask>"]
-    served = serve_in_fresh_process(version_dir, manifest, texts, top_k=3)
+    served, empty = serve_in_fresh_process(version_dir, manifest, [(texts, 3), ([], 2)])
     assert served["mask_count"] == [2, 0, 0, 0]  # the long text's mask lies past max_length
     tokens, probabilities = np.array(served["tokens"]), np.array(served["probabilities"])
     assert tokens.shape == (4, 2, 3) and probabilities.shape == (4, 2, 3)
@@ -80,7 +90,6 @@ def test_export_fills_masks_and_encodes_in_a_fresh_process(pretrained_run):
     assert np.all(tokens[1:] == "") and np.all(probabilities[1:] == 0)
     pooled = np.array(served["pooled"])
     assert pooled.shape == (4, 32) and np.all(np.isfinite(pooled))
-    empty = serve_in_fresh_process(version_dir, manifest, [], top_k=2)
     assert empty["mask_count"] == [] and empty["pooled"] == [] and empty["tokens"] == []
 
 
@@ -93,31 +102,31 @@ def test_export_refuses_a_non_positive_top_k(pretrained_run):
         fill_mask(text=tf.constant(["a <mask>"]), top_k=tf.constant(0))
 
 
-def test_mlm_is_the_default_objective_and_reports_masked_accuracy(tmp_path, run_recipe):
-    result = run_recipe("pretrain", *QUICK, "--train_steps=6", "--log_every=3",
-                        f"--model_dir={tmp_path}")
+def test_mlm_is_the_default_objective_and_reports_masked_accuracy(tmp_path, capsys):
+    zoo.train("pretrain", tmp_path, **SETTINGS, train_steps=6, log_every=3)
     with open(tmp_path / "metrics.json") as f:
         held_out = json.load(f)["eval_held_out"]
     assert "detection_accuracy" not in held_out and 0.0 <= held_out["masked_accuracy"] <= 1.0
-    assert "step 6/6" in result.stdout
+    assert "step 6/6" in capsys.readouterr().out
 
 
-def test_fine_tuning_starts_from_the_pretrained_encoder_and_resumes(pretrained_run, tmp_path, run_recipe):
+def test_fine_tuning_starts_from_the_pretrained_encoder_and_resumes(pretrained_run, tmp_path, capsys):
     model_dir, _, _ = pretrained_run
     run_dir = str(tmp_path / "ft")
-    first = run_recipe("sentiment", *FINE_TUNE, f"--init_from={model_dir}", "--train_steps=10",
-                       "--checkpoint_every=10", "--layer_decay=0.8", "--mode=train", f"--model_dir={run_dir}")
-    assert f"Initialized the encoder from {model_dir}" in first.stdout
+    capsys.readouterr()
+    zoo.train("sentiment", run_dir, **FINE_TUNING, init_from=model_dir, train_steps=10, checkpoint_every=10,
+              layer_decay=0.8, mode="train")
+    assert f"Initialized the encoder from {model_dir}" in capsys.readouterr().out
     with open(os.path.join(run_dir, "config.json")) as f:
         config = json.load(f)
     assert config["setup"]["init_from"] == model_dir and config["train"]["layer_decay"] == 0.8
     assert config["model"]["hidden_dim"] == 32 and config["model"]["vocab_size"] == 500
     with open(os.path.join(model_dir, "tokenizer.model"), "rb") as a, open(os.path.join(run_dir, "tokenizer.model"), "rb") as b:
         assert a.read() == b.read()
-    resumed = run_recipe("sentiment", *FINE_TUNE, f"--init_from={model_dir}", "--train_steps=15",
-                         f"--model_dir={run_dir}")
-    assert "Resuming from step 10" in resumed.stdout and "Initialized" not in resumed.stdout
-    assert "validation: accuracy" in resumed.stdout
+    zoo.train("sentiment", run_dir, **FINE_TUNING, init_from=model_dir, train_steps=15)
+    resumed = capsys.readouterr().out
+    assert "Resuming from step 10" in resumed and "Initialized" not in resumed
+    assert "validation: accuracy" in resumed
 
 
 @pytest.mark.parametrize("flag, message", [
@@ -154,15 +163,15 @@ def test_unknown_corpus_gets_a_clear_error(tmp_path, probe_recipe):
     assert result.returncode == 2 and "Unknown pretraining corpus 'imdb_test'" in result.stderr
 
 
-def test_killed_pretraining_resumes_at_its_step(tmp_path):
-    """SIGKILL after the first complete checkpoint; the restart resumes at that step and finishes."""
+def test_killed_pretraining_resumes_at_its_step(tmp_path, capsys):
+    """SIGKILL after the first complete checkpoint; the restart (zoo.train, in this process) resumes at that step
+    and finishes."""
     import tensorflow as tf
 
-    def command(steps):
-        return [sys.executable, "-m", "recipes.pretrain", *QUICK, f"--train_steps={steps}", "--checkpoint_every=10",
-                "--log_every=5", "--mode=train", f"--model_dir={tmp_path}"]
-
-    process = subprocess.Popen(command(400), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run = {**SETTINGS, "checkpoint_every": 10, "log_every": 5, "mode": "train"}
+    process = subprocess.Popen([sys.executable, "-m", "recipes.pretrain", *as_flags(run), "--train_steps=400",
+                                f"--model_dir={tmp_path}"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
     deadline = time.time() + HANG
     while tf.train.latest_checkpoint(str(tmp_path)) is None:
         assert time.time() < deadline and process.poll() is None
@@ -170,9 +179,10 @@ def test_killed_pretraining_resumes_at_its_step(tmp_path):
     process.send_signal(signal.SIGKILL)
     process.wait()
     killed_at = int(tf.train.latest_checkpoint(str(tmp_path)).rsplit("-", 1)[1])
-    resumed = subprocess.run(command(killed_at + 5), cwd=ROOT, capture_output=True, text=True, timeout=HANG)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert f"Resuming from step {killed_at} " in resumed.stdout and f"step {killed_at + 5}/{killed_at + 5}" in resumed.stdout
+    capsys.readouterr()
+    zoo.train("pretrain", tmp_path, **run, train_steps=killed_at + 5)
+    resumed = capsys.readouterr().out
+    assert f"Resuming from step {killed_at} " in resumed and f"step {killed_at + 5}/{killed_at + 5}" in resumed
 
 
 def test_resuming_with_another_batch_size_or_corpus_is_refused(pretrained_run, probe_recipe):

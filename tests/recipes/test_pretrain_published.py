@@ -1,7 +1,13 @@
 """Continued masked-LM pretraining of a published checkpoint (a tiny random BERT whose vocabulary
 puts its special pieces where BERT's do: [unused...] before [UNK], [CLS], [SEP], [MASK]), then
-fine-tuning the result: the recipe end to end, and the head against NumPy."""
+fine-tuning the result: the recipe end to end, and the head against NumPy.
 
+The runs train through zoo.train in this process (tests/recipes/test_pretrain.py pretrains from the command
+line); the commands that must be refused go through the recipe's entry point in one warm process
+(`probe_recipe`)."""
+
+import contextlib
+import io
 import json
 import math
 import os
@@ -9,12 +15,14 @@ import os
 import numpy as np
 import pytest
 
-from tests.conftest import HANG, fresh_process_json, run_recipe
+import zoo
+from tests.conftest import HANG, as_flags, fresh_process_json
 from tests.zoo import _published_fixtures as fixtures
 
 SPECIALS = ["[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused2]"]
-QUICK = ["--corpus=sst2", "--sequence_length=16", "--batch_size=4", "--train_steps=4", "--checkpoint_every=2",
-         "--eval_fraction=0.001"]
+SETTINGS = {"corpus": ["sst2"], "sequence_length": 16, "batch_size": 4, "train_steps": 4, "checkpoint_every": 2,
+            "eval_fraction": 0.001}
+QUICK = as_flags(SETTINGS)
 
 
 def vocabulary(size=140):
@@ -70,18 +78,20 @@ def test_the_pretrainer_starts_from_the_checkpoints_encoder_and_masked_lm_head(c
 
 @pytest.fixture(scope="module", name="continued")
 def continued_fixture(tmp_path_factory, checkpoint):
+    """The checkpoint's masked-LM training continued 4 steps, evaluated and exported: its folders and what it
+    printed."""
     base = tmp_path_factory.mktemp("dapt")
     model_dir, export_dir = str(base / "run"), str(base / "export")
-    result = run_recipe("pretrain", *QUICK, f"--init_from={checkpoint}", f"--model_dir={model_dir}",
-                        f"--export_dir={export_dir}")
-    return model_dir, export_dir, result
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        zoo.train("pretrain", model_dir, **SETTINGS, init_from=checkpoint, export_dir=export_dir)
+    return model_dir, export_dir, printed.getvalue()
 
 
 def test_continued_pretraining_trains_evaluates_and_keeps_the_vocabulary(continued):
-    model_dir, _, result = continued
-    assert "and its masked-LM head; not used: cls.seq_relationship, pooler.dense." in result.stdout
-    assert "step 4/4" in result.stdout
-    assert "held-out: masked_accuracy" in result.stdout
+    model_dir, _, printed = continued
+    assert "and its masked-LM head; not used: cls.seq_relationship, pooler.dense." in printed
+    assert "step 4/4" in printed
+    assert "held-out: masked_accuracy" in printed
     with open(os.path.join(model_dir, "vocab.txt"), encoding="utf-8") as f:
         assert f.read().split("\n")[:-1] == vocabulary()
     with open(os.path.join(model_dir, "config.json")) as f:
@@ -105,12 +115,13 @@ def test_the_export_fills_a_written_mask_token(continued):
 
 
 def test_fine_tuning_the_continued_run_uses_its_wordpiece_vocabulary_and_may_shorten_its_positions(continued,
-                                                                                                  tmp_path):
+                                                                                                  tmp_path, capsys):
     model_dir, _, _ = continued
     run_dir = str(tmp_path / "sst2")
-    result = run_recipe("sentiment", "--dataset=sst2", "--max_examples=64", "--batch_size=8", "--train_steps=2",
-                        "--max_length=12", "--mode=train", f"--init_from={model_dir}", f"--model_dir={run_dir}")
-    assert "Initialized the encoder from" in result.stdout
+    capsys.readouterr()
+    zoo.train("sentiment", run_dir, dataset="sst2", max_examples=64, batch_size=8, train_steps=2, max_length=12,
+              mode="train", init_from=model_dir)
+    assert "Initialized the encoder from" in capsys.readouterr().out
     with open(os.path.join(run_dir, "vocab.txt"), encoding="utf-8") as f:
         assert f.read().split("\n")[:-1] == vocabulary()
     with open(os.path.join(run_dir, "config.json")) as f:
@@ -132,16 +143,18 @@ def test_a_faulty_checkpoint_is_refused_before_anything_is_written(fault, tmp_pa
     assert not os.path.exists(tmp_path / "run") or not os.listdir(tmp_path / "run")
 
 
-def test_the_corrected_checkpoint_trains_in_the_folder_the_faulty_one_was_refused_in(tmp_path, run_recipe):
+def test_the_corrected_checkpoint_trains_in_the_folder_the_faulty_one_was_refused_in(tmp_path, probe_recipe,
+                                                                                       capsys):
     folder, model_dir = tmp_path / "bert", tmp_path / "run"
     fixtures.write_small_bert(folder, vocabulary(), "nan_weight")
-    refused = run_recipe("pretrain", *QUICK, f"--init_from={folder}", "--mode=train", f"--model_dir={model_dir}",
-                         check=False)
+    refused = probe_recipe("pretrain", *QUICK, f"--init_from={folder}", "--mode=train", f"--model_dir={model_dir}")
     assert refused.returncode == 2 and fixtures.FAULTS["nan_weight"] in refused.stderr, refused.stderr[-2000:]
     fixtures.write_small_bert(folder, vocabulary())
-    trained = run_recipe("pretrain", *QUICK, f"--init_from={folder}", "--mode=train", f"--model_dir={model_dir}")
-    assert "step 4/4" in trained.stdout
-    assert "and its masked-LM head; not used: cls.seq_relationship, pooler.dense." in trained.stdout
+    capsys.readouterr()
+    zoo.train("pretrain", model_dir, **SETTINGS, init_from=str(folder), mode="train")
+    trained = capsys.readouterr().out
+    assert "step 4/4" in trained
+    assert "and its masked-LM head; not used: cls.seq_relationship, pooler.dense." in trained
 
 
 @pytest.mark.parametrize("kind, message", [

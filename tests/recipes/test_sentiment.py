@@ -1,10 +1,13 @@
-"""End to end: the sentiment recipe on real SST-2 slices, tiny preset, a few steps."""
+"""End to end: the sentiment recipe on real SST-2 slices, tiny preset, a few steps.
+
+The command line trains, evaluates and exports the run the tests share; the modes that read it (export, eval,
+explain) and the commands it must refuse go through the recipe's entry point in one warm process
+(`probe_recipe`); the other runs train through zoo.train, here or, on two CPU replicas, in one fresh process."""
 
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,9 +15,11 @@ import time
 import numpy as np
 import pytest
 
-from tests.conftest import HANG, ROOT, fresh_process_json
+import zoo
+from tests.conftest import HANG, ROOT, as_flags, fresh_process_json, train_in_fresh_process
 
-QUICK = ["--dataset=sst2", "--preset=tiny", "--max_examples=2000", "--vocab_size=500", "--batch_size=16"]
+SETTINGS = {"dataset": "sst2", "preset": "tiny", "max_examples": 2000, "vocab_size": 500, "batch_size": 16}
+QUICK = as_flags(SETTINGS)
 
 
 @pytest.fixture(scope="module", name="trained")
@@ -77,7 +82,7 @@ def test_export_answers_in_a_fresh_tensorflow_process_like_the_model_in_process(
     assert served["l"] == [trained.record.derived["class_names"][i] for i in probabilities.argmax(-1)]
 
 
-def test_an_export_of_averaged_checkpoints_serves_the_mean_model(trained, run_recipe, tmp_path, probe_recipe):
+def test_an_export_of_averaged_checkpoints_serves_the_mean_model(trained, tmp_path, probe_recipe):
     import tensorflow as tf
 
     from zoo.sentiment import recipe as sentiment
@@ -86,9 +91,9 @@ def test_an_export_of_averaged_checkpoints_serves_the_mean_model(trained, run_re
 
     model_dir, _, _ = trained  # checkpoints at steps 10, 20 and 30
     export_dir = str(tmp_path / "averaged")
-    result = run_recipe("sentiment", "--mode=export", "--average_checkpoints=3", f"--model_dir={model_dir}",
-                        f"--export_dir={export_dir}")
-    assert "Averaged the weights of the checkpoints at steps 30, 20, 10" in result.stdout
+    result = probe_recipe("sentiment", "--mode=export", "--average_checkpoints=3", f"--model_dir={model_dir}",
+                          f"--export_dir={export_dir}")
+    assert result.returncode == 0 and "Averaged the weights of the checkpoints at steps 30, 20, 10" in result.stdout
     texts = ["a gorgeous, witty film", "dull"]
     serve = tf.saved_model.load(os.path.join(export_dir, "1")).signatures["serving_default"]
     served = serve(text=tf.constant(texts))["probabilities"].numpy()
@@ -101,33 +106,33 @@ def test_an_export_of_averaged_checkpoints_serves_the_mean_model(trained, run_re
     refused = probe_recipe("sentiment", "--mode=eval", "--average_checkpoints=4", f"--model_dir={model_dir}")
     assert refused.returncode == 2 and "fewer than the 4 asked to average" in refused.stderr
     copy = shutil.copytree(model_dir, tmp_path / "copy")  # the fixture's metrics.json stays as it is
-    run_recipe("sentiment", "--mode=eval", "--average_checkpoints=2", f"--model_dir={copy}")
+    evaluated = probe_recipe("sentiment", "--mode=eval", "--average_checkpoints=2", f"--model_dir={copy}")
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
     assert json.loads((copy / "metrics.json").read_text())["eval_validation"]["average_checkpoints"] == 2
 
 
-def test_a_second_export_is_a_new_version(trained, run_recipe):
+def test_a_second_export_is_a_new_version(trained, probe_recipe):
     model_dir, export_dir, _ = trained
-    run_recipe("sentiment", "--mode=export", f"--model_dir={model_dir}", f"--export_dir={export_dir}")
+    result = probe_recipe("sentiment", "--mode=export", f"--model_dir={model_dir}", f"--export_dir={export_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
     assert sorted(v for v in os.listdir(export_dir)) == ["1", "2"]
 
 
-def test_explain_saves_attention_maps_and_the_encoding_heatmap(trained, run_recipe):
+def test_explain_saves_attention_maps_and_the_encoding_heatmap(trained, probe_recipe):
     model_dir, _, _ = trained
-    result = run_recipe("sentiment", "--mode=explain", f"--model_dir={model_dir}", "--text=a gorgeous, witty film")
+    result = probe_recipe("sentiment", "--mode=explain", f"--model_dir={model_dir}", "--text=a gorgeous, witty film")
+    assert result.returncode == 0, result.stderr[-3000:]
     pictures = sorted(os.listdir(os.path.join(model_dir, "explain")))
     assert pictures == ["attention_layer0.png", "positional_encoding.png"]
     assert "pictures:" in result.stdout
 
 
-def test_train_killed_and_restarted_resumes_the_step_count(tmp_path):
+def test_train_killed_and_restarted_resumes_the_step_count(tmp_path, capsys):
     model_dir = str(tmp_path / "run")
-    def command(steps):
-        return [
-            sys.executable, "-m", "recipes.sentiment", *QUICK, "--mode=train", f"--train_steps={steps}",
-            "--checkpoint_every=20", "--log_every=10", f"--model_dir={model_dir}",
-        ]
-
-    process = subprocess.Popen(command(400), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run = {**SETTINGS, "mode": "train", "checkpoint_every": 20, "log_every": 10}
+    process = subprocess.Popen([sys.executable, "-m", "recipes.sentiment", *as_flags(run), "--train_steps=400",
+                                f"--model_dir={model_dir}"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
     deadline = time.time() + HANG
     while not os.path.exists(os.path.join(model_dir, "ckpt-40.index")):
         assert process.poll() is None and time.time() < deadline, "no second checkpoint before the deadline"
@@ -138,60 +143,40 @@ def test_train_killed_and_restarted_resumes_the_step_count(tmp_path):
 
     killed_at = int(os.path.basename(tf.train.latest_checkpoint(model_dir)).split("-")[1])
     assert 20 <= killed_at < 400  # the 'checkpoint' file may still name ckpt-20 when ckpt-40.index appears
-    resumed = subprocess.run(
-        command(killed_at + 20),
-        cwd=ROOT, capture_output=True, text=True, timeout=HANG,
-    )
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"Resuming from step {killed_at}" in resumed.stdout
+    capsys.readouterr()
+    zoo.train("sentiment", model_dir, **run, train_steps=killed_at + 20)  # restarted here, by zoo.train
+    assert f"Resuming from step {killed_at}" in capsys.readouterr().out
     with open(os.path.join(model_dir, "metrics.json")) as f:
         assert json.load(f)["train"]["step"] == killed_at + 20
 
 
-def test_mirrored_on_two_cpu_replicas_gives_the_one_device_loss(tmp_path, run_recipe):
-    losses = {}
-    for strategy in ("one_device", "mirrored"):
-        model_dir = str(tmp_path / strategy)
-        run_recipe(
-            "sentiment", *QUICK, "--mode=train", "--train_steps=2", "--log_every=1", "--dropout=0",
-            f"--strategy={strategy}", "--cpu_replicas=2", f"--model_dir={model_dir}",
-        )
-        with open(os.path.join(model_dir, "metrics.json")) as f:
-            losses[strategy] = json.load(f)["train"]["loss"]  # step 2: after one update
-    assert losses["mirrored"] == pytest.approx(losses["one_device"], rel=1e-5)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def test_multi_worker_mirrored_trains_with_two_workers(tmp_path):
-    ports = [free_port(), free_port()]
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-    model_dir = str(tmp_path / "run")
-    workers = []
-    for index in range(2):
-        env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})}
-        workers.append(subprocess.Popen(
-            [sys.executable, "-m", "recipes.sentiment", *QUICK, "--mode=train", "--train_steps=3", "--log_every=1",
-             "--strategy=multi_worker_mirrored", f"--model_dir={model_dir}"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        ))
-    try:
-        outputs = [w.communicate(timeout=HANG) for w in workers]
-    finally:
-        for w in workers:  # a hung peer must not hang the suite
-            if w.poll() is None:
-                w.kill()
-    for worker, (out, err) in zip(workers, outputs):
-        assert worker.returncode == 0, err[-3000:]
+def train_loss(model_dir):
     with open(os.path.join(model_dir, "metrics.json")) as f:
-        assert json.load(f)["train"]["step"] == 3
-    assert sorted(os.listdir(model_dir)) == sorted(
-        ["checkpoint", "ckpt-3.data-00000-of-00001", "ckpt-3.index", "config.json", "metrics.json", "tokenizer.model", "train"]
-    )
+        return json.load(f)["train"]["loss"]
+
+
+# Runs on two CPU replicas: strategy and precision.
+TWO_REPLICAS = {
+    "one_device": {"strategy": "one_device", "train_steps": 2, "dropout": 0.0},
+    "mirrored": {"strategy": "mirrored", "train_steps": 2, "dropout": 0.0},
+    "float16_mirrored": {"strategy": "mirrored", "train_steps": 3, "mixed_precision": "float16", "clip_norm": 0.0},
+}
+
+
+@pytest.fixture(scope="module", name="two_replicas")
+def two_replicas_fixture(tmp_path_factory):
+    """name -> the run folder of each of TWO_REPLICAS, trained by zoo.train in one fresh process (TensorFlow
+    splits the CPU only before it starts)."""
+    base = tmp_path_factory.mktemp("two_replicas")
+    train_in_fresh_process(*[
+        {"recipe": "sentiment", "model_dir": str(base / name), **SETTINGS, "mode": "train", "log_every": 1,
+         "cpu_replicas": 2, **run} for name, run in TWO_REPLICAS.items()])
+    return {name: str(base / name) for name in TWO_REPLICAS}
+
+
+def test_mirrored_on_two_cpu_replicas_gives_the_one_device_loss(two_replicas):
+    losses = {strategy: train_loss(two_replicas[strategy]) for strategy in ("one_device", "mirrored")}
+    assert losses["mirrored"] == pytest.approx(losses["one_device"], rel=1e-5)  # step 2: after one update
 
 
 @pytest.mark.parametrize(
@@ -227,20 +212,15 @@ def test_helpfull_documents_every_flag(probe_recipe):
         assert f"--{flag}" in result.stdout
 
 
-@pytest.mark.parametrize(
-    "extra",
-    [
-        ["--jit_compile"],
-        ["--mixed_precision=bfloat16"],
-        ["--mixed_precision=float16", "--clip_norm=0", "--strategy=mirrored", "--cpu_replicas=2"],
-    ],
-)
-def test_jit_compile_and_mixed_precision_train(tmp_path, run_recipe, extra):
-    model_dir = str(tmp_path / "run")
-    run_recipe("sentiment", *QUICK, "--mode=train", "--train_steps=3", "--log_every=1", f"--model_dir={model_dir}", *extra)
-    with open(os.path.join(model_dir, "metrics.json")) as f:
-        loss = json.load(f)["train"]["loss"]
-    assert 0.0 < loss < 5.0
+@pytest.mark.parametrize("extra", ["jit_compile", "bfloat16", "float16_mirrored"])
+def test_jit_compile_and_mixed_precision_train(tmp_path, extra, two_replicas):
+    if extra == "float16_mirrored":
+        model_dir = two_replicas[extra]
+    else:  # in this process
+        model_dir = str(tmp_path / "run")
+        asked = {"jit_compile": True} if extra == "jit_compile" else {"mixed_precision": extra}
+        zoo.train("sentiment", model_dir, **SETTINGS, mode="train", train_steps=3, log_every=1, **asked)
+    assert 0.0 < train_loss(model_dir) < 5.0
 
 
 def test_a_missing_dataset_says_where_it_looked(tmp_path, probe_recipe):

@@ -1,16 +1,24 @@
 """End to end: the sentiment recipe fine-tuning a published checkpoint (a tiny random BERT in
-Hugging Face's layout), on real SST-2 slices, a few steps: training, resumption, eval, export."""
+Hugging Face's layout), on real SST-2 slices, a few steps: training, resumption, eval, export.
 
+The runs train through zoo.train in this process (tests/recipes/test_sentiment.py trains this recipe from the
+command line); the commands that must be refused go through the recipe's entry point in one warm process
+(`probe_recipe`)."""
+
+import contextlib
+import io
 import json
 import os
 
 import numpy as np
 import pytest
 
-from tests.conftest import HANG, fresh_process_json, run_recipe
+import zoo
+from tests.conftest import HANG, as_flags, fresh_process_json
 from tests.zoo import _published_fixtures as fixtures
 
-QUICK = ["--dataset=sst2", "--max_examples=200", "--batch_size=8", "--max_length=24", "--checkpoint_every=4"]
+SETTINGS = {"dataset": "sst2", "max_examples": 200, "batch_size": 8, "max_length": 24, "checkpoint_every": 4}
+QUICK = as_flags(SETTINGS)
 
 
 @pytest.fixture(scope="module", name="checkpoint")
@@ -24,21 +32,22 @@ def checkpoint_fixture(tmp_path_factory):
 
 @pytest.fixture(scope="module", name="trained")
 def trained_fixture(tmp_path_factory, checkpoint):
+    """A run fine-tuned 4 steps, then resumed to 8, evaluated and exported: its folders and what each part printed."""
     base = tmp_path_factory.mktemp("sentiment_published")
     model_dir, export_dir = str(base / "run"), str(base / "export")
-    first = run_recipe("sentiment", *QUICK, f"--init_from={checkpoint}", "--train_steps=4", "--mode=train",
-                       f"--model_dir={model_dir}")
-    resumed = run_recipe("sentiment", *QUICK, f"--init_from={checkpoint}", "--train_steps=8",
-                         f"--model_dir={model_dir}", f"--export_dir={export_dir}")
-    return model_dir, export_dir, first, resumed
+    with contextlib.redirect_stdout(io.StringIO()) as first:
+        zoo.train("sentiment", model_dir, **SETTINGS, init_from=checkpoint, train_steps=4, mode="train")
+    with contextlib.redirect_stdout(io.StringIO()) as resumed:
+        zoo.train("sentiment", model_dir, **SETTINGS, init_from=checkpoint, train_steps=8, export_dir=export_dir)
+    return model_dir, export_dir, first.getvalue(), resumed.getvalue()
 
 
 def test_the_encoder_starts_from_every_published_weight_and_the_unused_parts_are_named(trained):
     _, _, first, resumed = trained
-    assert "Initialized the encoder from" in first.stdout
-    assert "not used for fine-tuning: cls.predictions, cls.seq_relationship, pooler.dense." in first.stdout
-    assert "Initialized the encoder" not in resumed.stdout  # resumed from its own checkpoint
-    assert "step 8/8" in resumed.stdout and "validation: accuracy" in resumed.stdout
+    assert "Initialized the encoder from" in first
+    assert "not used for fine-tuning: cls.predictions, cls.seq_relationship, pooler.dense." in first
+    assert "Initialized the encoder" not in resumed  # resumed from its own checkpoint
+    assert "step 8/8" in resumed and "validation: accuracy" in resumed
 
 
 def test_the_run_keeps_the_checkpoints_vocabulary_and_bert_defaults(trained, checkpoint):
@@ -134,16 +143,17 @@ def test_a_faulty_checkpoint_is_refused_before_anything_is_written(fault, tmp_pa
     assert not os.path.exists(tmp_path / "run") or not os.listdir(tmp_path / "run")
 
 
-def test_the_corrected_checkpoint_trains_in_the_folder_the_faulty_one_was_refused_in(tmp_path, run_recipe):
+def test_the_corrected_checkpoint_trains_in_the_folder_the_faulty_one_was_refused_in(tmp_path, probe_recipe,
+                                                                                       capsys):
     folder, model_dir = tmp_path / "bert", tmp_path / "run"
     fixtures.write_small_bert(folder, fixtures.vocabulary(120), "hidden_size_of_another_model")
-    refused = run_recipe("sentiment", *QUICK, f"--init_from={folder}", "--train_steps=2", "--mode=train",
-                         f"--model_dir={model_dir}", check=False)
+    refused = probe_recipe("sentiment", *QUICK, f"--init_from={folder}", "--train_steps=2", "--mode=train",
+                           f"--model_dir={model_dir}")
     assert refused.returncode == 2 and "config.json (hidden_size=8)" in refused.stderr, refused.stderr[-2000:]
     fixtures.write_small_bert(folder, fixtures.vocabulary(120))
-    trained = run_recipe("sentiment", *QUICK, f"--init_from={folder}", "--train_steps=2", "--mode=train",
-                         f"--model_dir={model_dir}")
-    assert "step 2/2" in trained.stdout
+    capsys.readouterr()
+    zoo.train("sentiment", model_dir, **SETTINGS, init_from=str(folder), train_steps=2, mode="train")
+    assert "step 2/2" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("kind, message", [
@@ -163,13 +173,13 @@ def test_an_init_from_that_is_no_checkpoint_says_what_it_is(kind, message, tmp_p
     assert "holds no pretraining run" not in result.stderr
 
 
-def test_a_run_whose_vocabulary_was_deleted_says_so(trained, tmp_path, run_recipe):
+def test_a_run_whose_vocabulary_was_deleted_says_so(trained, tmp_path, probe_recipe):
     import shutil
 
     model_dir, _, _, _ = trained
     copy = tmp_path / "run"
     shutil.copytree(model_dir, copy)
     (copy / "vocab.txt").unlink()
-    result = run_recipe("sentiment", "--mode=eval", f"--model_dir={copy}", check=False)
+    result = probe_recipe("sentiment", "--mode=eval", f"--model_dir={copy}")
     assert result.returncode == 2, result.stderr[-2000:]
     assert f"{copy / 'vocab.txt'} is missing" in result.stderr and "tokenizer.model" not in result.stderr

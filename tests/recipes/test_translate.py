@@ -1,14 +1,20 @@
-"""End to end: the translation recipe on a real Multi30k slice, tiny preset, a few steps."""
+"""End to end: the translation recipe on a real Multi30k slice, tiny preset, a few steps.
+
+The command line trains, evaluates and exports the run the tests share, and translates standard input; the
+commands it must refuse go through its entry point in one warm process (`probe_recipe`); the other run trains
+through zoo.train in this process."""
 
 import json
 import os
 
 import pytest
 
-from tests.conftest import HANG, fresh_process_json
+import zoo
+from tests.conftest import HANG, as_flags, fresh_process_json
 
-QUICK = ["--dataset=multi30k", "--source=de", "--target=en", "--preset=tiny", "--max_examples=2000",
-         "--vocab_size=600", "--max_tokens=1024"]
+SETTINGS = {"dataset": "multi30k", "source": "de", "target": "en", "preset": "tiny", "max_examples": 2000,
+            "vocab_size": 600, "max_tokens": 1024}
+QUICK = as_flags(SETTINGS)
 SENTENCES = ["Ein Mann fährt Fahrrad.", "", "Zwei Hunde spielen im Schnee " * 200, "Eine Frau liest."]
 
 
@@ -41,28 +47,35 @@ def test_train_and_eval_writes_bleu_chrf_and_hypotheses(trained):
     assert (config["data"]["source"], config["data"]["target"]) == ("de", "en") and config["model"]["shared_vocabulary"]
 
 
-def test_translate_mode_writes_one_line_per_input_line(trained, run_recipe):
+@pytest.fixture(scope="module", name="translated")
+def translated_fixture(trained):
+    """`--mode=translate`'s lines for SENTENCES, beam size 2, of the shared run."""
+    from tests.conftest import run_recipe
+
     model_dir, _, _ = trained
     result = run_recipe("translate", "--mode=translate", f"--model_dir={model_dir}", "--beam_size=2",
                         input="\n".join(SENTENCES) + "\n")
-    lines = result.stdout.split("\n")[:-1]
-    assert len(lines) == len(SENTENCES) and lines[1] == ""
+    return result.stdout.split("\n")[:-1]
+
+
+def test_translate_mode_writes_one_line_per_input_line(trained, translated, run_recipe):
+    model_dir, _, _ = trained
+    assert len(translated) == len(SENTENCES) and translated[1] == ""
     n_best = run_recipe("translate", "--mode=translate", f"--model_dir={model_dir}", "--beam_size=3",
                         "--num_return=2", input="Ein Mann.\n")
     record = json.loads(n_best.stdout.strip())
     assert len(record["translations"]) == 2 and record["scores"][0] >= record["scores"][1]
 
 
-def test_export_translates_in_a_fresh_process_like_the_model_in_process(trained, run_recipe):
-    model_dir, export_dir, _ = trained
+def test_export_translates_in_a_fresh_process_like_the_model_in_process(trained, translated):
+    _, export_dir, _ = trained
     version_dir = os.path.join(export_dir, "1")
     assert os.path.exists(os.path.join(version_dir, "assets.extra", "tf_serving_warmup_requests"))
     with open(os.path.join(version_dir, "ops_manifest.json")) as f:
         manifest = json.load(f)
     assert manifest["metadata"]["decode"]["beam_size"] == 2
     served = serve_in_fresh_process(version_dir, manifest)
-    assert served == translate_mode(run_recipe, model_dir, beam_size=2)
-    assert served[1] == ""
+    assert served == translated and served[1] == ""
 
 
 def serve_in_fresh_process(version_dir, manifest):
@@ -79,21 +92,14 @@ def serve_in_fresh_process(version_dir, manifest):
     return fresh_process_json(program)
 
 
-def translate_mode(run_recipe, model_dir, beam_size):
-    """`--mode=translate`'s lines for SENTENCES."""
-    result = run_recipe("translate", "--mode=translate", f"--model_dir={model_dir}", f"--beam_size={beam_size}",
-                        input="\n".join(SENTENCES) + "\n")
-    return result.stdout.split("\n")[:-1]
-
-
-def test_one_vocabulary_per_language_and_an_untied_output_layer(tmp_path, run_recipe):
-    # --max_length=12, no multiple of 8, shorter than many Multi30k sentences: a batch rounded up to a multiple of
+def test_one_vocabulary_per_language_and_an_untied_output_layer(tmp_path):
+    # max_length=12, no multiple of 8, shorter than many Multi30k sentences: a batch rounded up to a multiple of
     # 8 must not pass the learned positions (a target of 13 ids once became 16, and the decoder failed).
+    from zoo.translation.search import DecodeConfig
+
     model_dir, export_dir = str(tmp_path / "run"), str(tmp_path / "export")
-    run_recipe("translate", *QUICK, "--max_length=12", "--noshared_vocabulary", "--notie_embeddings",
-               "--train_steps=10",
-               "--log_every=5", "--mode=train", "--beam_size=2", f"--model_dir={model_dir}",
-               f"--export_dir={export_dir}", timeout=HANG)
+    run = zoo.train("translate", model_dir, **SETTINGS, max_length=12, shared_vocabulary=False, tie_embeddings=False,
+                    train_steps=10, log_every=5, mode="train", decode=DecodeConfig(beam_size=2), export_dir=export_dir)
     with open(os.path.join(model_dir, "config.json")) as f:
         model = json.load(f)["model"]
     assert not model["shared_vocabulary"] and not model["tie_embeddings"]
@@ -107,7 +113,7 @@ def test_one_vocabulary_per_language_and_an_untied_output_layer(tmp_path, run_re
     version_dir = os.path.join(export_dir, "1")
     with open(os.path.join(version_dir, "ops_manifest.json")) as f:
         manifest = json.load(f)
-    assert serve_in_fresh_process(version_dir, manifest) == translate_mode(run_recipe, model_dir, beam_size=2)
+    assert serve_in_fresh_process(version_dir, manifest) == run.translate(SENTENCES, beam_size=2)  # the run's search
 
 
 @pytest.mark.parametrize(

@@ -3,16 +3,19 @@ one that reads; a lost `checkpoint` index file never sends a run back to step 0,
 it listed from being rotated away."""
 
 import os
+import shutil
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+import zoo
 from tests.conftest import run_recipe
 from zoo.runs import checkpoints
 
-QUICK = ["--dataset=sst2", "--preset=tiny", "--max_examples=500", "--vocab_size=300", "--batch_size=16",
-         "--checkpoint_every=5", "--log_every=5"]
+# zoo.train's keywords: a tiny run checkpointing every 5 steps.
+QUICK = {"dataset": "sst2", "preset": "tiny", "max_examples": 500, "vocab_size": 300, "batch_size": 16,
+         "checkpoint_every": 5, "log_every": 5, "mode": "train"}
 
 
 def save_steps(model_dir, steps):
@@ -72,25 +75,35 @@ def test_no_readable_checkpoint_is_an_error_and_none_at_all_is_not(tmp_path):
         checkpoints.newest_readable(str(tmp_path), log=lambda _: None)
 
 
-def test_training_resumes_past_a_lost_index_file_without_overwriting(tmp_path):
-    model_dir = str(tmp_path)
-    run_recipe("sentiment", *QUICK, "--train_steps=10", "--mode=train", f"--model_dir={model_dir}")
-    before = {name: os.path.getmtime(tmp_path / name) for name in os.listdir(model_dir) if name.startswith("ckpt-")}
-    os.remove(tmp_path / "checkpoint")
-    resumed = run_recipe("sentiment", *QUICK, "--train_steps=15", "--mode=train", f"--model_dir={model_dir}")
-    assert "Resuming from step 10 " in resumed.stdout and "step 15/15" in resumed.stdout
-    assert all(os.path.getmtime(tmp_path / name) == mtime for name, mtime in before.items())
+@pytest.fixture(scope="module", name="trained")
+def trained_fixture(tmp_path_factory):
+    """A run trained to step 10 (checkpoints at 5 and 10) by zoo.train, in this process; each test damages a copy."""
+    model_dir = tmp_path_factory.mktemp("trained") / "run"
+    zoo.train("sentiment", model_dir, **QUICK, train_steps=10)
+    return model_dir
 
 
-def test_a_damaged_newest_checkpoint_is_set_aside_and_every_mode_uses_the_older(tmp_path):
-    model_dir = str(tmp_path)
-    run_recipe("sentiment", *QUICK, "--train_steps=10", "--mode=train", f"--model_dir={model_dir}")
+def test_training_resumes_past_a_lost_index_file_without_overwriting(trained, tmp_path, capsys):
+    model_dir = shutil.copytree(trained, tmp_path / "run")  # copy2: the checkpoints keep their times
+    before = {name: os.path.getmtime(model_dir / name) for name in os.listdir(model_dir) if name.startswith("ckpt-")}
+    os.remove(model_dir / "checkpoint")
+    capsys.readouterr()
+    zoo.train("sentiment", model_dir, **QUICK, train_steps=15)
+    resumed = capsys.readouterr().out
+    assert "Resuming from step 10 " in resumed and "step 15/15" in resumed
+    assert all(os.path.getmtime(model_dir / name) == mtime for name, mtime in before.items())
+
+
+def test_a_damaged_newest_checkpoint_is_set_aside_and_every_mode_uses_the_older(trained, tmp_path, capsys):
+    model_dir = str(shutil.copytree(trained, tmp_path / "run"))
     truncate_data(model_dir, 10)
-    evaluated = run_recipe("sentiment", "--mode=eval", f"--model_dir={model_dir}")
+    evaluated = run_recipe("sentiment", "--mode=eval", f"--model_dir={model_dir}")  # the command line's own lines
     assert "ckpt-10 cannot be read" in evaluated.stdout and "validation: accuracy" in evaluated.stdout
-    resumed = run_recipe("sentiment", *QUICK, "--train_steps=10", "--mode=train", f"--model_dir={model_dir}")
-    assert "Resuming from step 5 " in resumed.stdout and "step 10/10" in resumed.stdout
-    aside = sorted(os.listdir(tmp_path / checkpoints.UNREADABLE_DIR))
+    capsys.readouterr()
+    zoo.train("sentiment", model_dir, **QUICK, train_steps=10)
+    resumed = capsys.readouterr().out
+    assert "Resuming from step 5 " in resumed and "step 10/10" in resumed
+    aside = sorted(os.listdir(tmp_path / "run" / checkpoints.UNREADABLE_DIR))
     assert aside == ["ckpt-10.data-00000-of-00001", "ckpt-10.index"]
     assert checkpoints.unreadable_reason(checkpoints.path_of(model_dir, 10)) is None  # the new step 10
     assert np.isfinite(tf.train.load_checkpoint(checkpoints.path_of(model_dir, 10)).get_tensor(

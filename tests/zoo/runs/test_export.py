@@ -1,5 +1,6 @@
-"""The ops manifest lists exactly the ops a TensorFlow-only process lacks (checked in such a process); the
-staging folder of an export that was killed is removed by the next export, and no other."""
+"""The ops manifest lists exactly the ops a TensorFlow-only process lacks (checked in such a process, once
+per op in a process's life); the staging folder of an export that was killed is removed by the next export,
+and no other."""
 
 import os
 import socket
@@ -15,6 +16,16 @@ def test_non_core_ops_are_found_in_a_tensorflow_only_process_registry():
     # XlaDynamicUpdateSlice is registered by TensorFlow itself, though tf.raw_ops has no attribute for it.
     assert found == {"SentencepieceOp": "tensorflow_text", "SentencepieceTokenizeOp": "tensorflow_text",
                      "NoSuchOpAnywhere": "unknown"}
+
+
+def test_ops_already_checked_are_not_asked_about_again(monkeypatch):
+    first = export.non_core_ops({"MatMul", "SentencepieceOp"})
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a fresh process was asked again")
+
+    monkeypatch.setattr(subprocess, "run", refuse)
+    assert export.non_core_ops({"SentencepieceOp", "MatMul"}) == first == {"SentencepieceOp": "tensorflow_text"}
 
 
 def test_the_staging_folder_of_a_killed_export_is_removed_and_a_running_ones_kept(tmp_path, capsys):

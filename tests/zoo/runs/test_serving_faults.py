@@ -8,7 +8,8 @@ out-of-range arguments with a clear message on the first call. Each out-of-range
 first call of a freshly loaded export (a check that only holds from the second call on fails here),
 made again a few times there (a check that races the search it guards loses some of the calls), and
 a valid call to the same loaded export must still work afterwards. One process per export makes all
-of its out-of-range calls, each on its own load, so the suite starts TensorFlow once per export.
+of its calls, the out-of-range ones each on its own load, so the suite starts TensorFlow once per export;
+the exports are trained and written by zoo.train in the test's own process.
 """
 
 import json
@@ -16,17 +17,17 @@ import os
 
 import pytest
 
-from tests.conftest import HANG, fresh_process_json, run_recipe
+import zoo
+from tests.conftest import HANG, fresh_process_json
 
-# What each recipe runs to write its export: the tiny preset, small slices, one training step.
+# What each recipe trains to write its export (zoo.train's recipe and keywords): the tiny preset, small
+# slices, one training step.
 RECIPES = {
-    "sentiment": ["sentiment", "--dataset=sst2", "--preset=tiny", "--max_examples=200", "--vocab_size=300",
-                  "--batch_size=8"],
-    "translation": ["translate", "--dataset=multi30k", "--source=de", "--target=en", "--preset=tiny",
-                    "--max_examples=200", "--vocab_size=300", "--max_tokens=512"],
-    "lm": ["lm", "--dataset=ptb", "--preset=tiny", "--batch_size=4"],
-    "pretrain": ["pretrain", "--corpus=sst2", "--preset=tiny", "--vocab_size=300", "--sequence_length=32",
-                 "--batch_size=4"],
+    "sentiment": ("sentiment", {"dataset": "sst2", "max_examples": 200, "vocab_size": 300, "batch_size": 8}),
+    "translation": ("translate", {"dataset": "multi30k", "source": "de", "target": "en", "max_examples": 200,
+                                  "vocab_size": 300, "max_tokens": 512}),
+    "lm": ("lm", {"dataset": "ptb", "batch_size": 4}),
+    "pretrain": ("pretrain", {"corpus": ["sst2"], "vocab_size": 300, "sequence_length": 32, "batch_size": 4}),
 }
 
 # Every signature of each export and its inputs; the text input of each is a batch of strings.
@@ -99,27 +100,9 @@ def build_export(tmp_path_factory, name):
     """Trains the recipe one step and exports it; the version folder."""
     base = tmp_path_factory.mktemp(name)
     export_dir = str(base / "export")
-    run_recipe(*RECIPES[name], "--train_steps=1", "--mode=train", f"--model_dir={base / 'run'}",
-               f"--export_dir={export_dir}", timeout=HANG)
+    recipe, keywords = RECIPES[name]
+    zoo.train(recipe, base / "run", preset="tiny", train_steps=1, mode="train", export_dir=export_dir, **keywords)
     return os.path.join(export_dir, "1")
-
-
-@pytest.fixture(scope="module", name="exports")
-def exports_fixture(tmp_path_factory):
-    """Each export's version folder, built the first time a test asks for it."""
-    built = {}
-
-    def version_dir(name):
-        if name not in built:
-            try:
-                built[name] = build_export(tmp_path_factory, name)
-            except AssertionError as error:  # kept, so the other tests of this export do not build it again
-                built[name] = error
-        if isinstance(built[name], AssertionError):
-            raise built[name]
-        return built[name]
-
-    return version_dir
 
 
 def serve_in_fresh_process(version_dir, sessions):
@@ -132,23 +115,32 @@ def serve_in_fresh_process(version_dir, sessions):
     return fresh_process_json(program, timeout=HANG)
 
 
-@pytest.fixture(scope="module", name="refusals")
-def refusals_fixture(exports):
-    """(export, signature, argument, value) -> the answers of its session: the out-of-range call made
-    REFUSED_CALLS times on a fresh load, then a valid call; one process per export makes its cases."""
-    served = {}
+@pytest.fixture(scope="module", name="served")
+def served_fixture(tmp_path_factory):
+    """export -> what its sessions answered, all made in one fresh process, the export built (and served) the
+    first time a test asks for it: "empty", an empty batch to every signature; and per out-of-range case
+    (signature, argument, repr(value)) the out-of-range call made REFUSED_CALLS times on a fresh load, then a
+    valid call."""
+    made = {}
 
-    def answers(export, signature, argument, value):
-        if export not in served:
-            cases = [(s, a, v) for e, s, a, v in OUT_OF_RANGE if e == export]
-            text = [TEXTS[export]]
-            sessions = [[[s, arguments(export, s, text, **{a: v})]] * REFUSED_CALLS + [[s, arguments(export, s, text)]]
-                        for s, a, v in cases]
-            keys = [(s, a, repr(v)) for s, a, v in cases]  # repr: NaN is not equal to itself
-            served[export] = dict(zip(keys, serve_in_fresh_process(exports(export), sessions)))
-        return served[export][signature, argument, repr(value)]["answers"]
+    def served(export):
+        if export not in made:
+            try:
+                version_dir = build_export(tmp_path_factory, export)
+                cases = [(s, a, v) for e, s, a, v in OUT_OF_RANGE if e == export]
+                text = [TEXTS[export]]
+                empty = [[signature, arguments(export, signature, [])] for signature in sorted(SIGNATURES[export])]
+                sessions = [empty] + [[[s, arguments(export, s, text, **{a: v})]] * REFUSED_CALLS
+                                      + [[s, arguments(export, s, text)]] for s, a, v in cases]
+                keys = ["empty"] + [(s, a, repr(v)) for s, a, v in cases]  # repr: NaN is not equal to itself
+                made[export] = dict(zip(keys, serve_in_fresh_process(version_dir, sessions)))
+            except Exception as error:  # kept, so the other tests of this export do not build it again
+                made[export] = error
+        if isinstance(made[export], Exception):
+            raise made[export]
+        return made[export]
 
-    return answers
+    return served
 
 
 def arguments(export, signature, text_batch, **changed):
@@ -158,14 +150,13 @@ def arguments(export, signature, text_batch, **changed):
 
 
 @pytest.mark.parametrize("export", sorted(SIGNATURES))
-def test_every_signature_answers_an_empty_batch_with_an_empty_batch(exports, export):
-    calls = [[signature, arguments(export, signature, [])] for signature in sorted(SIGNATURES[export])]
-    [served] = serve_in_fresh_process(exports(export), [calls])
-    assert served["inputs"] == SIGNATURES[export], "the export's signatures changed: probe the new ones here"
+def test_every_signature_answers_an_empty_batch_with_an_empty_batch(served, export):
+    empty = served(export)["empty"]
+    assert empty["inputs"] == SIGNATURES[export], "the export's signatures changed: probe the new ones here"
     probed = {(e, s, a) for e, s, a, _ in OUT_OF_RANGE} | ANY_VALUE
-    scalars = {(export, s, a) for s, names in served["inputs"].items() for a in names if a not in TEXT_INPUTS}
+    scalars = {(export, s, a) for s, names in empty["inputs"].items() for a in names if a not in TEXT_INPUTS}
     assert scalars <= probed, f"scalar arguments without an out-of-range probe: {sorted(scalars - probed)}"
-    for (signature, _), answer in zip(calls, served["answers"]):
+    for signature, answer in zip(sorted(SIGNATURES[export]), empty["answers"]):
         assert "error" not in answer, f"{export} {signature} on an empty batch: {answer}"
         assert answer["shapes"] and all(shape[0] == 0 for shape in answer["shapes"].values()), (signature, answer)
 
@@ -174,9 +165,9 @@ def test_every_signature_answers_an_empty_batch_with_an_empty_batch(exports, exp
     "export, signature, argument, value", OUT_OF_RANGE, ids=[f"{e}-{s}-{a}={v}" for e, s, a, v in OUT_OF_RANGE]
 )
 def test_an_out_of_range_argument_is_refused_by_name_from_the_first_call_on_and_a_valid_call_then_works(
-    refusals, export, signature, argument, value
+    served, export, signature, argument, value
 ):
-    *refused, valid = refusals(export, signature, argument, value)
+    *refused, valid = served(export)[signature, argument, repr(value)]["answers"]
     for call, answer in enumerate(refused, 1):
         assert answer.get("error") == "InvalidArgumentError", f"call {call}: {argument}={value} not refused: {answer}"
         assert f"{argument} must" in answer["message"], f"call {call}: {answer['message']}"
