@@ -119,6 +119,11 @@ _MISSING_IN_CORE = (
 )
 
 
+# Op name -> whether a process importing TensorFlow alone registers it: the same for this process's life, so
+# a process that exports again (zoo.train in a loop, a test suite) asks a fresh process only about new ops.
+_IN_CORE = {}
+
+
 def non_core_ops(ops):
     """Ops that a process importing TensorFlow alone has not registered (checked in such a
     process, against the op registry), each with the library that registers them here:
@@ -129,10 +134,14 @@ def non_core_ops(ops):
     import tensorflow_text  # noqa: F401  (registers TF Text's ops)
     from tensorflow.python.framework import op_def_registry
 
-    fresh = subprocess.run([sys.executable, "-c", _MISSING_IN_CORE], input=json.dumps(sorted(ops)), text=True,
-                           capture_output=True, check=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
-    missing = json.loads(fresh.stdout.strip().splitlines()[-1])
-    return {op: "tensorflow_text" if op_def_registry.get(op) is not None else "unknown" for op in missing}
+    unasked = sorted(set(ops) - set(_IN_CORE))
+    if unasked:
+        fresh = subprocess.run([sys.executable, "-c", _MISSING_IN_CORE], input=json.dumps(unasked), text=True,
+                               capture_output=True, check=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+        missing = set(json.loads(fresh.stdout.strip().splitlines()[-1]))
+        _IN_CORE.update((op, op not in missing) for op in unasked)
+    return {op: "tensorflow_text" if op_def_registry.get(op) is not None else "unknown"
+            for op in sorted(ops) if not _IN_CORE[op]}
 
 
 def write_warmup_requests(version_dir, model_name, signature_name, inputs):
