@@ -21,12 +21,9 @@ if os.environ.get("ZOO_TF_ALLOCATOR") != "1":
 
 from absl import app, flags  # noqa: E402
 
-from zoo.training import driver, precision, run_settings  # noqa: E402
-from zoo.training.distribute import STRATEGIES  # noqa: E402
-from zoo.training.optimization import SCHEDULES  # noqa: E402
+from recipes import shortcuts  # noqa: E402
+from zoo.training import driver, run_settings  # noqa: E402
 
-flags.DEFINE_string("dataset", None, "Dataset name, tfds:<catalog name> for a TensorFlow Datasets set, or your own "
-                    "files as FORM:PATTERN (csv:, tsv:, jsonl:, folder:, text:; globs, .gz and {split} allowed).")
 flags.DEFINE_string("preset", "small", "Model preset: the config's base (--mode=config --preset=NAME prints it).")
 flags.DEFINE_multi_string("config", None, "A YAML or JSON file of config fields, nested as in config.json (a run's "
                           "own config.json is one), over the preset; given more than once, each file over the one "
@@ -35,41 +32,10 @@ flags.DEFINE_multi_string("config", None, "A YAML or JSON file of config fields,
                           "--mode=config prints the result (docs/configuration.md lists every field).")
 flags.DEFINE_string("model_dir", None, "Run directory: checkpoints, tokenizer, config.json, metrics.json, TensorBoard.")
 flags.DEFINE_string("export_dir", None, "Where to export in TF Serving's layout (<export_dir>/<version>/).")
-flags.DEFINE_integer("train_steps", None, "Training steps (global batches). Default: the recipe's, or from --epochs.")
 flags.DEFINE_float("epochs", None, "Train for this many passes over the training split instead of --train_steps.")
-flags.DEFINE_integer("batch_size", None, "Global batch size in sequences (split across replicas).")
-flags.DEFINE_float("learning_rate", None, "Peak learning rate of the warm-up schedule.")
-flags.DEFINE_enum("schedule", None, list(SCHEDULES), "Learning rate after warm-up: 1/sqrt(step) decay, or a cosine "
-                  "annealed to zero at the last step. Default: the recipe's (inverse_sqrt).")
-flags.DEFINE_integer("warmup_steps", None, "Linear warm-up steps of the learning-rate schedule.")
-flags.DEFINE_float("label_smoothing", None, "Label smoothing of the cross-entropy.")
-flags.DEFINE_float("weight_decay", None, "AdamW's decoupled weight decay (biases and LayerNorm excluded); 0 = Adam.")
-flags.DEFINE_float("clip_norm", None, "Clip the global gradient norm to this value (0 = off).")
-flags.DEFINE_enum("strategy", "one_device", STRATEGIES, "tf.distribute strategy.")
-flags.DEFINE_integer("cpu_replicas", 0, lower_bound=0,
-                     help="Split the CPU into this many logical devices (tests mirrored on CPU).")
-flags.DEFINE_string("tpu", None, "TPU address or name, for --strategy=tpu.")
-flags.DEFINE_bool("jit_compile", False, "Compile the per-replica step with XLA.")
-flags.DEFINE_enum("mixed_precision", "auto", list(precision.CHOICES), "Compute dtype (variables stay float32). auto: "
-                  "bfloat16 where the device runs it fast (a GPU of compute capability 8.0 or more, a TPU, a CPU with "
-                  "avx512_bf16 or amx_bf16), float32 elsewhere, and a resumed run's own; printed and kept in config.json.")
-flags.DEFINE_integer("checkpoint_every", None, "Save a checkpoint every this many steps.")
-flags.DEFINE_integer("keep_checkpoints", None, "Keep this many of the newest checkpoints (default 3).")
 flags.DEFINE_integer("average_checkpoints", 1, "Every mode that loads the trained model (eval, export, generate, "
                      "translate, explain) loads the mean of the newest this many checkpoints' weights (fairseq's "
                      "checkpoint averaging); train with --keep_checkpoints at least as large.")
-flags.DEFINE_integer("log_every", None, "Report progress and TensorBoard summaries every this many steps.")
-flags.DEFINE_list("profile_steps", None, "Trace these training steps with TensorFlow's profiler, e.g. 11,20 "
-                  "(first,last: after the first step, which traces the loop, and between two checkpoints) into "
-                  "<model_dir>/train/plugins/profile (TensorBoard with tensorboard-plugin-profile; "
-                  "benchmarks/traces.py reads it).")
-flags.DEFINE_integer("max_examples", None, lower_bound=1,
-                     help="Train on at most this many training examples (quick runs).")
-flags.DEFINE_integer("seed", 0, "Seed for initialization, data order and the tokenizer's sample.")
-flags.DEFINE_string("text_column", "text", "Your own data (csv:, tsv:, jsonl:): the column or key of the text.")
-flags.DEFINE_string("label_column", "label", "Your own data (csv:, tsv:, jsonl:): the column or key of the label.")
-flags.DEFINE_enum("bad_rows", "error", ["error", "skip"], "Your own data: refuse rows that do not parse (naming "
-                  "the first few, file:line), or skip them (counted in the log and config.json).")
 
 flags.register_validator("epochs", lambda value: value is None or 0 < value < math.inf,
                          "--epochs must be positive and finite.")
@@ -112,13 +78,19 @@ def parse_flags(argv):
 
 
 def given_shortcuts(recipe):
-    """{name: value} of the shortcut flags the user gave (run_settings.SHORTCUTS, the recipe's own and
-    --mixed_precision): they win over the preset, --config and --config.FIELD.PATH=VALUE."""
-    names = [*run_settings.SHORTCUTS, *recipe.shortcuts, "mixed_precision"]
-    given = {name: FLAGS[name].value for name in names if name in FLAGS and FLAGS[name].present}
+    """{name: value} of the shortcut flags the user gave (run_settings.shortcuts: the shared ones its config has and
+    the recipe's own): they win over the preset, --config and --config.FIELD.PATH=VALUE."""
+    given = {name: FLAGS[name].value for name in run_settings.shortcuts(recipe) if FLAGS[name].present}
     if "profile_steps" in given:  # list flags' values are typed by their fields (zoo.core.config); these are text
         given["profile_steps"] = profile_range(given["profile_steps"])
     return given
+
+
+def option(name):
+    """A shortcut flag a mode reads as its own option (--mode=eval's columns, generation's --seed ...): its value, or
+    its field's in the recipe's default config when not given."""
+    value = FLAGS[name].value
+    return shortcuts.DEFAULTS[name] if value is None else value
 
 
 def settings_from_flags(recipe, options):
@@ -142,7 +114,7 @@ def settings_from_flags(recipe, options):
     if makes_config:
         read.update(preset=FLAGS.preset if FLAGS["preset"].present else None, config=FLAGS.config,
                     overrides=list(OVERRIDES), given=given_shortcuts(recipe), batch_size=FLAGS.batch_size,
-                    seed=FLAGS.seed)
+                    seed=option("seed"))
     own = options(mode)
     read.update({name: own.pop(name) for name in RUN_OPTIONS if name in own})
     refuse_unread(recipe, mode, makes_config)
@@ -154,9 +126,8 @@ def refuse_unread(recipe, mode, makes_config):
     unread = sorted(name for name in recipe_flags() if flags.FLAGS[name].present and name not in FLAGS.names)
     if not unread:
         return
-    fields = {**run_settings.SHORTCUTS, **recipe.shortcuts}
-    sets = [f"--{name} sets {' and '.join(fields[name]) if isinstance(fields[name], tuple) else fields[name]}"
-            for name in unread if name in fields]
+    fields = run_settings.shortcuts(recipe)
+    sets = [f"--{name} sets {fields[name]}" for name in unread if name in fields]
     named, one = ", ".join(f"--{name}" for name in unread), len(unread) == 1
     why = (f": {'; '.join(sets)} of a run to train, and --mode={mode} reads the trained run's config.json"
            if sets and not makes_config else "")
@@ -184,7 +155,53 @@ def profile_range(values):
     return first, last
 
 
-def define_mode(*own):
-    """--mode: the modes every recipe has, and the recipe's `own` (generate, translate, explain)."""
+def define_flags(recipe, *own):
+    """The recipe's shortcut flags (recipes.shortcuts), and --mode: the modes every recipe has and the recipe's
+    `own` (generate, translate, explain)."""
+    shortcuts.define(recipe)
     flags.DEFINE_enum("mode", "train_and_eval", [*run_settings.MODES, *own], "What to do (config: print the "
                       "resolved config as YAML and exit, writing nothing).")
+
+
+def define_mode(*own):
+    """Transitional, for the recipes not yet on `define_flags` (translate, pretrain, while their word-vector flags
+    are edited): --mode, and the shared shortcut flags as they were declared by hand."""
+    from zoo.training import precision
+    from zoo.training.distribute import STRATEGIES
+    from zoo.training.optimization import SCHEDULES
+
+    flags.DEFINE_enum("mode", "train_and_eval", [*run_settings.MODES, *own], "What to do (config: print the "
+                      "resolved config as YAML and exit, writing nothing).")
+    flags.DEFINE_string("dataset", None, "Dataset name, tfds:<catalog name> for a TensorFlow Datasets set, or your own "
+                        "files as FORM:PATTERN (csv:, tsv:, jsonl:, folder:, text:; globs, .gz and {split} allowed).")
+    flags.DEFINE_integer("train_steps", None, "Training steps (global batches). Default: the recipe's, or from --epochs.")
+    flags.DEFINE_integer("batch_size", None, "Global batch size in sequences (split across replicas).")
+    flags.DEFINE_float("learning_rate", None, "Peak learning rate of the warm-up schedule.")
+    flags.DEFINE_enum("schedule", None, list(SCHEDULES), "Learning rate after warm-up: 1/sqrt(step) decay, or a cosine "
+                      "annealed to zero at the last step. Default: the recipe's (inverse_sqrt).")
+    flags.DEFINE_integer("warmup_steps", None, "Linear warm-up steps of the learning-rate schedule.")
+    flags.DEFINE_float("label_smoothing", None, "Label smoothing of the cross-entropy.")
+    flags.DEFINE_float("weight_decay", None, "AdamW's decoupled weight decay (biases and LayerNorm excluded); 0 = Adam.")
+    flags.DEFINE_float("clip_norm", None, "Clip the global gradient norm to this value (0 = off).")
+    flags.DEFINE_enum("strategy", "one_device", STRATEGIES, "tf.distribute strategy.")
+    flags.DEFINE_integer("cpu_replicas", 0, lower_bound=0,
+                         help="Split the CPU into this many logical devices (tests mirrored on CPU).")
+    flags.DEFINE_string("tpu", None, "TPU address or name, for --strategy=tpu.")
+    flags.DEFINE_bool("jit_compile", False, "Compile the per-replica step with XLA.")
+    flags.DEFINE_enum("mixed_precision", "auto", list(precision.CHOICES), "Compute dtype (variables stay float32). auto: "
+                      "bfloat16 where the device runs it fast (a GPU of compute capability 8.0 or more, a TPU, a CPU with "
+                      "avx512_bf16 or amx_bf16), float32 elsewhere, and a resumed run's own; printed and kept in config.json.")
+    flags.DEFINE_integer("checkpoint_every", None, "Save a checkpoint every this many steps.")
+    flags.DEFINE_integer("keep_checkpoints", None, "Keep this many of the newest checkpoints (default 3).")
+    flags.DEFINE_integer("log_every", None, "Report progress and TensorBoard summaries every this many steps.")
+    flags.DEFINE_list("profile_steps", None, "Trace these training steps with TensorFlow's profiler, e.g. 11,20 "
+                      "(first,last: after the first step, which traces the loop, and between two checkpoints) into "
+                      "<model_dir>/train/plugins/profile (TensorBoard with tensorboard-plugin-profile; "
+                      "benchmarks/traces.py reads it).")
+    flags.DEFINE_integer("max_examples", None, lower_bound=1,
+                         help="Train on at most this many training examples (quick runs).")
+    flags.DEFINE_integer("seed", 0, "Seed for initialization, data order and the tokenizer's sample.")
+    flags.DEFINE_string("text_column", "text", "Your own data (csv:, tsv:, jsonl:): the column or key of the text.")
+    flags.DEFINE_string("label_column", "label", "Your own data (csv:, tsv:, jsonl:): the column or key of the label.")
+    flags.DEFINE_enum("bad_rows", "error", ["error", "skip"], "Your own data: refuse rows that do not parse (naming "
+                      "the first few, file:line), or skip them (counted in the log and config.json).")

@@ -33,8 +33,7 @@ def refusal(result):
     ("translate", ["--mode=translate", "--jit_compile"], "error: --jit_compile is not used by --mode=translate"),
     ("translate", ["--mode=eval", "--num_return=2", "--beam_size=2"], "error: --num_return is not used by --mode=eval"),
     ("translate", ["--mode=eval", "--vocab_size=300"],
-     "error: --vocab_size is not used by --mode=eval: --vocab_size sets model.source_vocab_size and "
-     "model.target_vocab_size of a run to train"),
+     "error: --vocab_size is not used by --mode=eval: --vocab_size sets model.source_vocab_size of a run to train"),
     ("pretrain", ["--mode=export", "--export_dir=EXPORT", "--corpus=sst2"], "error: --corpus is not used"),
     ("pretrain", ["--corpus=sst2", *TINY, "--label_column=topic"], "error: --label_column is not used by --mode=train"),
 ])

@@ -3,6 +3,7 @@ object made by `zoo.core.config` from a preset, a file, dotted overrides and sho
 whole into the run's config.json."""
 
 import dataclasses
+from typing import ClassVar
 
 from zoo.classifier import model as classifier
 from zoo.core import checks, config
@@ -21,12 +22,12 @@ class SentimentData:
     classes: tuple[str, ...] | None = None  # the labels (folder: the class folders) to use, in order; None: all
     max_examples: int | None = None  # train on at most this many examples (a seeded choice)
 
+    CHOICES: ClassVar = {"eval_split": datasets.SPLITS, "bad_rows": files.BAD_ROWS}
+
     def __post_init__(self):
-        if self.bad_rows not in files.BAD_ROWS:
-            raise ValueError(f"bad_rows={self.bad_rows!r} must be one of {', '.join(files.BAD_ROWS)}.")
+        checks.choices(self)
         if self.max_examples is not None and self.max_examples < 1:
             raise ValueError(f"max_examples={self.max_examples} must be at least 1.")
-        checks.one_of(self, "eval_split", datasets.SPLITS)
 
 
 TRAIN = TrainConfig(train_steps=2000, batch_size=32, learning_rate=5e-4, warmup_steps=400, checkpoint_every=500,

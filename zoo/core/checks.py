@@ -36,6 +36,15 @@ def one_of(config, name, allowed):
         raise ValueError(f"{name}={value!r} must be one of {', '.join(allowed)}.")
 
 
+def choices(config):
+    """Every field the config's class names in its `CHOICES` ({field: the code's list of its values}) holds one of
+    them (None passes: an optional field's type allows it). The shortcut flags of such a field are enums of the same
+    list (recipes/shortcuts.py)."""
+    for name, allowed in type(config).CHOICES.items():
+        if getattr(config, name) is not None:
+            one_of(config, name, allowed)
+
+
 # NumPy's legacy seeding (np.random.seed, which keras.utils.set_random_seed calls) takes 0 .. 2**32 - 1.
 MAX_SEED = 2**32 - 1
 

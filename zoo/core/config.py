@@ -239,6 +239,38 @@ def merge(*layers):
     return result
 
 
+def field_type(cls, dotted):
+    """(the class holding it, its type) of the field `dotted` ('model.encoder.vocab_size') of the config class `cls`
+    (its type as written, e.g. int | None); ConfigError if `cls` has no such field."""
+    *sections, name = dotted.split(".")
+    for section in sections:
+        cls = typing.get_type_hints(cls).get(section) if dataclasses.is_dataclass(cls) else None
+    fields = {field.name for field in dataclasses.fields(cls) if field.init} if dataclasses.is_dataclass(cls) else ()
+    if name not in fields:
+        raise ConfigError(f"{dotted} is not a config field.")
+    return cls, typing.get_type_hints(cls)[name]
+
+
+def follow(cls, asked):
+    """`asked` (nested fields, as `merge` gives) with each field of `cls.FOLLOWS` ({dotted field: the dotted field
+    whose value it takes unless set}) that is not asked for set to the one it follows, where that one is: the
+    base's value of a follower (a preset's sequence_length, equal to its max_length) would otherwise stay."""
+    for follower, leader in getattr(cls, "FOLLOWS", {}).items():
+        found, value = _lookup(asked, leader)
+        if found and not _lookup(asked, follower)[0]:
+            asked = merge(asked, nested({follower: value}))
+    return asked
+
+
+def _lookup(tree, dotted):
+    """(whether the nested mapping `tree` holds the field `dotted`, its value)."""
+    for part in dotted.split("."):
+        if not isinstance(tree, dict) or part not in tree:
+            return False, None
+        tree = tree[part]
+    return True, tree
+
+
 def preset(cls, presets, name, **sections):
     """`cls` with the model of `presets[name]` and the other sections given (a recipe's base), or ConfigError."""
     if name not in presets:

@@ -3,6 +3,7 @@ by `zoo.core.config` from a preset, a file, dotted overrides and shortcut flags,
 run's config.json."""
 
 import dataclasses
+from typing import ClassVar
 
 from zoo.core import checks, config
 from zoo.data import datasets, files
@@ -24,14 +25,11 @@ class LMData:
     random_offset: bool = False  # start every pass at a random offset, so segment boundaries move (seeded)
     max_examples: int | None = None  # not for a language model: it trains on the whole text
 
+    CHOICES: ClassVar = {"eval_split": datasets.SPLITS, "level": FILE_LEVELS, "bad_rows": files.BAD_ROWS}
+
     def __post_init__(self):
-        if self.bad_rows not in files.BAD_ROWS:
-            raise ValueError(f"bad_rows={self.bad_rows!r} must be one of {', '.join(files.BAD_ROWS)}.")
-        if self.level is not None and self.level not in FILE_LEVELS:
-            raise ValueError(f"level={self.level!r} must be one of {', '.join(FILE_LEVELS)}.")
+        checks.choices(self)
         subword.check_vocab_size("vocab_size", self.vocab_size)
-        if self.eval_split is not None:
-            checks.one_of(self, "eval_split", datasets.SPLITS)
         if self.max_examples is not None:
             raise ValueError(f"max_examples={self.max_examples} picks training examples (sentiment, translation); a "
                              "language model trains on the whole text: shorten a quick run with train_steps instead.")

@@ -2,7 +2,7 @@
 data and its loss)."""
 
 import dataclasses
-from typing import Callable
+from typing import Callable, ClassVar
 
 from zoo.core import checks
 from zoo.core.dtype_policy import PRECISIONS
@@ -30,6 +30,8 @@ class TrainConfig:
     precision_reason: str = ""  # why that dtype (auto's choice, or asked for), written by the run
     seed: int = 0  # seeds initial weights, dropout, the data's order and sampling, the tokenizer's sample; 0 .. 2**32-1
 
+    CHOICES: ClassVar = {"schedule": SCHEDULES, "mixed_precision": ("auto", *PRECISIONS)}
+
     def __post_init__(self):
         if self.mixed_precision == "auto":  # this machine's choice (zoo.training.precision), kept with its reason
             from zoo.training import precision
@@ -39,8 +41,7 @@ class TrainConfig:
             object.__setattr__(self, "precision_reason", reason)
         if self.mixed_precision not in PRECISIONS:
             raise ValueError(f"mixed_precision={self.mixed_precision!r} is not one of {tuple(PRECISIONS)}.")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule={self.schedule!r} is not one of {SCHEDULES}.")
+        checks.choices(self)
         checks.positive(self, "learning_rate", "keep_checkpoints", "max_tokens")
         checks.non_negative(self, "warmup_steps", "weight_decay", "clip_norm")
         checks.rates(self, "label_smoothing")

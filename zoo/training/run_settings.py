@@ -20,10 +20,13 @@ MODES = ("train", "eval", "train_and_eval", "export", "config")  # and a recipe'
 TRAIN_SHORTCUTS = ("train_steps", "batch_size", "learning_rate", "warmup_steps", "schedule", "label_smoothing",
                    "weight_decay", "clip_norm", "checkpoint_every", "keep_checkpoints", "log_every", "jit_compile",
                    "seed", "profile_steps")
-# Shortcut (a flag, or zoo.train's keyword) -> the config field it sets; a recipe's own beside (Recipe.shortcuts).
-SHORTCUTS = {**{name: f"train.{name}" for name in TRAIN_SHORTCUTS}, "dataset": "data.dataset",
-             "max_examples": "data.max_examples", "bad_rows": "data.bad_rows", "strategy": "setup.strategy",
-             "cpu_replicas": "setup.cpu_replicas", "tpu": "setup.tpu"}
+# Shortcut (a flag, or zoo.train's keyword) -> the one config field it is another name of, for every recipe whose
+# config has that field; a recipe's own beside (Recipe.shortcuts). recipes/shortcuts.py makes their flags.
+SHORTCUTS = {**{name: f"train.{name}" for name in TRAIN_SHORTCUTS}, "mixed_precision": "train.mixed_precision",
+             "dataset": "data.dataset", "max_examples": "data.max_examples", "bad_rows": "data.bad_rows",
+             "strategy": "setup.strategy", "cpu_replicas": "setup.cpu_replicas", "tpu": "setup.tpu"}
+# A field given nowhere that `resolve` treats as given this (auto: this machine's dtype, or a resumed run's own).
+UNSET = {"train.mixed_precision": "auto"}
 # Fields a resumed run may change: how long and how fast it trains, what it logs, the split it evaluates and
 # the devices (their number is checked with the derived replicas). Every other field must match the record.
 CHANGEABLE = tuple(f"train.{name}" for name in (
@@ -72,31 +75,42 @@ class RunSettings:
         return self.mode == "export" or (self.training and bool(self.export_dir))
 
 
+def shortcuts(recipe):
+    """{shortcut: its dotted field} of a `recipe` run: the shared SHORTCUTS its config has, and its own."""
+    def has(field):
+        try:
+            return bool(cfg.field_type(recipe.config_class, field))
+        except cfg.ConfigError:
+            return False
+
+    return {**{name: field for name, field in SHORTCUTS.items() if has(field)}, **recipe.shortcuts}
+
+
 def resolve(recipe, preset=None, source=None, overrides=(), given=None, model_dir=None, mode="train"):
     """The typed config of a `recipe` run (zoo.training.driver.Recipe): recipe.base(preset (None: not given, the
     small one), init_from, given, model_dir) < `source` (a file, a mapping, a typed config, or a list of them, each
     over the one before) < `overrides`
-    ('model.num_layers=6' or (name, value)) < `given` (the shortcuts asked for, by name: SHORTCUTS and
-    recipe.shortcuts name their fields). Without a
-    dtype asked for anywhere, train.mixed_precision is `given`'s mixed_precision choice (default auto: this
-    machine's, or a resumed run's own)."""
+    ('model.num_layers=6' or (name, value)) < `given` (the shortcuts asked for, by name: `shortcuts(recipe)`
+    names their fields). A field the config class FOLLOWS takes the value of the one it follows unless asked for
+    (zoo.core.config.follow). Without a dtype asked for anywhere, train.mixed_precision is auto: this machine's,
+    or a resumed run's own."""
     given = dict(given or {})
-    names = {**SHORTCUTS, **recipe.shortcuts}
-    unknown = [name for name in given if name not in names and name != "mixed_precision"]
+    names = shortcuts(recipe)
+    unknown = [name for name in given if name not in names]
     if unknown:
         near = difflib.get_close_matches(unknown[0], list(names), n=3)
         raise cfg.ConfigError(f"{unknown[0]} is not a setting of {recipe.name} runs"
                               f"{': did you mean ' + ', '.join(near) + '?' if near else ''} (the config's fields are "
                               "in docs/configuration.md; set any of them with config= or overrides=).")
-    fields = {field: value for name, value in given.items() if name in names
-              for field in (names[name] if isinstance(names[name], tuple) else (names[name],))}
+    fields = {names[name]: value for name, value in given.items()}
     sources = source if isinstance(source, list) else [source]
     layers = [record.source_layer(item, recipe.name, recipe.config_class) for item in sources]
-    asked = cfg.merge(*layers, cfg.nested(override_fields(overrides)), cfg.nested(fields))
+    asked = cfg.follow(recipe.config_class,
+                       cfg.merge(*layers, cfg.nested(override_fields(overrides)), cfg.nested(fields)))
     train, setup = (asked.get(name) if isinstance(asked.get(name), dict) else {} for name in ("train", "setup"))
     if "mixed_precision" in given or "mixed_precision" not in train:
         resumed = RunDir(model_dir).trained_dtype() if model_dir else None
-        dtype, reason = precision.choose(given.get("mixed_precision", "auto"), resumed,
+        dtype, reason = precision.choose(given.get("mixed_precision", UNSET["train.mixed_precision"]), resumed,
                                          tpu=setup.get("strategy") == "tpu")
         asked = cfg.merge(asked, {"train": {"mixed_precision": dtype, "precision_reason": reason}})
     base = recipe.base(preset, setup.get("init_from"), given, model_dir)

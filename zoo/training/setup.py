@@ -1,7 +1,9 @@
 """Where and how a run trains (`SetupConfig`): the tf.distribute strategy and the weights it starts from."""
 
 import dataclasses
+from typing import ClassVar
 
+from zoo.core import checks
 from zoo.training.distribute import STRATEGIES
 
 
@@ -12,9 +14,10 @@ class SetupConfig:
     tpu: str | None = None  # TPU address or name, with strategy=tpu
     init_from: str | None = None  # start from a pretraining run's folder or a published checkpoint (sentiment, pretrain)
 
+    CHOICES: ClassVar = {"strategy": STRATEGIES}
+
     def __post_init__(self):
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"strategy={self.strategy!r} is not one of {', '.join(STRATEGIES)}.")
+        checks.choices(self)
         if self.cpu_replicas < 0:
             raise ValueError(f"cpu_replicas={self.cpu_replicas} must be 0 or more.")
 

@@ -27,9 +27,10 @@ from zoo.translation.search import DecodeConfig, translate_ids
 from zoo.translation.server import TranslatorServer
 
 RECIPE = "translate"
-# Shortcut -> config field (or fields), beside zoo.training.run_settings.SHORTCUTS.
+# Shortcut -> config field, beside zoo.training.run_settings.SHORTCUTS (model.target_vocab_size follows
+# model.source_vocab_size unless set: TranslateRunConfig.FOLLOWS).
 SHORTCUTS = {"source": "data.source", "target": "data.target", "eval_split": "data.eval_split",
-             "vocab_size": ("model.source_vocab_size", "model.target_vocab_size"),
+             "vocab_size": "model.source_vocab_size",
              "max_tokens": "train.max_tokens",
              **{name: f"model.{name}" for name in ("shared_vocabulary", "tie_embeddings", "max_length", "dropout")}}
 

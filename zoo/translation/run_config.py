@@ -2,8 +2,9 @@
 from a preset, a file, dotted overrides and shortcut flags, and written whole into the run's config.json."""
 
 import dataclasses
+from typing import ClassVar
 
-from zoo.core import config
+from zoo.core import checks, config
 from zoo.data import files, tokenizer
 from zoo.core.config import ConfigError
 from zoo.training.config import TrainConfig
@@ -19,9 +20,10 @@ class TranslationData:
     bad_rows: str = "error"  # rows that do not parse: error (refused, file:line) or skip (counted)
     max_examples: int | None = None  # train on at most this many pairs (a seeded choice)
 
+    CHOICES: ClassVar = {"bad_rows": files.BAD_ROWS}
+
     def __post_init__(self):
-        if self.bad_rows not in files.BAD_ROWS:
-            raise ValueError(f"bad_rows={self.bad_rows!r} must be one of {', '.join(files.BAD_ROWS)}.")
+        checks.choices(self)
         if self.source == self.target:
             raise ValueError(f"source and target are both {self.source!r}: give two languages.")
         if self.max_examples is not None and self.max_examples < 1:
@@ -38,6 +40,9 @@ class TranslateRunConfig:
     model: translation.TranslatorConfig = translation.PRESETS["small"]
     train: TrainConfig = TRAIN
     setup: SetupConfig = SetupConfig()
+
+    # A field set nowhere takes the value given to the one it follows (zoo.core.config.follow).
+    FOLLOWS: ClassVar = {"model.target_vocab_size": "model.source_vocab_size"}
 
     def __post_init__(self):
         self.setup.from_scratch("translation")
