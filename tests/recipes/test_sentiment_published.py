@@ -112,7 +112,8 @@ def test_the_export_answers_in_a_fresh_process_as_the_model_does(trained):
 
 @pytest.mark.parametrize("flag, message", [
     ("--preset=small", "--preset cannot be set with a published --init_from"),
-    ("--vocab_size=500", "--vocab_size cannot be set with a published --init_from"),
+    ("--vocab_size=500", "model.vocab_size=500 (the encoder of setup.init_from has"),
+    ("--config.model.vocab_size=500", "model.vocab_size=500 (the encoder of setup.init_from has"),
     ("--max_length=33", "--max_length=33 must be in [3, 32]"),
     ("--max_length=2", "--max_length=2 must be in [3, 32]"),
 ])

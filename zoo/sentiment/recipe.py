@@ -12,7 +12,7 @@ import numpy as np
 from zoo.classifier import data as classifier_data, metrics, model as classifier, run_config
 from zoo.classifier.load import load_run as load_trained, preprocessor
 from zoo.classifier.preprocessor import ClassifierPreprocessor
-from zoo.classifier.run_config import SentimentRunConfig
+from zoo.classifier.run_config import SentimentData, SentimentRunConfig
 from zoo.core import disk
 from zoo.data import batching, tokenizer, word_embedding, word_tokenizer
 from zoo.pretraining import pretrained, published
@@ -38,7 +38,7 @@ class Settings:
 
     run: RunSettings
     dataset: str | None = None  # to evaluate another dataset's split (sst2 for a run on sst2_tune); None: the run's
-    eval_split: str = "validation"  # the split evaluated (a training run's: data.eval_split)
+    eval_split: str = SentimentData.eval_split  # the split evaluated (a training run's: data.eval_split)
     text: str | None = None  # the text to explain (mode explain)
     columns: classifier_data.Columns | None = None  # the evaluated files' columns; None: the trained run's
     predictions: str | None = None  # a JSON-lines file of each evaluated text's label, prediction and probabilities
@@ -240,11 +240,9 @@ def base_config(preset, init_from, given, model_dir):
     if init_from is None:
         return run_config.base(preset or "small")
     encoder = encoder_of(init_from, model_dir)
-    if published.is_published(init_from):
-        named = [f"--{name}" for name in ("preset", "vocab_size") if name in given or (name == "preset" and preset)]
-        if named:
-            raise ValueError(f"{' and '.join(named)} cannot be set with a published --init_from: the model's shape "
-                             "and vocabulary come from the checkpoint. Leave them out.")
+    if published.is_published(init_from) and preset is not None:  # the model's fields: finish's check_encoder
+        raise ValueError("--preset cannot be set with a published --init_from: the model's shape and vocabulary "
+                         "come from the checkpoint. Leave it out.")
     elif preset is not None:
         pretrained.classifier_config(encoder, preset=preset)  # refuses a preset of another shape
     return run_config.base(preset, init_from, encoder, published.is_published(init_from))
