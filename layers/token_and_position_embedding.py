@@ -1,4 +1,5 @@
-"""Token embedding (scaled by sqrt(hidden_dim), or not) plus a position encoding, optionally normalized."""
+"""Token embedding (scaled by sqrt(hidden_dim), or not) plus a position encoding and, for text pairs, a
+segment (token-type) embedding, optionally normalized."""
 
 import math
 
@@ -24,7 +25,10 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     with LayerNorm before dropout: `scale_tokens=False, layer_norm_epsilon=1e-12`.
     `token_embedding` is a keras-hub `ReversibleEmbedding`: call it with
     `reverse=True` to project hidden states back to vocabulary logits with the
-    same matrix (weight tying).
+    same matrix (weight tying). With `num_segments`, a segment (token-type)
+    embedding of each token's segment id is added to the sum before the
+    LayerNorm, as BERT does for text pairs; it starts at zero, so an encoder
+    trained without segments answers as before until it learns them.
 
     Args:
         vocab_size: number of token ids.
@@ -35,11 +39,15 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         scale_tokens: multiply the token embedding by sqrt(hidden_dim).
         layer_norm_epsilon: if set, LayerNorm (with this epsilon) normalizes
             the sum before dropout, as in BERT; None: no normalization.
+        num_segments: segment ids embedded (BERT's type_vocab_size, 2 for
+            text pairs); 0: no segment embedding, and no segment_ids taken.
 
     Call arguments:
         token_ids: int tensor (batch, seq).
         start_index: position of the first token (incremental decoding).
         training: whether dropout is active.
+        segment_ids: int tensor (batch, seq) in [0, num_segments), given
+            exactly when num_segments > 0.
 
     Returns:
         (batch, seq, hidden_dim) tensor.
@@ -61,6 +69,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         dropout=0.0,
         scale_tokens=True,
         layer_norm_epsilon=None,
+        num_segments=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -76,6 +85,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         self.dropout = dropout
         self.scale_tokens = scale_tokens
         self.layer_norm_epsilon = layer_norm_epsilon
+        self.num_segments = num_segments
         self.token_embedding = keras_hub.layers.ReversibleEmbedding(
             vocab_size,
             hidden_dim,
@@ -95,6 +105,12 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                 epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
             )
         self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy)
+        self.segment_embedding = None
+        if num_segments:
+            self.segment_embedding = keras.layers.Embedding(
+                num_segments, hidden_dim, embeddings_initializer="zeros", dtype=self.dtype_policy,
+                name="segment_embedding"
+            )
 
     def build(self, token_ids_shape):
         self.token_embedding.build(token_ids_shape)
@@ -102,9 +118,11 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         self.position_embedding.build(embedded_shape)
         if self.layer_norm is not None:
             self.layer_norm.build(embedded_shape)
+        if self.segment_embedding is not None:
+            self.segment_embedding.build(token_ids_shape)
         self.built = True
 
-    def call(self, token_ids, start_index=0, training=None):
+    def call(self, token_ids, start_index=0, training=None, segment_ids=None):
         length = token_ids.shape[1]
         if length is not None and isinstance(start_index, int) and start_index + length > self.max_length:
             raise ValueError(
@@ -118,6 +136,11 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             embedded = embedded + self.position_embedding(embedded, start_index=start_index)
         else:
             embedded = self.position_embedding(embedded, start_index=start_index)
+        if (segment_ids is None) != (self.segment_embedding is None):
+            raise ValueError(f"num_segments={self.num_segments}: segment_ids must be given exactly when "
+                             "num_segments > 0.")
+        if self.segment_embedding is not None:
+            embedded = embedded + self.segment_embedding(segment_ids)
         if self.layer_norm is not None:
             embedded = self.layer_norm(embedded)
         return self.dropout_layer(embedded, training=training)
@@ -135,5 +158,6 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             dropout=self.dropout,
             scale_tokens=self.scale_tokens,
             layer_norm_epsilon=self.layer_norm_epsilon,
+            num_segments=self.num_segments,
         )
         return config

@@ -57,6 +57,13 @@ CASES = {
         [token_ids(2, 5)],
         {},
     ),
+    "token_embedding_bert_segments": (
+        layers.TokenAndPositionEmbedding,
+        {"vocab_size": 50, "hidden_dim": 8, "max_length": 10, "position": "learned", "scale_tokens": False,
+         "layer_norm_epsilon": 1e-12, "num_segments": 2},
+        [token_ids(2, 5)],
+        {"segment_ids": np.array([[0, 0, 1, 1, 1], [0, 1, 1, 0, 0]], "int32")},
+    ),
     "multi_head_attention": (
         layers.MultiHeadAttention,
         {"num_heads": 2, "key_dim": 4, "dropout": 0.1},

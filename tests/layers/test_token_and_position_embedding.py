@@ -169,3 +169,27 @@ def test_bert_embedding_unscaled_then_layer_normalized_matches_numpy():
     np.testing.assert_allclose(got, expected, atol=3e-5, rtol=1e-5)
     config = layer.get_config()
     assert config["scale_tokens"] is False and config["layer_norm_epsilon"] == 1e-3
+
+
+def test_segments_add_their_row_before_the_layer_norm():
+    """num_segments=2: LayerNorm(E[ids] + P + S[segment_ids]), S starting at zero (the sum without segments)."""
+    keras.utils.set_random_seed(5)
+    rng = np.random.default_rng(5)
+    layer = layers.TokenAndPositionEmbedding(
+        VOCAB, HIDDEN, MAX_LEN, position="learned", scale_tokens=False, layer_norm_epsilon=1e-3, num_segments=2
+    )
+    ids, segments = _ids(rng), np.array([[0, 0, 1, 1, 1], [0, 1, 1, 1, 0]], "int32")
+    before = to_np(layer(ids, segment_ids=segments))
+    assert not np.any(to_np(layer.segment_embedding.embeddings))
+    layer.segment_embedding.embeddings.assign(rng.normal(size=(2, HIDDEN)).astype("float32"))
+    S = to_np(layer.segment_embedding.embeddings).astype(np.float64)
+    P, _ = _position_matrix(layer)
+    x = _embedding_matrix(layer)[ids] + P[None, :5]
+    np.testing.assert_allclose(before, (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-3),
+                               atol=3e-5, rtol=1e-5)
+    x = x + S[segments]
+    expected = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-3)
+    np.testing.assert_allclose(to_np(layer(ids, segment_ids=segments)), expected, atol=3e-5, rtol=1e-5)
+    assert layer.get_config()["num_segments"] == 2
+    with pytest.raises(ValueError, match="segment_ids must be given exactly when num_segments > 0"):
+        layer(ids)
