@@ -91,7 +91,7 @@ def train(recipe, model_dir, config=None, *, preset=None, mode="train_and_eval",
     A bad field or value raises zoo.core.config.ConfigError (a ValueError) naming it, before anything is
     written; Ctrl-C stops the run with its checkpoint saved and raises KeyboardInterrupt."""
     from zoo.training import driver
-    from zoo.training.run_settings import SHORTCUTS
+    from zoo.training.run_settings import shortcuts as shortcuts_of
     from zoo.training.stopping import Stopped
 
     if not isinstance(recipe, str) or recipe not in RECIPES:
@@ -104,8 +104,7 @@ def train(recipe, model_dir, config=None, *, preset=None, mode="train_and_eval",
     epochs = None if epochs is None else inputs.finite("epochs", epochs, 0, above=True)
     spec = RECIPES[recipe]
     # A shortcut of the config first (dataset: the data trained on), else an option of the recipe's modes.
-    shortcuts = {*SHORTCUTS, *spec.shortcuts, "mixed_precision"}
-    option_names = {field.name for field in dataclasses.fields(spec.settings_class)} - {"run"} - shortcuts
+    option_names = {field.name for field in dataclasses.fields(spec.settings_class)} - {"run"} - set(shortcuts_of(spec))
     options = {name: value for name, value in keywords.items() if name in option_names}
     given = {name: value for name, value in keywords.items() if name not in option_names}
     settings = driver.settings(spec, mode, model_dir, export_dir, preset, config, override_list(overrides), given,

@@ -8,6 +8,7 @@ pretrained encoder's weights go into a classifier by layer name
 
 import dataclasses
 import math
+from typing import ClassVar
 
 import keras
 import tensorflow as tf
@@ -37,13 +38,14 @@ class PretrainConfig:
     start_id: int = START_ID  # heads every packed sequence
     separator_id: int = END_ID  # ends every document of the stream
 
+    CHOICES: ClassVar = {"objective": OBJECTIVES}
+
     def __post_init__(self):
         if isinstance(self.encoder, dict):  # read back from config.json
             object.__setattr__(self, "encoder", classifier.ClassifierConfig(**self.encoder))
         if self.sequence_length is None:
             object.__setattr__(self, "sequence_length", self.encoder.max_length)
-        if self.objective not in OBJECTIVES:
-            raise ValueError(f"objective={self.objective!r} is not one of {OBJECTIVES}.")
+        checks.choices(self)
         if not 0.0 < self.mask_rate < 1.0:
             raise ValueError(f"mask_rate={self.mask_rate} must be in (0, 1).")
         checks.non_negative(self, "detection_weight")

@@ -16,7 +16,7 @@ class TrainConfig:
     max_tokens: int | None = None  # token budget per global batch, padding included
     learning_rate: float = 5e-4  # the schedule's peak
     warmup_steps: int = 1000  # steps of linear warm-up from 0 to learning_rate
-    schedule: str = "inverse_sqrt"  # or "cosine": annealed to zero at train_steps
+    schedule: str = "inverse_sqrt"  # after warm-up: 1/sqrt(step), or "cosine": annealed to zero at train_steps
     label_smoothing: float = 0.1  # of the cross-entropy's targets, in [0, 1); 0: none
     weight_decay: float = 0.0  # AdamW's, decoupled; 0 = Adam
     layer_decay: float = 1.0  # each layer below the top learns at this factor of the rate above it

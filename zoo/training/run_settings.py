@@ -110,8 +110,11 @@ def resolve(recipe, preset=None, source=None, overrides=(), given=None, model_di
     train, setup = (asked.get(name) if isinstance(asked.get(name), dict) else {} for name in ("train", "setup"))
     if "mixed_precision" in given or "mixed_precision" not in train:
         resumed = RunDir(model_dir).trained_dtype() if model_dir else None
-        dtype, reason = precision.choose(given.get("mixed_precision", UNSET["train.mixed_precision"]), resumed,
-                                         tpu=setup.get("strategy") == "tpu")
+        try:
+            dtype, reason = precision.choose(given.get("mixed_precision", UNSET["train.mixed_precision"]), resumed,
+                                             tpu=setup.get("strategy") == "tpu")
+        except ValueError as error:  # the dtype asked for: named as the field it sets
+            raise cfg.ConfigError(f"train.{error}") from None
         asked = cfg.merge(asked, {"train": {"mixed_precision": dtype, "precision_reason": reason}})
     base = recipe.base(preset, setup.get("init_from"), given, model_dir)
     config = cfg.from_dict(recipe.config_class, cfg.merge(cfg.to_dict(base), asked))
