@@ -10,16 +10,26 @@ BATCH_SIZE = 32  # texts per call of a signature, as Keras's Model.predict
 INT32 = (-(2**31), 2**31 - 1)  # the signatures' scalar arguments are int32
 
 
-def in_batches(answer, texts, batch_size, name="texts", by_length=True):
+def in_batches(answer, texts, batch_size, name="texts", by_length=True, text_pairs=None):
     """`answer(batch)` (a list of at most `batch_size` UTF-8 byte strings -> one answer per text) over all
     of `texts`, checked first; the answers are a list in the order of `texts`.
 
     by_length: the texts are sorted by length before they are cut into batches, so a batch pads its texts
     to about their own length (a batch of one long text and 31 short ones costs 32 long ones). Off where a
-    text's answer depends on its row in the batch (sampling draws per row)."""
+    text's answer depends on its row in the batch (sampling draws per row).
+
+    text_pairs: a pair model's second texts, checked as `texts` are and as many; `answer` then takes (text, text
+    pair) tuples."""
     batch_size = whole("batch_size", batch_size, low=1)
     texts = utf8_texts(texts, name)
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i])) if by_length else range(len(texts))
+    if text_pairs is not None:
+        seconds = utf8_texts(text_pairs, "text_pairs")
+        if len(seconds) != len(texts):
+            raise ValueError(f"text_pairs holds {len(seconds)} texts and {name} {len(texts)}: give one second text "
+                             f"for each of {name}.")
+        texts = list(zip(texts, seconds))
+    size = (lambda i: sum(map(len, texts[i]))) if text_pairs is not None else (lambda i: len(texts[i]))
+    order = sorted(range(len(texts)), key=size) if by_length else range(len(texts))
     answers = [None] * len(texts)
     for start in range(0, len(texts), batch_size):
         rows = order[start : start + batch_size]

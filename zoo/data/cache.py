@@ -204,8 +204,8 @@ def open_entry(directory):
 
 def token_rows(key, examples, encode, description, total_bytes=None, in_graph=True, sources=None):
     """The cache entry of `key`, made now if missing (or refused by `check_entry`): `examples` (an iterable of
-    (text, label or None)) tokenized by `encode` a chunk at a time: a batch of strings -> ragged ids, run as a
-    tf.function, or with in_graph=False a Python function of a list of strings -> a list of id lists. Shows
+    (text, label or None), a text a string or a tuple of them: a text pair) tokenized by `encode` a chunk at a
+    time: a batch of strings ((batch, 2) for pairs) -> ragged ids, run as a tf.function, or with in_graph=False a Python function of a list of strings -> a list of id lists. Shows
     progress (MB done, MB/s, time left against `total_bytes`). `sources` (a zoo.data.sources.Sources, the files the examples
     are read from) are checked after the pass: one that changed keeps the new entry out of the cache."""
     directory = os.path.join(cache_root(), key_name(key))
@@ -241,10 +241,14 @@ def _batch_encoder(encode, in_graph):
         return lists
     import tensorflow as tf
 
-    graph = tf.function(encode, input_signature=[tf.TensorSpec([None], tf.string)])
+    graphs = {}  # by the shape of a row: () for texts, (2,) for text pairs
 
     def ragged(texts):
-        ids = graph(tf.constant(texts, tf.string))
+        texts = tf.constant(texts, tf.string)
+        row = tuple(texts.shape[1:])
+        if row not in graphs:
+            graphs[row] = tf.function(encode, input_signature=[tf.TensorSpec([None, *row], tf.string)])
+        ids = graphs[row](texts)
         return ids.flat_values.numpy().astype(np.int32), ids.row_lengths().numpy().astype(np.int64)
 
     return ragged
@@ -296,7 +300,8 @@ def _write_entry(staging, key, examples, encode, description, total_bytes):
             rows += 1
             if label is not None:
                 labels.append(label)
-            size = len(text.encode("utf-8")) if isinstance(text, str) else len(text)
+            size = sum(len(part.encode("utf-8")) if isinstance(part, str) else len(part)
+                       for part in (text if isinstance(text, tuple) else (text,)))
             chunk_bytes += size
             meter.add(size)
             if chunk_bytes >= CHUNK_BYTES:

@@ -335,8 +335,9 @@ def _line_rows(spec, path, bad_rows):
 
 
 def check_columns(spec, split, names, **fields):
-    """The columns `names` exist in the first file's header (csv, tsv) or first object (jsonl);
-    a missing one is refused naming those the file has."""
+    """The columns `names` (text, label and, for text pairs, the second text's; None: no such column) exist in
+    the first file's header (csv, tsv) or first object (jsonl); a missing one is refused naming those the file
+    has."""
     if spec.form not in ("csv", "tsv", "jsonl"):
         return
     path = paths(spec, split, **fields)[0]
@@ -351,8 +352,8 @@ def check_columns(spec, split, names, **fields):
             dialect = {"delimiter": ","} if spec.form == "csv" else {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
             have = next(csv.reader(f, **dialect), [])
             check_header(path, have)
-    missing = [name for name in names if name not in have]
+    missing = [name for name in names if name is not None and name not in have]
     if missing:
-        flag = {n: f for f, n in zip(("--text_column", "--label_column"), names)}
+        flag = {n: f for f, n in zip(("--text_column", "--label_column", "--text_pair_column"), names)}
         raise DatasetError(f"{path} has no column {', '.join(repr(m) for m in missing)}: its columns are {have}. "
                            f"Name the right ones with {' and '.join(flag[m] for m in missing)}.")

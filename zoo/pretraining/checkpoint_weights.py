@@ -1,5 +1,6 @@
-"""A published checkpoint's weights for the zoo's layers: the encoder's (BERT's token-type embedding folded
-into the positions), the masked-LM head's, the special ids, and the parts the zoo does not use."""
+"""A published checkpoint's weights for the zoo's layers: the encoder's (BERT's token-type embedding as the
+segment embedding of a text-pair model, else its type 0 folded into the positions), the masked-LM head's, the
+special ids, and the parts the zoo does not use."""
 
 import re
 
@@ -46,7 +47,16 @@ def encoder_weights(checkpoint, model):
     embedding = model.get_layer("embedding")
     put(embedding.token_embedding.embeddings, get("embeddings.word_embeddings.weight"))
     positions = get("embeddings.position_embeddings.weight")[: embedding.max_length]
-    put(embedding.position_embedding.position_embeddings, positions + get("embeddings.token_type_embeddings.weight")[0])
+    token_types = get("embeddings.token_type_embeddings.weight")
+    if embedding.segment_embedding is None:  # one text: every token is of type 0, a constant added to each position
+        put(embedding.position_embedding.position_embeddings, positions + token_types[0])
+    else:  # text pairs: the checkpoint's own token types, 0 for the first text and 1 for the second
+        if len(token_types) < embedding.num_segments:
+            raise PublishedCheckpointError(f"{source} has {len(token_types)} token type(s): text pairs need "
+                                           f"{embedding.num_segments}. Train on single texts, or use another "
+                                           "checkpoint.")
+        put(embedding.position_embedding.position_embeddings, positions)
+        put(embedding.segment_embedding.embeddings, token_types[: embedding.num_segments])
     put_norm(embedding.layer_norm, "embeddings.LayerNorm")
     layers = {layer.name: layer for layer in model.layers}
     if "encoder_projection" in layers:

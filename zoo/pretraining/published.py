@@ -14,8 +14,8 @@ A checkpoint is checked whole when it is read (`check_checkpoint`), before anyth
 it: its vocabulary, config.json against the weights' shapes and layer count, every value finite.
 Every encoder weight of the checkpoint goes into the zoo's layers (an encoder tensor the zoo's
 encoder has no place for is refused); the tensors outside the encoder (pooler, heads) are named by
-`unused_parts`. BERT's token-type embedding (type 0, the only one a single text uses) is folded
-into the positions.
+`unused_parts`. BERT's token-type embedding is a text-pair model's segment embedding; for single texts its
+type 0, the only one they use, is folded into the positions.
 """
 
 import dataclasses
