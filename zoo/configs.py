@@ -25,7 +25,15 @@ Every recipe's run is one typed, frozen config: `data`, `model`, `train` and `se
    one before, section by section: a later file's field wins, a list is replaced whole;
 3. dotted overrides, `--config.FIELD.PATH=VALUE` (e.g. `--config.model.num_layers=6
    --config.model.norm_first=true`): the value is read as YAML (`true`, `6`, `1e-4`, `null`, `[11, 20]`);
-4. the shortcut flags (`--learning_rate` sets `train.learning_rate`, `--dataset` `data.dataset` ...).
+4. the shortcut flags, or zoo.train's keywords of the same names (`--learning_rate` sets `train.learning_rate`,
+   `--dataset` `data.dataset` ...): each another name of one field, made from the config (recipes/shortcuts.py):
+   of the field's type, an enum of its values where the field's class names them (`CHOICES`), its help the dotted
+   field and its note (`--helpfull` lists them), its default the config's. A flag has no bounds of its own: a bad
+   value is refused by the config, naming the field, whichever way it comes in.
+
+A field may follow another unless it is set (its class's `FOLLOWS`), from whatever source sets the one it follows:
+pretraining's `model.sequence_length` takes `model.encoder.max_length` (`--max_length=128` packs sequences of 128
+tokens), translation's `model.target_vocab_size` takes `model.source_vocab_size` (`--vocab_size`).
 
 Nothing given is dropped: a file (or an override's value) whose mapping names a key twice is refused naming
 both lines, where YAML would keep the last; a field overridden twice is refused naming both values. A file

@@ -27,7 +27,7 @@ MASK_TOKEN = "<mask>"
 class PretrainConfig:
     encoder: classifier.ClassifierConfig = classifier.ClassifierConfig()  # the classifier's encoder to pretrain
     objective: str = "mlm"  # "mlm" (BERT's masked LM) or "electra" (replaced-token detection, with a generator)
-    sequence_length: int | None = None  # tokens per packed sequence, <s> included; None: encoder.max_length
+    sequence_length: int | None = None  # tokens per packed sequence, <s> included; follows encoder.max_length unless set
     mask_rate: float = 0.15  # BERT: of those, 80% <mask>, 10% a random token, 10% kept
     generator_scale: float = 0.5  # ELECTRA: the generator's width (hidden, heads, FFN) / the encoder's
     detection_weight: float = 50.0  # ELECTRA's lambda: discriminator loss weight against the generator's
@@ -56,6 +56,9 @@ class PretrainConfig:
             )
         if not 0.0 < self.generator_scale <= 1.0:
             raise ValueError(f"generator_scale={self.generator_scale} must be in (0, 1].")
+        if self.encoder.num_segments:
+            raise ValueError(f"encoder.num_segments={self.encoder.num_segments}: pretraining reads single texts, so "
+                             "leave it 0 (a text-pair fine-tuning adds its segment embedding, starting at zero).")
         checks.positive(self, "first_regular_id")
         if self.encoder.vocab_size <= self.first_regular_id:
             raise ValueError(f"encoder.vocab_size={self.encoder.vocab_size} leaves no regular token: the ids below "
