@@ -1,5 +1,5 @@
 """Model builders, presets and the machinery every recipe shares, on Keras's TensorFlow backend; the Python
-API `zoo.load(path)` and `zoo.train(recipe, ...)` (zoo.api).
+API `zoo.load(path)`, `zoo.train(recipe, ...)` and `zoo.sweep(recipe, sweep_dir, space=...)` (zoo.api).
 
 Importing the zoo changes nothing in the process: no environment variable (KERAS_BACKEND stays as the caller
 set it), no file descriptor. It needs Keras's TensorFlow backend (tf.data, tf.distribute, SavedModel), Keras's
@@ -23,8 +23,9 @@ import layers  # noqa: E402,F401
 
 
 def __getattr__(name):
-    """`zoo.load` and `zoo.train` (zoo.api), imported at their first use: `import zoo` alone stays light."""
-    if name in ("load", "train"):
+    """`zoo.load`, `zoo.train` and `zoo.sweep` (zoo.api), imported at their first use: `import zoo` alone stays
+    light. (The package of the search is zoo.sweeps, so that its import does not hide the function.)"""
+    if name in ("load", "train", "sweep"):
         from zoo import api
 
         return getattr(api, name)

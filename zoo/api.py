@@ -1,4 +1,5 @@
-"""The Python API, re-exported by the zoo package: `zoo.load(path)` and `zoo.train(recipe, ...)`.
+"""The Python API, re-exported by the zoo package: `zoo.load(path)`, `zoo.train(recipe, ...)` and
+`zoo.sweep(recipe, sweep_dir, space=...)` (a hyper-parameter search: zoo.sweeps).
 
 `load` takes a trained run folder (a recipe's --model_dir) or an export (a version folder
 `<export_dir>/<n>`, or the --export_dir itself: its newest version) and returns its family's model,
@@ -114,6 +115,40 @@ def train(recipe, model_dir, config=None, *, preset=None, mode="train_and_eval",
     except Stopped as stop:
         raise KeyboardInterrupt(str(stop)) from stop
     return load(model_dir, average=average_checkpoints)
+
+
+def sweep(recipe, sweep_dir, space, config=None, *, preset=None, overrides=(), storage=None, epochs=None,
+          **shortcuts):
+    """Runs a hyper-parameter search of `recipe` runs in `sweep_dir`, in this process (docs/sweep.md): each trial a
+    run folder `sweep_dir/trial-NNN` trained and evaluated as zoo.train would, until no trial is left; returns the
+    sweep's zoo.sweeps.results.Results (`best`: the best trial's row). Started again, it resumes the sweep; started
+    in several processes (or machines, on a shared folder or database), they share its trials.
+
+    Args:
+        recipe: "sentiment", "translate", "lm" or "pretrain".
+        space: a space file (YAML: method, metric, max_trials, space of dotted fields), or its mapping.
+        config, preset, overrides, epochs, **shortcuts: what every trial shares, as zoo.train takes them; a searched
+            field may not be given in `overrides` or as a shortcut.
+        storage: the study's: a journal file (default sweep_dir/study.journal) or an RDB URL (sqlite:///a.db,
+            postgresql://...).
+
+    A bad space, field or value raises zoo.core.config.ConfigError (a ValueError) naming it before anything is
+    written; a trial that fails is recorded as failed and the sweep goes on; Ctrl-C stops the trial under way with
+    its checkpoint saved and raises KeyboardInterrupt."""
+    from zoo.sweeps import trials, worker
+    from zoo.training.stopping import Stopped
+
+    if not isinstance(recipe, str) or recipe not in RECIPES:
+        raise ValueError(f"Unknown recipe {recipe!r}: use one of {', '.join(RECIPES)}.")
+    sweep_dir = path_argument("sweep_dir", sweep_dir, "a folder")
+    space = space if isinstance(space, Mapping) else path_argument("space", space, "a space file (YAML)")
+    storage = None if storage is None else path_argument("storage", storage, "a journal file, or an RDB URL")
+    epochs = None if epochs is None else inputs.finite("epochs", epochs, 0, above=True)
+    fixed = trials.Fixed(RECIPES[recipe], preset, config, tuple(override_list(overrides)), shortcuts, epochs)
+    try:
+        return worker.run(fixed, space, sweep_dir, storage)
+    except Stopped as stop:
+        raise KeyboardInterrupt(str(stop)) from stop
 
 
 def path_argument(name, value, what):

@@ -1,0 +1,86 @@
+"""The sweep's study (zoo.sweeps.study): every trial enqueued once, a waiting trial taken by one worker alone, a
+cut trial (RUNNING, its claim free) taken again under its own number, and another sweep's folder refused. No
+training: the trials are told made-up values."""
+
+import threading
+import time
+
+import pytest
+
+from zoo.sweeps import space as spaces, study as studies
+from zoo.sweeps.trials import Outcome
+
+GRID = spaces.read({"method": "grid", "metric": "validation.accuracy",
+                    "space": {"train.learning_rate": [1e-3, 3e-3, 1e-2], "model.dropout": [0.0, 0.1]}}, "sentiment")
+RANDOM = spaces.read({"method": "random", "metric": "validation.accuracy", "max_trials": 3, "seed": 5,
+                      "space": {"model.dropout": {"min": 0.0, "max": 0.5}}}, "sentiment")
+
+
+def test_a_grid_is_enqueued_and_each_point_taken_once(tmp_path):
+    study = studies.start(str(tmp_path), None, GRID, {"space": GRID.as_data()})
+    taken = []
+    while (claim := studies.claim_next(study, str(tmp_path))) is not None:
+        taken.append((claim.number, tuple(claim.point(GRID).values())))
+        claim.tell(Outcome(0.5 + claim.number / 100, 6, 1.0), claim.name)
+        claim.release()
+    assert [number for number, _ in taken] == list(range(6))
+    assert [point for _, point in taken] == [tuple(p.values()) for p in GRID.points()]
+    again = studies.start(str(tmp_path), None, GRID, {"space": GRID.as_data()})  # found, not made again
+    assert len(again.trials) == 6 and studies.claim_next(again, str(tmp_path)) is None
+
+
+def test_a_cut_trial_is_taken_again_under_its_number_and_keeps_its_values(tmp_path):
+    study = studies.start(str(tmp_path), None, RANDOM, {"space": RANDOM.as_data()})
+    first = studies.claim_next(study, str(tmp_path))
+    point = first.point(RANDOM)
+    second = studies.claim_next(study, str(tmp_path))  # the first is held: the next waiting one
+    assert (first.number, second.number, second.resumed) == (0, 1, False)
+    second.release()
+    first.release()  # as a worker killed mid-trial lets go: the trial stays RUNNING
+    again = studies.claim_next(study, str(tmp_path))
+    assert (again.number, again.resumed) == (0, True)
+    assert again.point(RANDOM) == point
+
+
+def test_random_points_depend_on_the_seed_and_the_number_alone(tmp_path):
+    drawn = []
+    for folder, order in (("a", 1), ("b", -1)):  # the second sweep draws its trials' values last first
+        study = studies.start(str(tmp_path / folder), None, RANDOM, {"space": RANDOM.as_data()})
+        claims = [studies.claim_next(study, str(tmp_path / folder)) for _ in range(3)]
+        points = {claim.number: claim.point(RANDOM) for claim in claims[::order]}
+        drawn.append([points[number] for number in range(3)])
+    assert drawn[0] == drawn[1] and len({point["model.dropout"] for point in drawn[0]}) == 3
+
+
+def test_another_sweeps_folder_is_refused_naming_the_difference(tmp_path):
+    studies.start(str(tmp_path), None, GRID, {"space": GRID.as_data(), "config": {"data": {"max_examples": 200}}})
+    found = studies.find(str(tmp_path))
+    with pytest.raises(ValueError, match=r"another space or other settings \(config\.data\.max_examples: 200 -> 300"):
+        studies.check_same(found, {"space": GRID.as_data(), "config": {"data": {"max_examples": 300}}}, str(tmp_path))
+
+
+def work(sweep_dir, space, taken):
+    """One worker: takes trials until none is left, each told a made-up value a moment later."""
+    study = studies.start(sweep_dir, None, space, {"space": space.as_data()})
+    while (claim := studies.claim_next(study, sweep_dir)) is not None:
+        claim.point(space)
+        time.sleep(0.02)
+        claim.tell(Outcome(0.5, 6, 0.02), claim.name)
+        claim.release()
+        taken.append(claim.number)
+
+
+def test_two_workers_share_a_grid_each_point_once(tmp_path):
+    """Two workers, each with a storage of its own on the one journal (as two processes have; Optuna tells its
+    workers apart by storage and thread), racing for twelve points."""
+    space = spaces.read({"method": "grid", "metric": "validation.accuracy", "space": {
+        "train.learning_rate": [1e-3, 2e-3, 3e-3, 4e-3], "model.dropout": [0.0, 0.1, 0.2]}}, "sentiment")
+    taken = [[], []]
+    workers = [threading.Thread(target=work, args=(str(tmp_path), space, mine)) for mine in taken]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert sorted(taken[0] + taken[1]) == list(range(12)) and taken[0] and taken[1]
+    study = studies.find(str(tmp_path))
+    assert len(study.trials) == 12 and all(trial.state.name == "COMPLETE" for trial in study.trials)

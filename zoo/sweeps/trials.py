@@ -1,0 +1,137 @@
+"""One trial of a sweep: an ordinary run folder (`<sweep_dir>/trial-007/`) trained and evaluated in this process
+through the driver `zoo.train` and the recipes use, with the trial's point (its searched fields) over what every
+trial shares (`Fixed`), and its outcome: the metric, the steps reached, the wall time, or the one line of the
+error that ended it. Also the check of a space against the typed config before any trial (`check`)."""
+
+import dataclasses
+import time
+from collections.abc import Mapping
+
+from zoo.core import config as cfg
+from zoo.runs import checkpoints
+from zoo.runs.run_dir import RunDir
+from zoo.sweeps import metrics, space as spaces
+from zoo.training import driver, run_settings
+
+MODE = "train_and_eval"  # a trial evaluates: the metric is the evaluation's
+DEVICES = ("setup.strategy", "setup.cpu_replicas", "setup.tpu")  # the machine's, not hyper-parameters
+ERROR_CHARACTERS = 300  # of a failed trial's one line
+
+
+@dataclasses.dataclass(frozen=True)
+class Fixed:
+    """What every trial of a sweep shares: the recipe (a zoo.training.driver.Recipe) and its config's sources
+    (preset < config < overrides < the shortcuts `given`, as zoo.train takes them), and --epochs."""
+
+    recipe: object
+    preset: str | None = None
+    config: object = None
+    overrides: tuple = ()
+    given: Mapping = dataclasses.field(default_factory=dict)
+    epochs: float | None = None
+
+    def settings(self, point, model_dir=None):
+        """The recipe's settings of the trial at `point` ({field: value}) trained in `model_dir`."""
+        pairs = [*self.overrides, *point.items()]
+        return driver.settings(self.recipe, MODE, model_dir, None, self.preset, self.config, pairs, self.given,
+                               None, self.epochs, self.given.get("batch_size"), 1, self.given.get("seed", 0))
+
+    def fields(self):
+        """{dotted field: how it is given} of the overrides and shortcuts: a searched field may be neither."""
+        names = {**run_settings.SHORTCUTS, **self.recipe.shortcuts, "mixed_precision": "train.mixed_precision"}
+        given = {field: f"--{name}" for name in self.given
+                 for field in (names[name] if isinstance(names.get(name), tuple) else (names.get(name),)) if field}
+        for item in self.overrides:
+            name = cfg.parse_override(item)[0] if isinstance(item, str) else item[0]
+            given[name] = f"--config.{name}"
+        return given
+
+    def record(self, config, space):
+        """What the sweep's trials share, for its identity: the resolved config less the searched fields and the
+        reason of its dtype (said per machine), and the epochs."""
+        shared = cfg.to_dict(config)
+        for name in [*space.fields, "train.precision_reason"]:
+            *path, last = name.split(".")
+            section = shared
+            for part in path:
+                section = section.get(part, {})
+            section.pop(last, None)
+        return {"recipe": self.recipe.name, "config": shared, "epochs": self.epochs}
+
+
+def check(fixed, space, where):
+    """The space typed by the recipe's config and every value checked against it, before anything is written:
+    each field is a config field not given by a flag or override, each list value and range end a value the
+    config takes alone, and every corner of the space (a grid's every point) a config the recipe accepts, the
+    metric a figure its trials write. Returns (the typed space, the settings of its first point). Raises a
+    ConfigError naming the field."""
+    fixed_fields = fixed.fields()
+    for name in space.fields:
+        if name in fixed_fields:
+            raise spaces.SpaceError(f"{name} is searched by {where} and set by {fixed_fields[name]} too: leave one out.")
+        if name in DEVICES:
+            raise spaces.SpaceError(f"{where}: {name} sets the devices, not a hyper-parameter: give it as a flag.")
+    space = spaces.with_types(space, fixed.recipe.config_class)
+    single = [{name: value} for name, values in space.fields.items()
+              for value in (values if isinstance(values, tuple) else values.ends())]
+    for point in single:  # an unknown field or a wrong value named alone, before any combination
+        _settings(fixed, point, where)
+    first = None
+    for point in space.corners():
+        settings = _settings(fixed, point, where, combined=len(point) > 1)
+        metrics.check_split(fixed.recipe.name, space.metric, settings.run.config, point)
+        first = first or settings
+    if first.run.config.setup.strategy == "multi_worker_mirrored":
+        raise spaces.SpaceError("setup.strategy=multi_worker_mirrored: each worker of a sweep trains trials of its "
+                                "own; give mirrored (every device of this machine) and start one sweep worker per "
+                                "machine (docs/sweep.md).")
+    return space, first
+
+
+def _settings(fixed, point, where, combined=False):
+    try:
+        return fixed.settings(point)
+    except cfg.ConfigError as error:
+        at = f" (at the point {shown(point)})" if combined else ""
+        raise cfg.ConfigError(f"{where}: {error}{at}") from None
+    except ValueError as error:
+        raise cfg.ConfigError(f"{where}: {shown(point)}: {error}") from None
+
+
+def shown(point):
+    return ", ".join(f"{name}={value!r}" for name, value in point.items())
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """How a trial ended: its metric (None when it failed), the steps its checkpoints reached, the wall seconds of
+    this attempt and, when it failed, the one line of its error."""
+
+    value: float | None
+    steps: int
+    seconds: float
+    error: str | None = None
+
+
+def run(fixed, point, folder, metric):
+    """Trains and evaluates the trial at `point` in the run folder `folder` (resuming from its checkpoints), and
+    reads `metric` from its metrics.json. Any error is the trial's (its Outcome's line): the sweep goes on. A stop
+    asked for (SIGTERM, Ctrl-C: zoo.training.stopping.Stopped, KeyboardInterrupt) is the sweep's, and goes up."""
+    began = time.time()
+    try:
+        driver.run(fixed.recipe, fixed.settings(point, folder))
+        value = metrics.read(fixed.recipe.name, metric, RunDir(folder).read_metrics())
+        return Outcome(value, steps_of(folder), time.time() - began)
+    except Exception as error:  # noqa: BLE001 - a failed trial is recorded, whatever failed
+        return Outcome(None, steps_of(folder), time.time() - began, error_line(error))
+
+
+def steps_of(folder):
+    return max(checkpoints.checkpoint_steps(folder), default=0)
+
+
+def error_line(error):
+    """An error as one line: its type and the first line of its message, cut short."""
+    text = " ".join(str(error).strip().splitlines()[:1]) if str(error).strip() else ""
+    line = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return line if len(line) <= ERROR_CHARACTERS else line[:ERROR_CHARACTERS - 3] + "..."
