@@ -2,10 +2,12 @@
 config (the preset < --config=FILE ... < --config.FIELD.PATH=VALUE < the shortcut flags) and the invocation's
 mode, folders and options.
 
-Importing this module defines the flags. recipes.driver calls `settings_from_flags`, which reads the recipe's
-own flags through its `options(mode)`; no other function reads FLAGS. Each reads only the flags the mode uses,
-through `FLAGS` (a `Reads`), and a flag given that the mode never read is refused: nothing given is dropped.
-A flag absl cannot parse is one `error:` line too, exit status 2 (`parse_flags`).
+Importing this module defines the flags that are not config fields (--preset, --config, the folders, --epochs
+...); a recipe's `define_flags` adds its --mode and its shortcut flags, made from its config (recipes.shortcuts).
+recipes.driver calls `settings_from_flags`, which reads the recipe's own flags through its `options(mode)`; no
+other function reads FLAGS. Each reads only the flags the mode uses, through `FLAGS` (a `Reads`), and a flag given
+that the mode never read is refused: nothing given is dropped. A flag absl cannot parse is one `error:` line too,
+exit status 2 (`parse_flags`).
 """
 
 import math
