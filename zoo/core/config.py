@@ -81,10 +81,11 @@ def _unknown(prefix, name, fields):
 
 
 def _named(message, prefix, fields):
-    """A class's own check's message with its field names made dotted (`hidden_dim=` -> `model.hidden_dim=`)."""
+    """A class's own check's message with its field names made dotted (`hidden_dim=` -> `model.hidden_dim=`, and a
+    nested section's `encoder.vocab_size=` -> `model.encoder.vocab_size=`)."""
     if not prefix:
         return message
-    pattern = r"(?<![\w.])(" + "|".join(map(re.escape, fields)) + r")(?==)"
+    pattern = r"(?<![\w.])(" + "|".join(map(re.escape, fields)) + r")(?==|\.[\w.]+=)"
     return re.sub(pattern, lambda m: f"{prefix}.{m.group(1)}", message)
 
 
