@@ -6,7 +6,9 @@ and refuses a file that covers too little of the text, all before the run folder
 gives is the vectors rescaled by one number so that their spread is the embedding layer's own initial one:
 the scaled embedding (the paper's, x sqrt(d)) then starts at unit variance as a random one does, instead of
 GloVe's values x sqrt(50) (about 7 times that), and BERT's unscaled one at 0.02. Directions and the words'
-relative norms are kept. `initializer` puts it into a built model once, at step 0 (zoo.training.config.Task).
+relative norms are kept. `initializer` puts it into a built model once, at step 0 (zoo.training.config.Task);
+`words_model` sizes a recipe's encoder config to the plan, and `check_resumed` refuses a resumed run whose file
+changed.
 """
 
 import collections
@@ -70,6 +72,29 @@ def start(vectors, covered, seed, zero_ids, random_ids, target_std):
     }
     line = f"{covered} ({vectors.format}, {vectors.dim} dimensions; {vectors.duplicates:,} duplicate rows skipped)"
     return matrix, derived, line
+
+
+def check_resumed(plan, record, vectors_path, model_dir):
+    """Refuses to resume a run (`record`: its zoo.runs.run_dir record, None for a new run) whose vectors file no
+    longer gives the matrix it started from (`plan`'s, made again from the same files)."""
+    started = record.derived.get("word_vectors", {}).get("matrix_sha256") if record else None
+    if started and started != plan.derived.get("matrix_sha256"):
+        raise ValueError(f"{vectors_path} is not the vectors file {model_dir} started from (its embedding "
+                         "differs): restore that file, or train in another --model_dir.")
+
+
+def words_model(model, plan, section="model"):
+    """The encoder config (a zoo.classifier.model.ClassifierConfig, the config's `section`) of a word run: its
+    vocabulary's size, and the vectors' width as embedding_dim (a projection maps it to hidden_dim when they
+    differ)."""
+    if plan.matrix is None:
+        return dataclasses.replace(model, vocab_size=len(plan.words))
+    dim = plan.matrix.shape[1]
+    if model.embedding_dim not in (None, dim):
+        raise ValueError(f"{section}.embedding_dim={model.embedding_dim} but the word vectors of {model.word_vectors} "
+                         f"have {dim} dimensions: leave {section}.embedding_dim out (a projection maps them to "
+                         f"{section}.hidden_dim={model.hidden_dim}).")
+    return dataclasses.replace(model, vocab_size=len(plan.words), embedding_dim=dim)
 
 
 def initializer(matrix, layer="embedding"):

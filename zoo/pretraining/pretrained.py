@@ -23,6 +23,10 @@ from zoo.core.dtype_policy import dtype_policy
 RECIPE = "pretrain"
 
 
+# What word vectors set in an encoder's config (embedding_dim: the vectors' width), not a preset's shape.
+WORD_FIELDS = ("tokenizer", "word_vectors", "freeze_word_vectors", "min_vector_coverage", "embedding_dim")
+
+
 class PretrainedRunError(ValueError):
     """A fine-tuning setting that contradicts the pretrained run."""
 
@@ -46,8 +50,9 @@ def load_encoder(source):
     (`zoo.pretraining.published`: a Hugging Face folder, hf:ORG/NAME, keras_hub:PRESET). The encoder is a
     Keras model (float32), token ids (batch, seq) int32 with 0 = padding -> hidden states
     (batch, seq, hidden_dim). A run's tokenizer is a keras-hub SentencePieceTokenizer (ids 0-4:
-    <pad>, <unk>, <s>, </s>, <mask>): start each text with <s> (zoo.data.tokenizer.START_ID), as
-    pretraining did. A checkpoint's is keras-hub's BertTokenizer over its vocabulary: frame each
+    <pad>, <unk>, <s>, </s>, <mask>), or with word vectors a zoo.data.word_tokenizer.WordTokenizer (the same
+    ids, [MASK] for <mask>): start each text with <s> (zoo.data.tokenizer.START_ID), as pretraining did. A
+    checkpoint's is keras-hub's BertTokenizer over its vocabulary: frame each
     text as [CLS] ... [SEP] (zoo.data.tokenizer.framing)."""
     if published.is_published(source):
         checkpoint = published.read_checkpoint(source)
@@ -135,7 +140,9 @@ def pretrainer_initializer(source):
 
 def classifier_config(encoder, dropout=None, **asked):
     """The fine-tuned classifier's config: the pretrained `encoder`'s (a ClassifierConfig), with `dropout`
-    (default: ClassifierConfig's, 0.1, BERT's fine-tuning rate; pretraining may have used none). Each of
+    (default: ClassifierConfig's, 0.1, BERT's fine-tuning rate; pretraining may have used none), and without its
+    word vectors (a word encoder keeps tokenizer="words" and its embedding_dim: the vectors started its
+    pretraining, the fine-tuned model starts from the pretrained embedding, trainable). Each of
     `asked` (preset, vocab_size, max_length: what the user set, None if not) must agree with the
     pretrained encoder, else PretrainedRunError; max_length may be shorter than the encoder's (fewer
     positions: learned ones are cut to it when the weights are copied), not longer."""
@@ -148,8 +155,9 @@ def classifier_config(encoder, dropout=None, **asked):
                      f"at most {encoder.max_length})")
     if preset is not None and preset not in classifier.PRESETS:
         raise PretrainedRunError(f"Unknown preset {preset!r}: use one of {sorted(classifier.PRESETS)}, or leave it out.")
-    if preset is not None and dataclasses.replace(classifier.PRESETS[preset], vocab_size=encoder.vocab_size,
-                                                  max_length=encoder.max_length, dropout=encoder.dropout) != encoder:
+    own = {name: getattr(encoder, name) for name in ("vocab_size", "max_length", "dropout",
+                                                     *(WORD_FIELDS if encoder.words else ()))}
+    if preset is not None and dataclasses.replace(classifier.PRESETS[preset], **own) != encoder:
         wrong.append(f"--preset={preset} (the pretrained encoder's shape is another preset's)")
     if wrong:
         raise PretrainedRunError(
@@ -158,7 +166,9 @@ def classifier_config(encoder, dropout=None, **asked):
         )
     default = classifier.ClassifierConfig.dropout
     return dataclasses.replace(encoder, dropout=default if dropout is None else dropout,
-                               max_length=max_length or encoder.max_length)
+                               max_length=max_length or encoder.max_length,
+                               tokenizer="words" if encoder.words else encoder.tokenizer, word_vectors=None,
+                               freeze_word_vectors=False)
 
 
 def copy_encoder_weights(weights, target):
