@@ -8,8 +8,9 @@ ids, so a SavedModel turns raw text into the ids training saw, with no Python in
 
 The vocabulary is the training text's most frequent words (ties in code-point order) after the special
 tokens: ids 0-3 are <pad>, <unk>, <s> and </s>, as for the zoo's SentencePiece tokenizers
-(zoo.data.tokenizer), then [MASK] when asked for. It is kept in the run folder as words.txt, one word a
-line, id = line number - 1.
+(zoo.data.tokenizer), then [MASK] when asked for (pretraining's). It is kept in the run folder as words.txt, one
+word a line, id = line number - 1. A tokenizer whose vocabulary holds [MASK] reads "<mask>" (the zoo's
+fill_mask marker) and "[MASK]" in a text as that token, as a pretraining SentencePiece model reads its <mask>.
 """
 
 import collections
@@ -25,6 +26,10 @@ from zoo.core import disk
 SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")
 UNK_ID = SPECIALS.index("<unk>")
 MASK = "[MASK]"
+MASK_MARKS = r"<mask>|\[MASK\]"  # what a text writes for [MASK] (read so only where the vocabulary holds it)
+# A private-use character stands in for a mask mark through split_words: NFKC and lower-casing keep it, and as no
+# letter, digit or space it is a token of its own. The text's own are made spaces first.
+MASK_STAND_IN = "\ue000"
 WORDS_FILE = "words.txt"
 
 LETTER = r"[\p{L}\p{N}\p{M}]"  # what words are made of: letters, digits and combining marks
@@ -145,6 +150,7 @@ class WordTokenizer(tf.Module):
         if problem:
             raise ValueError(f"Not a word vocabulary: {problem}.")
         self.vocabulary = tuple(vocabulary)
+        self.mask_id = self.vocabulary.index(MASK) if MASK in self.vocabulary else None
         # Made outside any tf.function that first calls the tokenizer, so that every later one can use them.
         with tf.init_scope():
             self.words = tf.constant(self.vocabulary, tf.string)
@@ -157,8 +163,15 @@ class WordTokenizer(tf.Module):
         texts = tf.convert_to_tensor(texts, tf.string)
         if texts.shape.rank == 0:  # one string: its ids as a 1-D tensor
             return self.tokenize(texts[tf.newaxis])[0]
+        if self.mask_id is not None:
+            texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace")
+            texts = tf.strings.regex_replace(texts, MASK_STAND_IN, " ")
+            texts = tf.strings.regex_replace(texts, MASK_MARKS, f" {MASK_STAND_IN} ")
         words = split_words(texts)
-        return words.with_flat_values(self.table.lookup(words.flat_values))
+        ids = self.table.lookup(words.flat_values)
+        if self.mask_id is not None:
+            ids = tf.where(words.flat_values == MASK_STAND_IN, self.mask_id, ids)
+        return words.with_flat_values(ids)
 
     def __call__(self, texts):
         return self.tokenize(texts)

@@ -5,10 +5,11 @@ run by zoo.training.driver from the command line (recipes/pretrain.py) or from P
 
 import dataclasses
 import functools
+import os
 
 import tensorflow as tf
 
-from zoo.data import batching, tokenizer
+from zoo.data import batching, tokenizer, word_embedding, word_tokenizer
 from zoo.pretraining import checkpoint_weights, data as pretraining_data, masks as pretraining_masks
 from zoo.pretraining import model as pretraining, pretrained, published, run_config
 from zoo.pretraining.run_config import PretrainRunConfig
@@ -33,7 +34,8 @@ class Settings:
 SHORTCUTS = {"corpus": "data.corpus", "document_per_file": "data.document_per_file", "text_column": "data.text_column",
              "eval_fraction": "data.eval_fraction", "init_from": "setup.init_from",
              **{name: f"model.{name}" for name in ("objective", "sequence_length", "mask_rate", "generator_scale")},
-             **{name: f"model.encoder.{name}" for name in ("vocab_size", "max_length", "dropout")}}
+             **{name: f"model.encoder.{name}" for name in ("vocab_size", "max_length", "dropout", "word_vectors",
+                                                           "freeze_word_vectors")}}
 
 
 def base_config(preset, init_from, given, model_dir):
@@ -65,13 +67,22 @@ def documents_of(config, bad_rows="error"):
 
 
 def prepare_run(model_dir, config, chief):
-    """The run's config, training documents and tokenizer: read back when resuming, else made now
-    (trained on the corpus, or the published checkpoint's with setup.init_from)."""
-    init_from, seed, model = config.setup.init_from, config.train.seed, config.model
+    """The run's config, training documents, tokenizer and word plan (zoo.data.word_embedding.WordPlan, None for
+    subwords): read back when resuming, else made now (trained on the corpus, its words with
+    model.encoder.words, or the published checkpoint's with setup.init_from)."""
+    init_from, seed = config.setup.init_from, config.train.seed
     documents, held = documents_of(config, config.data.bad_rows)  # every row read: a bad one is refused now
     run_settings.check_same_files(model_dir, RECIPE, PretrainRunConfig, documents.digest)
+    words = plan_words(model_dir, config, documents, held)  # a bad vectors file: refused before any write
+    if words is not None:
+        encoder = word_embedding.words_model(config.model.encoder, words, "model.encoder")
+        config = dataclasses.replace(config, model=dataclasses.replace(config.model, encoder=encoder))
+    model = config.model
 
     def write_tokenizer():
+        if words is not None:
+            word_tokenizer.save_vocabulary(words.words, model_dir)
+            return
         if init_from:
             checkpoint = published.read_checkpoint(init_from)
             tokenizer.save_wordpiece(checkpoint.vocabulary, checkpoint.lowercase, checkpoint.strip_accents, model_dir)
@@ -84,10 +95,38 @@ def prepare_run(model_dir, config, chief):
                                           user_symbols=(pretraining.MASK_TOKEN,))
         tokenizer.save_tokenizer(proto, model_dir)
 
-    last = tokenizer.WORDPIECE_CONFIG_FILE if init_from else tokenizer.TOKENIZER_FILE
-    config = run_settings.start_run(model_dir, RECIPE, config, write_tokenizer, last, chief)
+    last = word_tokenizer.WORDS_FILE if words is not None else \
+        tokenizer.WORDPIECE_CONFIG_FILE if init_from else tokenizer.TOKENIZER_FILE
+    sized = ("model.encoder.vocab_size", "model.encoder.embedding_dim") if words is not None else ()
+    config = run_settings.start_run(model_dir, RECIPE, config, write_tokenizer, last, chief, sized)
     derived = {"files": {"digest": documents.digest, "bad_rows_skipped": documents.skipped}} if documents.digest else {}
-    return config, derived, (documents, held), RunDir(model_dir).tokenizer()
+    if words is not None:
+        derived["word_vectors"] = words.derived
+    return config, derived, (documents, held), RunDir(model_dir).tokenizer(), words
+
+
+def plan_words(model_dir, config, documents, held):
+    """The word vocabulary ([MASK] included) and initial embedding of a run whose model.encoder.words, planned
+    from its training documents; None for a subword run. A resumed run plans them again and must find the
+    matrix it started from (the vectors file unchanged)."""
+    encoder = config.model.encoder
+    if not encoder.words:
+        return None
+    training = (document for document, out in zip(documents, held) if not out)
+    plan = word_embedding.plan_words(training, encoder.vocab_size, encoder.word_vectors, encoder.min_vector_coverage,
+                                     config.train.seed, scaled=encoder.embedding != "normalized",
+                                     coverage_setting="--config.model.encoder.min_vector_coverage", mask=True)
+    record = RunDir(model_dir).read_record(RECIPE, PretrainRunConfig) if os.path.isdir(model_dir) else None
+    word_embedding.check_resumed(plan, record, encoder.word_vectors, model_dir)
+    print(plan.line, flush=True)
+    return plan
+
+
+def encoder_initializer(matrix):
+    """Task.initialize of a run with word vectors: `matrix` into the encoder's token embedding, which ELECTRA's
+    generator and the masked-LM head's output share."""
+    initialize = word_embedding.initializer(matrix)
+    return lambda model: initialize(model.encoder)
 
 
 def packed_rows(tok, documents, keep, config, model_dir, name):
@@ -118,7 +157,8 @@ def prepare(settings, strategy):
     into sequences, the batch plan and the Task. With `init_from` (a published checkpoint), a fresh run
     starts from its encoder and masked-LM head."""
     shared = settings.run
-    run_config, derived, (documents, held), tok = prepare_run(shared.model_dir, shared.config, is_chief(strategy))
+    run_config, derived, (documents, held), tok, words = prepare_run(shared.model_dir, shared.config,
+                                                                     is_chief(strategy))
     config, init_from = run_config.model, run_config.setup.init_from
     print(f"Packing {int((~held).sum())} documents into sequences of {config.sequence_length} tokens.", flush=True)
     rows = packed_rows(tok, documents, ~held, config, shared.model_dir, "training")
@@ -131,7 +171,8 @@ def prepare(settings, strategy):
         dataset=batching.planned_dataset_fn(plan, replicas, lambda part, skip, pipeline_id: masked_dataset(
             rows, part, config, train_config.seed, pipeline_id, skip=skip)),
         loss=pretraining.pretraining_loss(config, train_config.label_smoothing),
-        initialize=pretrained.pretrainer_initializer(init_from) if init_from else None,
+        initialize=pretrained.pretrainer_initializer(init_from) if init_from else
+        encoder_initializer(words.matrix) if words is not None and words.matrix is not None else None,
     )
     return driver.Prepared(dataclasses.replace(run_config, train=train_config), {**derived, "sequences": len(rows)},
                            task)

@@ -5,7 +5,7 @@ the run's config.json."""
 import dataclasses
 
 from zoo.core import config
-from zoo.data import files, tokenizer
+from zoo.data import files, tokenizer, word_tokenizer
 from zoo.core.config import ConfigError
 from zoo.pretraining import model as pretraining
 from zoo.training.config import TrainConfig
@@ -30,7 +30,7 @@ class PretrainData:
                              "shorten a quick run with train_steps instead.")
 
 
-VOCAB_SIZE = 16000  # the SentencePiece vocabulary trained on the corpus (a published checkpoint's: its own)
+VOCAB_SIZE = 16000  # SentencePiece pieces (or words) trained on the corpus; a published checkpoint: its own
 
 
 def with_vocabulary(model):
@@ -53,12 +53,28 @@ class PretrainRunConfig:
         if self.setup.init_from is not None and self.model.objective != "mlm":
             raise ConfigError(f"model.objective={self.model.objective} cannot continue a published checkpoint: "
                               "setup.init_from continues masked-LM training (model.objective=mlm).")
-        if self.model.encoder.words:  # refused, not ignored: pretraining trains a SentencePiece vocabulary
-            raise ConfigError("model.encoder.word_vectors and model.encoder.tokenizer=words are the sentiment "
-                              "recipe's (and the LM's): pretraining does not take word vectors yet; leave them out.")
-        if self.setup.init_from is None:  # the run trains its own tokenizer (else the checkpoint's vocabulary)
+        words = self.model.encoder.words  # the vocabulary is the corpus's words (docs/word_vectors.md)
+        if words and self.setup.init_from is not None:
+            raise ConfigError("model.encoder.word_vectors and model.encoder.tokenizer=words cannot go with "
+                              f"setup.init_from={self.setup.init_from}: continued pretraining keeps the checkpoint's "
+                              "WordPiece vocabulary and embedding. Leave them out, or pretrain from scratch.")
+        if words:
+            check_word_ids(self.model)
+        elif self.setup.init_from is None:  # the run trains its own SentencePiece model (else the checkpoint's)
             tokenizer.check_vocab_size("model.encoder.vocab_size", self.model.encoder.vocab_size,
                                        (pretraining.MASK_TOKEN,))
+
+
+def check_word_ids(model):
+    """Refuses special ids (a PretrainConfig's) that are not a word vocabulary's: zoo.data.word_tokenizer's
+    <pad>, <unk>, <s>, </s> and [MASK], then the words."""
+    specials = (*word_tokenizer.SPECIALS, word_tokenizer.MASK)
+    own = {"mask_id": specials.index(word_tokenizer.MASK), "start_id": specials.index("<s>"),
+           "separator_id": specials.index("</s>"), "first_regular_id": len(specials)}
+    wrong = [f"model.{name}={getattr(model, name)} (the word vocabulary's is {value})"
+             for name, value in own.items() if getattr(model, name) != value]
+    if wrong:
+        raise ConfigError(f"A word vocabulary has its own special ids: {'; '.join(wrong)}. Leave them out.")
 
 
 def base(preset, init_from=None, model=None):
