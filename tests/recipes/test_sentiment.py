@@ -123,8 +123,12 @@ def test_explain_saves_attention_maps_and_the_encoding_heatmap(trained, probe_re
     result = probe_recipe("sentiment", "--mode=explain", f"--model_dir={model_dir}", "--text=a gorgeous, witty film")
     assert result.returncode == 0, result.stderr[-3000:]
     pictures = sorted(os.listdir(os.path.join(model_dir, "explain")))
-    assert pictures == ["attention_layer0.png", "positional_encoding.png"]
+    assert pictures == ["attention_layer0.png", "attribution.json", "positional_encoding.png"]
     assert "pictures:" in result.stdout
+    with open(os.path.join(model_dir, "explain", "attribution.json")) as f:
+        attribution = json.load(f)
+    assert attribution["tokens"][0] == "<s>" and attribution["shares"][0] == 0
+    assert len(attribution["shares"]) == len(attribution["tokens"]) and attribution["explained"].startswith("the prob")
 
 
 def test_train_killed_and_restarted_resumes_the_step_count(tmp_path, capsys):

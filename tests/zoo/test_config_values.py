@@ -14,9 +14,9 @@ from zoo.core import config as cfg
 # data decides (a dataset, a column, a language, a path: checked against the data before the run folder is
 # written). Every string field of every config must be in one of them.
 NAMES = {"bad_rows", "level", "eval_split", "position", "activation", "embedding", "objective", "schedule",
-         "mixed_precision", "strategy", "tokenizer"}
+         "mixed_precision", "strategy", "tokenizer", "problem_type"}
 TEXTS = {"dataset", "text_column", "label_column", "source", "target", "precision_reason", "tpu", "init_from",
-         "word_vectors"}
+         "label_separator", "word_vectors"}
 NAME_FREE = {("translate", "data.eval_split")}  # a dataset's own split names (Multi30k's test_2017_flickr ...)
 
 # Values out of range beyond the kinds every field of a type refuses (below): upper bounds, framing, vocabularies;
@@ -35,6 +35,7 @@ OUT_OF_RANGE = {
     "model.generator_scale": [1.5],
     "train.layer_decay": [1.5],
     "model.min_vector_coverage": [1.5],  # a share
+    "model.threshold": [0.0, 1.0],  # a probability a label's must reach: in (0, 1)
 }
 
 

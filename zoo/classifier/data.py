@@ -16,6 +16,8 @@ import re
 
 import numpy as np
 
+from zoo.classifier import targets as label_shapes
+from zoo.classifier.model import SINGLE_LABEL
 from zoo.data import cache, datasets, files
 from zoo.data.sources import Sources
 from zoo.data.datasets import DatasetError
@@ -34,6 +36,8 @@ class Columns:
     label: str = "label"
     bad_rows: str = "error"
     classes: tuple | None = None
+    problem_type: str = SINGLE_LABEL  # regression, multi_label_classification: labels read by zoo.classifier.targets
+    label_separator: str = "|"  # multi_label_classification: what splits a csv:, tsv: (or jsonl: string) label
 
 
 def label_name(value):
@@ -75,9 +79,11 @@ class Examples:
     of a cache key), `paths` (the files read, for a run's record) and `sources` (zoo.data.sources.Sources of the
     files, None for a built-in dataset)."""
 
-    def __init__(self, read, count, class_names, key, paths=(), text_bytes=None, skipped=0, sources=None):
+    def __init__(self, read, count, class_names, key, paths=(), text_bytes=None, skipped=0, sources=None,
+                 targets=None):
         self._read, self.count, self.class_names, self.key = read, count, tuple(class_names), key
         self.paths, self.text_bytes, self.skipped, self.sources = tuple(paths), text_bytes, skipped, sources
+        self.targets = targets  # regression and multi-label (zoo.classifier.targets.Targets): ids index them
 
     def __iter__(self):
         return self._read()
@@ -99,6 +105,7 @@ def load(name, split, columns=Columns(), class_names=None, max_examples=None, se
     `columns.classes`, only those labels (or class folders) are read, in that order.
     Every row is read once here, so a bad one is refused (file:line) before any work starts."""
     spec = files.parse(name, FORMS)
+    label_shapes.check_problem_type(columns.problem_type, spec, name)
     classes = _classes(columns.classes, spec, name)
     if spec is None:
         return _built_in(name, split, class_names, max_examples, seed)
@@ -116,6 +123,8 @@ def load(name, split, columns=Columns(), class_names=None, max_examples=None, se
             raise DatasetError(f"--text_column and --label_column both name {columns.text!r}: the model would read "
                                "its label. Name the text's column and the label's.")
         files.check_columns(spec, split, (columns.text, columns.label))
+    if columns.problem_type != SINGLE_LABEL:
+        return _load_targets(spec, split, columns, class_names, classes, max_examples, seed)
     bad = files.BadRows(columns.bad_rows)
     counts, left_out, text_bytes = collections.Counter(), collections.Counter(), 0
     for text, label, _ in _rows(spec, split, columns, bad, classes):
@@ -163,6 +172,38 @@ def load(name, split, columns=Columns(), class_names=None, max_examples=None, se
            "held_out": files.holds_out(spec)}
     skipped = bad.count if columns.bad_rows == "skip" else 0
     return Examples(read, len(keep) if keep is not None else count, known, key, paths, text_bytes, skipped, sources)
+
+
+def _load_targets(spec, split, columns, names, classes, max_examples, seed):
+    """A regression or multi-label split (zoo.classifier.targets): its rows iterate as (text, row number), the
+    number indexing `Examples.targets`, which holds the kept rows' labels in order."""
+    bad = files.BadRows(columns.bad_rows)
+    read_label = label_shapes.reader(columns.problem_type, columns.label_separator)
+    labels, text_bytes = [], 0
+    for text, label, _ in _rows(spec, split, columns, bad, read_label=read_label):
+        labels.append(label)
+        text_bytes += len(text)
+    bad.check(f"{spec} ({split})")
+    if not labels:
+        raise DatasetError(f"--dataset={spec} has no rows in its {split} split.")
+    keep = None
+    if max_examples is not None and max_examples < len(labels):
+        keep = np.sort(np.random.default_rng(seed).permutation(len(labels))[:max_examples])
+        labels = [labels[i] for i in keep]
+    targets = label_shapes.collect(columns.problem_type, labels, f"--dataset={spec} ({split})", names, classes)
+    kept = None if keep is None else set(keep.tolist())
+
+    def read():
+        rows = _rows(spec, split, columns, files.BadRows("skip"), read_label=read_label)
+        kept_rows = (text for index, (text, _, _) in enumerate(rows) if kept is None or index in kept)
+        return ((text, index) for index, text in enumerate(kept_rows))
+
+    sources = Sources(lambda: _all_files(spec, files.paths(spec, split)))
+    key = {"files": sources.digest, "spec": str(spec), "split": split, "columns": dataclasses.asdict(columns),
+           "max_examples": max_examples, "seed": seed, "classes": targets.names, "held_out": files.holds_out(spec)}
+    skipped = bad.count if columns.bad_rows == "skip" else 0
+    return Examples(read, len(labels), targets.names, key, files.paths(spec, split), text_bytes, skipped, sources,
+                    targets)
 
 
 def _joined(names):
@@ -248,8 +289,18 @@ def _all_files(spec, paths, classes=None):
             for file in files.class_files(os.path.join(path, label))]
 
 
-def _rows(spec, split, columns, bad, classes=None):
-    """(text, class name, where) of every good row; bad ones go to `bad`. Folders not in `classes` are not read."""
+def class_label(label, column):
+    """A single-label row's class name (`label_name`), or (None, why the row is bad)."""
+    name = label_name(label)
+    if name:
+        return name, None
+    return None, (f"no label in {column!r}" if name == "" or label is None else
+                  f"label {label!r} is neither a string nor an integer")
+
+
+def _rows(spec, split, columns, bad, classes=None, read_label=class_label):
+    """(text, label, where) of every good row, its label as `read_label` reads it (a class name, or
+    zoo.classifier.targets' number or label set); bad ones go to `bad`. Folders not in `classes` are not read."""
     text_column, label_column = ("text", "label") if spec.form == "folder" else (columns.text, columns.label)
     for row in files.rows(spec, split, bad, classes=classes if spec.form == "folder" else None):
         text, label = row.values.get(text_column), row.values.get(label_column)
@@ -259,10 +310,9 @@ def _rows(spec, split, columns, bad, classes=None):
         if not text.strip():
             bad.add(row.where, "an empty text")
             continue
-        name = label_name(label)
-        if not name:
-            bad.add(row.where, f"no label in {label_column!r}" if name == "" or label is None else
-                    f"label {label!r} is neither a string nor an integer")
+        name, why = read_label(label, label_column)
+        if why:
+            bad.add(row.where, why)
             continue
         yield text, name, row.where
 

@@ -1,5 +1,6 @@
-"""Pictures of what a model attends to, and of the positional encoding."""
+"""Pictures of what a model attends to and of the positional encoding, and each token's share of an answer."""
 
+import json
 import os
 
 import matplotlib
@@ -54,3 +55,22 @@ def save_attention_maps(layer_scores, tokens, directory):
         plot_attention(np.asarray(scores), tokens, os.path.join(directory, f"attention_layer{i}.png"), f"layer {i}")
         for i, scores in enumerate(layer_scores)
     ]
+
+
+def leave_one_out(value, token_ids, tokens, explained, directory):
+    """Each token's share of an answer by erasure (Li et al., 2016, "Understanding Neural Networks through
+    Representation Erasure"): `value` (ids (rows, seq) -> (rows,) numbers) of the whole text less its value with
+    that token left out; the start token, which the head reads, is kept (share 0). Written to
+    `directory`/attribution.json with the tokens, the value and what it is (`explained`); returns the path."""
+    ids = np.asarray(token_ids)[0]
+    whole = float(value(ids[None])[0])
+    shares = [0.0]
+    if len(ids) > 1:
+        erased = np.stack([np.delete(ids, i) for i in range(1, len(ids))])
+        shares += [whole - float(v) for v in value(erased)]
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "attribution.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"explained": explained, "value": whole, "tokens": tokens, "shares": shares}, f, ensure_ascii=False,
+                  indent=1)
+    return path

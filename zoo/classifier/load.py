@@ -4,6 +4,7 @@ Python object `zoo.load` returns for a sentiment run or its export.
     classifier = zoo.load("runs/imdb")  # or "saved_models/sentiment" (its newest version)
     classifier.predict(["a wonderful, moving film"])
     # [{"label": "positive", "probabilities": {"negative": 0.03, "positive": 0.97}}]
+    # regression: [{"score": 4.2}]; multi-label: [{"labels": ["drama"], "probabilities": {"comedy": 0.1, ...}}]
 """
 
 from zoo.classifier import model as classifier
@@ -28,36 +29,59 @@ def preprocessor(loaded):
     return ClassifierPreprocessor.for_tokenizer(loaded.tokenizer, loaded.config.max_length)
 
 
+def serving_module(loaded):
+    """The tf.Module the export serves for a LoadedRun, by its model.problem_type: the class (ClassifierServer),
+    the number in the labels' units (RegressionServer, with training's mean and std) or the label set
+    (MultiLabelServer, at model.threshold)."""
+    config, derived = loaded.config, loaded.record.derived
+    if config.problem_type == classifier.REGRESSION:
+        stats = derived["targets"]
+        return classifier.RegressionServer(loaded.model, preprocessor(loaded), stats["mean"], stats["std"])
+    if config.problem_type == classifier.MULTI_LABEL:
+        return classifier.MultiLabelServer(loaded.model, preprocessor(loaded), derived["class_names"],
+                                           config.threshold)
+    return classifier.ClassifierServer(loaded.model, preprocessor(loaded), derived["class_names"])
+
+
 class Classifier(Served):
     """A sentiment classifier answering as its export does: `predict(texts)`.
 
     `signatures` hold the export's "serving_default" (a SavedModel's, or the ClassifierServer's
     tf.function built from a run); `owner` holds its variables alive."""
 
-    def __init__(self, signatures, owner, class_names, step):
+    def __init__(self, signatures, owner, class_names, step, problem_type=classifier.SINGLE_LABEL):
         super().__init__(signatures, owner, step)
-        self.class_names = list(class_names)
+        self.class_names, self.problem_type = list(class_names), problem_type
 
     @classmethod
     def from_run(cls, model_dir, average=1):
         loaded = load_run(model_dir, average)
-        class_names = loaded.record.derived["class_names"]
-        module = classifier.ClassifierServer(loaded.model, preprocessor(loaded), class_names)
-        return cls({"serving_default": module.serve}, module, class_names, loaded.step)
+        module = serving_module(loaded)
+        return cls({"serving_default": module.serve}, module, loaded.record.derived["class_names"], loaded.step,
+                   loaded.config.problem_type)
 
     @classmethod
     def from_export(cls, saved, metadata):
         # An export made before its manifest recorded the class names: the classes by index ("0", "1" ...).
         names = metadata.get("class_names") or [str(i) for i in range(metadata["model"]["num_classes"])]
-        return cls(saved.signatures, saved, names, metadata.get("step"))
+        problem_type = metadata["model"].get("problem_type", classifier.SINGLE_LABEL)
+        return cls(saved.signatures, saved, names, metadata.get("step"), problem_type)
 
     def predict(self, texts, batch_size=inputs.BATCH_SIZE):
-        """A list, one per text: {"label": the likeliest class, "probabilities": {class name: probability}}.
-        The texts are classified `batch_size` at a time, grouped by length."""
+        """A list, one per text: {"label": the likeliest class, "probabilities": {class name: probability}};
+        a regression's {"score": a number}; a multi-label's {"labels": the predicted set, in label order,
+        "probabilities": {label: probability}}. The texts go `batch_size` at a time, grouped by length."""
         return inputs.in_batches(self.predict_batch, texts, batch_size)
 
     def predict_batch(self, batch):
         out = call(self.signatures, "serving_default", text=strings(batch))
+        if self.problem_type == classifier.REGRESSION:
+            return [{"score": float(score)} for score in out["score"].numpy()]
+        if self.problem_type == classifier.MULTI_LABEL:
+            return [{"labels": [label.decode("utf-8") for label in labels[:count]],
+                     "probabilities": dict(zip(self.class_names, map(float, row)))}
+                    for labels, count, row in zip(out["labels"].numpy(), out["label_count"].numpy(),
+                                                  out["probabilities"].numpy())]
         return [
             {"label": label.decode("utf-8"), "probabilities": dict(zip(self.class_names, map(float, row)))}
             for label, row in zip(out["label"].numpy(), out["probabilities"].numpy())

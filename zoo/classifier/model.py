@@ -3,6 +3,7 @@ heads every text and its final hidden state is classified; BERT's vocabularies a
 end each text with [SEP]."""
 
 import dataclasses
+from typing import ClassVar
 
 import keras
 import tensorflow as tf
@@ -16,6 +17,10 @@ from zoo.training.losses import smoothed_cross_entropy
 
 EMBEDDINGS = ("scaled", "normalized")
 TOKENIZERS = ("subword", "words")
+# What the head answers (docs/sentiment.md, "Problem types"), in Hugging Face's names: one class of several,
+# one number, or a set of labels.
+SINGLE_LABEL, REGRESSION, MULTI_LABEL = "single_label_classification", "regression", "multi_label_classification"
+PROBLEM_TYPES = (SINGLE_LABEL, REGRESSION, MULTI_LABEL)
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -52,6 +57,10 @@ class ClassifierConfig:
     word_vectors: str | None = None  # a GloVe, word2vec or fastText .vec file (plain or .gz) to start the embedding
     freeze_word_vectors: bool = False  # keep the token embedding as the vectors give it (not trained)
     min_vector_coverage: float = 0.2  # refuse vectors covering less than this share of the training tokens
+    problem_type: str = SINGLE_LABEL  # single_label_classification, regression or multi_label_classification
+    threshold: float = 0.5  # multi_label_classification: a label is predicted when its probability is at least this
+
+    CHOICES: ClassVar = {"problem_type": PROBLEM_TYPES}
 
     def __post_init__(self):
         checks.positive(self, "vocab_size", "num_classes", "hidden_dim", "num_heads", "intermediate_dim",
@@ -71,6 +80,9 @@ class ClassifierConfig:
             raise ValueError(f"embedding={self.embedding!r} must be one of {EMBEDDINGS}.")
         checks.one_of(self, "position", POSITIONS)
         checks.one_of(self, "activation", (*FEED_FORWARD_ACTIVATIONS, *ACTIVATIONS))
+        checks.choices(self)
+        if not 0.0 < self.threshold < 1.0:
+            raise ValueError(f"threshold={self.threshold!r} must be a probability in (0, 1).")
 
     @property
     def words(self):
@@ -163,24 +175,45 @@ def encoder_blocks(model):
     return [layer for layer in model.layers if isinstance(layer, EncoderBlock)]
 
 
-def classification_loss(label_smoothing):
-    """The Task.loss of a classifier: summed cross-entropy over the examples."""
+def example_losses(problem_type, labels, logits, label_smoothing=0.0):
+    """Each example's loss (batch,): the cross-entropy of its class; regression's squared error of the one output
+    against the standardised target; multi-label's binary cross-entropy of each label's sigmoid, averaged over the
+    labels (Hugging Face's BCEWithLogitsLoss), its 0/1 targets smoothed towards 1/2 as Keras's BinaryCrossentropy
+    does."""
+    if problem_type == REGRESSION:
+        return tf.square(logits[:, 0] - labels)
+    if problem_type == MULTI_LABEL:
+        targets = labels * (1.0 - label_smoothing) + 0.5 * label_smoothing
+        return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(targets, logits), axis=-1)
+    return smoothed_cross_entropy(labels, logits, label_smoothing)
+
+
+def answers(problem_type, logits):
+    """The model's answer before any naming: class probabilities (softmax), each label's probability (sigmoid),
+    or regression's standardised score."""
+    if problem_type == REGRESSION:
+        return {"score": logits[:, 0]}
+    return {"probabilities": (tf.sigmoid if problem_type == MULTI_LABEL else tf.nn.softmax)(logits)}
+
+
+def classification_loss(label_smoothing, problem_type=SINGLE_LABEL):
+    """The Task.loss of a classifier: summed `example_losses` over the examples."""
     def loss(model, batch, training):
         logits = model(batch["token_ids"], training=training)
-        losses = smoothed_cross_entropy(batch["label"], logits, label_smoothing)
+        losses = example_losses(problem_type, batch["label"], logits, label_smoothing)
         tokens = tf.reduce_sum(tf.cast(batch["token_ids"] != 0, tf.int64))
         return tf.reduce_sum(losses), tf.shape(losses)[0], tokens
 
     return loss
 
 
-def classification_outputs(model):
-    """Per-example outputs for `zoo.training.evaluation.gather`: each text's loss, class probabilities and
-    index (batches come in length order; the index puts them back in the data's)."""
+def classification_outputs(model, problem_type=SINGLE_LABEL):
+    """Per-example outputs for `zoo.training.evaluation.gather`: each text's loss, `answers` and index (batches
+    come in length order; the index puts them back in the data's)."""
 
     def outputs(batch):
         logits = tf.cast(model(batch["token_ids"], training=False), tf.float32)
-        return {"loss": smoothed_cross_entropy(batch["label"], logits), "probabilities": tf.nn.softmax(logits),
+        return {"loss": example_losses(problem_type, batch["label"], logits), **answers(problem_type, logits),
                 "label": batch["label"], "index": batch["index"]}
 
     return outputs
@@ -218,3 +251,41 @@ class ClassifierServer(tf.Module):
             "label_id": label_id,
             "probabilities": probabilities,
         }
+
+
+class RegressionServer(tf.Module):
+    """Text in, a number in the training labels' own units out: the standardised output times their `std`
+    plus their `mean`."""
+
+    def __init__(self, model, preprocessor, mean, std):
+        super().__init__()
+        self.model = model
+        self.preprocessor = preprocessor
+        self.mean, self.std = tf.constant(mean, tf.float32), tf.constant(std, tf.float32)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def serve(self, text):
+        output = tf.cast(self.model(self.preprocessor(text), training=False), tf.float32)[:, 0]
+        return {"score": output * self.std + self.mean}
+
+
+class MultiLabelServer(tf.Module):
+    """Text in, each label's probability and the predicted set out: `labels` (batch, labels) holds the labels whose
+    probability is at least `threshold`, in `class_names`' order, then empty strings; `label_count` how many."""
+
+    def __init__(self, model, preprocessor, class_names, threshold):
+        super().__init__()
+        self.model = model
+        self.preprocessor = preprocessor
+        self.class_names = tf.constant(class_names)
+        self.threshold = tf.constant(threshold, tf.float32)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def serve(self, text):
+        probabilities = tf.sigmoid(tf.cast(self.model(self.preprocessor(text), training=False), tf.float32))
+        chosen = probabilities >= self.threshold
+        # The chosen labels first, each part in label order: a stable sort of "not chosen".
+        order = tf.argsort(tf.cast(tf.logical_not(chosen), tf.int32), axis=-1, stable=True)
+        labels = tf.where(tf.gather(chosen, order, batch_dims=1), tf.gather(self.class_names, order), "")
+        return {"labels": labels, "label_count": tf.reduce_sum(tf.cast(chosen, tf.int32), axis=-1),
+                "probabilities": probabilities}

@@ -21,6 +21,7 @@ class SentimentData:
     bad_rows: str = "error"  # rows that do not parse: error (refused, file:line) or skip (counted)
     classes: tuple[str, ...] | None = None  # the labels (folder: the class folders) to use, in order; None: all
     max_examples: int | None = None  # train on at most this many examples (a seeded choice)
+    label_separator: str = "|"  # multi_label_classification: splits a csv:, tsv: label (or a jsonl: string) into labels
 
     CHOICES: ClassVar = {"eval_split": datasets.SPLITS, "bad_rows": files.BAD_ROWS}
 
@@ -28,6 +29,8 @@ class SentimentData:
         checks.choices(self)
         if self.max_examples is not None and self.max_examples < 1:
             raise ValueError(f"max_examples={self.max_examples} must be at least 1.")
+        if not self.label_separator or self.label_separator != self.label_separator.strip():
+            raise ValueError(f"label_separator={self.label_separator!r} must be characters other than whitespace.")
 
 
 TRAIN = TrainConfig(train_steps=2000, batch_size=32, learning_rate=5e-4, warmup_steps=400, checkpoint_every=500,
@@ -48,6 +51,9 @@ class SentimentRunConfig:
         if self.model.max_length < 2:
             raise ConfigError(f"model.max_length={self.model.max_length} leaves no room for text beside the start "
                               "token: use at least 2.")
+        if self.model.problem_type == classifier.REGRESSION and self.data.classes:
+            raise ConfigError(f"data.classes={list(self.data.classes)} picks classes, and a regression "
+                              "(model.problem_type) has none: leave it out.")
         if self.setup.init_from is None:  # the run trains its own tokenizer (else the encoder's vocabulary)
             tokenizer.check_vocab_size("model.vocab_size", self.model.vocab_size)
 
@@ -63,9 +69,9 @@ def base(preset, init_from=None, encoder=None, published=False):
 
 
 def check_encoder(model, encoder):
-    """A model config must keep the pretrained encoder's shape: every field but dropout, num_classes and a
-    max_length no longer than the encoder's."""
-    free = {"dropout", "num_classes", "max_length"}
+    """A model config must keep the pretrained encoder's shape: every field but the head's (dropout, num_classes,
+    problem_type, threshold) and a max_length no longer than the encoder's."""
+    free = {"dropout", "num_classes", "max_length", "problem_type", "threshold"}
     wrong = [f"model.{f.name}={getattr(model, f.name)!r} (the encoder of setup.init_from has "
              f"{getattr(encoder, f.name)!r})" for f in dataclasses.fields(model)
              if f.name not in free and getattr(model, f.name) != getattr(encoder, f.name)]

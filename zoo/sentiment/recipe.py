@@ -6,11 +6,12 @@ zoo.pretraining, which itself builds on the classifier's encoder."""
 
 import dataclasses
 import os
+import typing
 
 import numpy as np
 
 from zoo.classifier import data as classifier_data, metrics, model as classifier, run_config
-from zoo.classifier.load import load_run as load_trained, preprocessor
+from zoo.classifier.load import load_run as load_trained, preprocessor, serving_module
 from zoo.classifier.preprocessor import ClassifierPreprocessor
 from zoo.classifier.run_config import SentimentData, SentimentRunConfig
 from zoo.core import disk
@@ -29,7 +30,9 @@ RECIPE = "sentiment"
 SHORTCUTS = {"eval_split": "data.eval_split", "text_column": "data.text_column", "label_column": "data.label_column",
              "classes": "data.classes", "vocab_size": "model.vocab_size", "max_length": "model.max_length",
              "dropout": "model.dropout", "init_from": "setup.init_from", "layer_decay": "train.layer_decay",
-             "word_vectors": "model.word_vectors", "freeze_word_vectors": "model.freeze_word_vectors"}
+             "word_vectors": "model.word_vectors", "freeze_word_vectors": "model.freeze_word_vectors",
+             "problem_type": "model.problem_type", "threshold": "model.threshold",
+             "label_separator": "data.label_separator"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,18 +48,29 @@ class Settings:
     overwrite_predictions: bool = False  # replace an existing file at `predictions` that the zoo did not write
 
 
-def columns_of(data):
-    """The classifier_data.Columns of a SentimentData."""
-    return classifier_data.Columns(data.text_column, data.label_column, data.bad_rows, data.classes)
+def columns_of(data, model):
+    """The classifier_data.Columns of a SentimentData, reading labels as the ClassifierConfig's problem_type."""
+    return classifier_data.Columns(data.text_column, data.label_column, data.bad_rows, data.classes,
+                                   model.problem_type, data.label_separator)
+
+
+def label_field(data, rows, problem_type, stats=None):
+    """What training and evaluation read as each row's label: its class id; regression's number standardised
+    with training's `stats` (mean and std); multi-label's 0/1 row, as float32."""
+    if problem_type == classifier.SINGLE_LABEL:
+        return rows.labels
+    values = data.targets.values[rows.labels]  # a regression or multi-label split's ids number its rows
+    if problem_type == classifier.REGRESSION:
+        values = (values - stats["mean"]) / stats["std"]
+    return values.astype(np.float32)
 
 
 def prepare_run(model_dir, config, data, chief, words=None):
     """The run's config and tokenizer (`run_settings.start_run`): a new run's tokenizer is trained on a sample of
-    `data`'s texts, or is the pretrained run's (SentencePiece or words) or the published checkpoint's with
-    setup.init_from; with `words` (a zoo.data.word_embedding.WordPlan), its word vocabulary."""
+    `data`'s texts, or is the pretrained run's or the published checkpoint's with setup.init_from; with `words`
+    (a zoo.data.word_embedding.WordPlan), its word vocabulary."""
     init_from, seed = config.setup.init_from, config.train.seed
     wordpiece = bool(init_from) and (published.is_published(init_from) or tokenizer.holds_wordpiece(init_from))
-    words_from = bool(init_from) and not wordpiece and word_tokenizer.holds_words(init_from)  # a word pretraining run
 
     def write_tokenizer():
         if words is not None:
@@ -65,8 +79,6 @@ def prepare_run(model_dir, config, data, chief, words=None):
             source = init_from if published.is_published(init_from) else None
             vocab_of = published.read_checkpoint(source) if source else tokenizer.load_wordpiece(init_from)
             tokenizer.save_wordpiece(vocab_of.vocabulary, vocab_of.lowercase, vocab_of.strip_accents, model_dir)
-        elif words_from:
-            word_tokenizer.save_vocabulary(word_tokenizer.load_word_tokenizer(init_from).get_vocabulary(), model_dir)
         elif init_from:
             with open(RunDir(init_from).file(tokenizer.TOKENIZER_FILE), "rb") as f:
                 proto = f.read()
@@ -75,7 +87,7 @@ def prepare_run(model_dir, config, data, chief, words=None):
             sample = data.tokenizer_sample(tokenizer.MAX_TRAINING_CHARACTERS, seed)
             tokenizer.save_tokenizer(tokenizer.train_tokenizer(sample, config.model.vocab_size, seed=seed), model_dir)
 
-    last = word_tokenizer.WORDS_FILE if words is not None or words_from else \
+    last = word_tokenizer.WORDS_FILE if words is not None else \
         tokenizer.WORDPIECE_CONFIG_FILE if wordpiece else tokenizer.TOKENIZER_FILE
     derived = ("model.vocab_size", "model.embedding_dim") if words is not None else ()
     config = run_settings.start_run(model_dir, RECIPE, config, write_tokenizer, last, chief, derived)
@@ -94,12 +106,13 @@ def prepare(settings, strategy):
         classifier_data.load(config.data.dataset, settings.eval_split, settings.columns, data.class_names)
     digest = data.key["files"] if data.paths else None
     run_settings.check_same_files(shared.model_dir, RECIPE, SentimentRunConfig, digest)
-    config = dataclasses.replace(config, model=dataclasses.replace(config.model, num_classes=len(data.class_names)),
+    problem_type = config.model.problem_type
+    outputs = 1 if problem_type == classifier.REGRESSION else len(data.class_names)
+    config = dataclasses.replace(config, model=dataclasses.replace(config.model, num_classes=outputs),
                                  train=train_config)
-    # A bad vectors file is refused before any write; a fine-tuned encoder keeps its pretraining's words and embedding.
-    words = None if config.setup.init_from else plan_words(shared.model_dir, config.model, data, config.train.seed)
+    words = plan_words(shared.model_dir, config.model, data, config.train.seed)  # a bad vectors file: before any write
     if words is not None:
-        config = dataclasses.replace(config, model=word_embedding.words_model(config.model, words))
+        config = dataclasses.replace(config, model=words_model(config.model, words))
     config, tok = prepare_run(shared.model_dir, config, data, is_chief(strategy), words)
     model = config.model
     rows = classifier_data.token_rows(data, ClassifierPreprocessor.for_tokenizer(tok, model.max_length),
@@ -108,18 +121,21 @@ def prepare(settings, strategy):
     replicas = strategy.num_replicas_in_sync
     plan = batching.training_plan(rows.lengths, train_config.train_steps, train_config.batch_size,
                                   train_config.seed, replicas)
-    fields = {"token_ids": rows, "label": rows.labels}
+    stats = data.targets.stats if problem_type == classifier.REGRESSION else None
+    fields = {"token_ids": rows, "label": label_field(data, rows, problem_type, stats)}
     init_from = config.setup.init_from
     task = Task(
         build_model=lambda: classifier.build_classifier(model),
         dataset=batching.planned_dataset_fn(plan, replicas, lambda part, skip, _: batching.plan_dataset(
             part, fields, skip=skip, max_length=model.max_length)),
-        loss=classifier.classification_loss(train_config.label_smoothing),
+        loss=classifier.classification_loss(train_config.label_smoothing, problem_type),
         initialize=pretrained.encoder_initializer(init_from) if init_from else
         word_embedding.initializer(words.matrix) if words is not None and words.matrix is not None else None,
         layer_depths=classifier.layer_depths,
     )
     derived = {"class_names": list(data.class_names)}
+    if stats is not None:  # the model learns standardised targets and answers in the labels' units
+        derived["targets"] = stats
     if words is not None:
         derived["word_vectors"] = words.derived
     if data.paths:  # your own files: a resumed run must find the same contents
@@ -138,58 +154,129 @@ def plan_words(model_dir, model, data, seed):
                                      seed, scaled=model.embedding != "normalized",
                                      coverage_setting="--config.model.min_vector_coverage")
     record = RunDir(model_dir).read_record(RECIPE, SentimentRunConfig) if os.path.isdir(model_dir) else None
-    word_embedding.check_resumed(plan, record, model.word_vectors, model_dir)
+    started = record.derived.get("word_vectors", {}).get("matrix_sha256") if record else None
+    if started and started != plan.derived.get("matrix_sha256"):
+        raise ValueError(f"{model.word_vectors} is not the vectors file {model_dir} started from (its embedding "
+                         "differs): restore that file, or train in another --model_dir.")
     print(plan.line, flush=True)
     return plan
 
 
+def words_model(model, words):
+    """The ClassifierConfig of a word run: its vocabulary's size, and the vectors' width as embedding_dim (a
+    projection maps it to hidden_dim when they differ)."""
+    if words.matrix is None:
+        return dataclasses.replace(model, vocab_size=len(words.words))
+    dim = words.matrix.shape[1]
+    if model.embedding_dim not in (None, dim):
+        raise ValueError(f"model.embedding_dim={model.embedding_dim} but the word vectors of {model.word_vectors} "
+                         f"have {dim} dimensions: leave model.embedding_dim out (a projection maps them to "
+                         f"model.hidden_dim={model.hidden_dim}).")
+    return dataclasses.replace(model, vocab_size=len(words.words), embedding_dim=dim)
+
+
+class Figures(typing.NamedTuple):
+    """An evaluation's figures: `scalars` (TensorBoard's too), `details`, the printed `text` and the
+    --predictions `lines` (a function: they are written only when asked)."""
+
+    scalars: dict
+    details: dict
+    text: str
+    lines: typing.Callable
+
+
+def single_label_figures(outputs, data, loaded):
+    names = loaded.record.derived["class_names"]
+    labels, probabilities = outputs["label"], outputs["probabilities"]
+    report = metrics.classification_report(labels, probabilities.argmax(-1), names)
+    scalars = {"accuracy": report["accuracy"], "loss": float(outputs["loss"].mean()), "macro_f1": report["macro_f1"]}
+    text = (f"accuracy {scalars['accuracy']:.4f}, loss {scalars['loss']:.4f}, macro-F1 {scalars['macro_f1']:.4f}",
+            metrics.format_report(report))
+    return Figures(scalars, {key: report[key] for key in ("per_class", "macro_avg", "weighted_avg", "confusion_matrix")},
+                   "\n".join(text), lambda: metrics.predictions_lines(data.texts(), labels, probabilities, names))
+
+
+def regression_figures(outputs, data, loaded):
+    stats = loaded.record.derived["targets"]
+    labels, scores = data.targets.values, outputs["score"] * stats["std"] + stats["mean"]  # the labels' units
+    report = metrics.regression_report(labels, scores)
+    scalars = {key: value for key, value in report.items() if value is not None}  # a constant side: no correlation
+    scalars["loss"] = float(outputs["loss"].mean())
+    text = ", ".join(f"{key} {value:.4f}" if value is not None else f"{key} undefined" for key, value in report.items())
+    return Figures(scalars, report, text, lambda: metrics.score_lines(data.texts(), labels, scores))
+
+
+def multi_label_figures(outputs, data, loaded):
+    names, threshold = loaded.record.derived["class_names"], loaded.config.threshold
+    labels, probabilities = data.targets.values, outputs["probabilities"]
+    predicted = probabilities >= threshold
+    report = metrics.multi_label_report(labels, predicted, names)
+    scalars = {key: report[key] for key in ("micro_f1", "macro_f1", "subset_accuracy")}
+    scalars["loss"] = float(outputs["loss"].mean())
+    details = {**{key: report[key] for key in ("per_label", "micro_avg", "macro_avg")}, "threshold": threshold,
+               "unseen_labels": data.targets.unseen}
+    text = (", ".join(f"{key} {value:.4f}" for key, value in scalars.items()) + f" (threshold {threshold})\n"
+            + metrics.format_multi_label(report))
+    return Figures(scalars, details, text,
+                   lambda: metrics.label_set_lines(data.texts(), labels, probabilities, predicted, names))
+
+
+FIGURES = {classifier.SINGLE_LABEL: single_label_figures, classifier.REGRESSION: regression_figures,
+           classifier.MULTI_LABEL: multi_label_figures}
+
+
 def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=None, predictions=None):
-    """Accuracy, loss, macro-F1, each class's precision, recall, F1 and support and the confusion matrix of
-    the `split`, printed and written to metrics.json; with `predictions`, each text's prediction to that file."""
+    """The `split`'s figures by model.problem_type (docs/sentiment.md): accuracy, loss, macro-F1, each class's
+    precision, recall, F1 and support and the confusion matrix; regression's mse, rmse, mae, pearson and spearman;
+    multi-label's micro and macro F1, subset accuracy and each label's precision, recall, F1 and support. Printed
+    and written to metrics.json; with `predictions`, each text's prediction to that file."""
     loaded = load_trained(model_dir, average)
-    trained = loaded.record.config.data
+    trained, problem_type, derived = loaded.record.config.data, loaded.config.problem_type, loaded.record.derived
     dataset = dataset or trained.dataset
-    columns = columns or columns_of(trained)  # default: the columns the run trained with
-    data = classifier_data.load(dataset, split, columns, class_names=loaded.record.derived["class_names"])
+    # Default: the columns the run trained with; labels are always read as the run's.
+    columns = dataclasses.replace(columns or columns_of(trained, loaded.config), problem_type=problem_type,
+                                  label_separator=trained.label_separator)
+    data = classifier_data.load(dataset, split, columns, class_names=derived["class_names"])
     rows = classifier_data.token_rows(data, preprocessor(loaded), tokenizer.files_key(model_dir))
     rows.check_ids(loaded.config.vocab_size)
     plan = batching.evaluation_plan(rows.lengths, batch_size)
-    fields = {"token_ids": rows, "label": rows.labels, "index": np.arange(len(rows.labels))}
+    fields = {"token_ids": rows, "label": label_field(data, rows, problem_type, derived.get("targets")),
+              "index": np.arange(len(rows.labels))}
     batches = batching.plan_dataset(plan, fields, max_length=loaded.config.max_length)
-    outputs = gather(classifier.classification_outputs(loaded.model), batches, len(plan), description=split)
+    outputs = gather(classifier.classification_outputs(loaded.model, problem_type), batches, len(plan),
+                     description=split)
     order = np.argsort(outputs["index"])  # the data's order
-    labels, probabilities = outputs["label"][order], outputs["probabilities"][order]
-    class_names = loaded.record.derived["class_names"]
-    report = metrics.classification_report(labels, probabilities.argmax(-1), class_names)
-    result = {"accuracy": report["accuracy"], "loss": float(outputs["loss"].mean()), "macro_f1": report["macro_f1"]}
+    figures = FIGURES[problem_type]({key: value[order] for key, value in outputs.items()}, data, loaded)
     # Another dataset's split (SST-2 dev for a run trained on sst2_tune) is kept beside the run's own.
     name = f"eval_{split}" if dataset == trained.dataset else f"eval_{dataset}_{split}"
-    write_summaries(model_dir, name, loaded.step, result)
-    result.update({key: report[key] for key in ("per_class", "macro_avg", "weighted_avg", "confusion_matrix")})
-    result.update(examples=len(labels), step=loaded.step, dataset=dataset, average_checkpoints=average)
+    write_summaries(model_dir, name, loaded.step, figures.scalars)
+    result = {**figures.scalars, **figures.details}
+    result.update(examples=len(order), step=loaded.step, dataset=dataset, average_checkpoints=average)
     if predictions:
-        disk.write_atomically(predictions, metrics.predictions_lines(data.texts(), labels, probabilities, class_names),
-                              "the predictions")
+        disk.write_atomically(predictions, figures.lines(), "the predictions")
         result["predictions"] = os.path.abspath(predictions)
     RunDir(model_dir).update_metrics(**{name: result})
-    print(f"{split}: accuracy {result['accuracy']:.4f}, loss {result['loss']:.4f}, macro-F1 {result['macro_f1']:.4f} "
-          f"on {result['examples']} texts\n{metrics.format_report(report)}")
+    headline, _, report = figures.text.partition("\n")
+    print(f"{split}: {headline} on {len(order)} texts" + (f"\n{report}" if report else ""))
     if predictions:
-        print(f"Predictions of the {len(labels)} texts in {predictions}")
+        print(f"Predictions of the {len(order)} texts in {predictions}")
     return result
 
 
 def server(loaded, settings):
-    class_names = loaded.record.derived["class_names"]
-    module = classifier.ClassifierServer(loaded.model, preprocessor(loaded), class_names)
+    module = serving_module(loaded)
+    derived = loaded.record.derived
     return driver.Serving(
         module, {"serving_default": module.serve}, {"text": ["a wonderful, moving film", "dull and far too long", ""]},
         metadata={"recipe": RECIPE, "dataset": loaded.record.config.data.dataset, "step": loaded.step,
-                  "model": dataclasses.asdict(loaded.config), "class_names": class_names},
+                  "model": dataclasses.asdict(loaded.config), "class_names": derived["class_names"],
+                  **({"targets": derived["targets"]} if "targets" in derived else {})},
     )
 
 
 def run_explain(model_dir, text, average=1):
+    """Attention pictures of `text`, and each token's share of the answer by erasure (zoo.classifier.explain):
+    the likeliest class's probability, a regression's score, or a multi-label's likeliest label's probability."""
     import tensorflow as tf
 
     from zoo.classifier import explain
@@ -203,10 +290,38 @@ def run_explain(model_dir, text, average=1):
     heatmap = os.path.join(directory, "positional_encoding.png")
     config = loaded.config
     paths.append(explain.plot_positional_encoding(min(config.max_length, 128), config.hidden_dim, heatmap))
-    probabilities = tf.nn.softmax(loaded.model(token_ids)).numpy()[0]
-    label = loaded.record.derived["class_names"][int(np.argmax(probabilities))]
-    print(f"{label} ({probabilities.max():.3f}); pictures: " + ", ".join(paths))
-    return paths
+    answer, value, explained = explained_value(loaded, token_ids)
+    path = explain.leave_one_out(value, token_ids.numpy(), tokens, explained, directory)
+    print(f"{answer}; pictures: {', '.join(paths)}; each token's share of {explained} (erased one at a time): {path}")
+    return [*paths, path]
+
+
+def explained_value(loaded, token_ids):
+    """The answer to `token_ids` (1, seq) as text, and what explanation attributes: a function of ids (rows, seq)
+    -> (rows,) numbers, and its name: a regression's score, else the likeliest class's (or label's) probability."""
+    import tensorflow as tf
+
+    config, derived = loaded.config, loaded.record.derived
+
+    def answers(ids):
+        return classifier.answers(config.problem_type, tf.cast(loaded.model(ids, training=False), tf.float32))
+
+    if config.problem_type == classifier.REGRESSION:
+        stats = derived["targets"]
+
+        def score(ids):
+            return answers(ids)["score"].numpy() * stats["std"] + stats["mean"]
+
+        return f"score {score(token_ids)[0]:.4f}", score, "the score"
+    names = derived["class_names"]
+    probabilities = answers(token_ids)["probabilities"].numpy()[0]
+    top = int(np.argmax(probabilities))
+    if config.problem_type == classifier.SINGLE_LABEL:
+        answer = f"{names[top]} ({probabilities[top]:.3f})"
+    else:
+        chosen = [f"{n} ({p:.3f})" for n, p in zip(names, probabilities) if p >= config.threshold]
+        answer = f"labels: {', '.join(chosen) or 'none'} (threshold {config.threshold})"
+    return answer, lambda ids: answers(ids)["probabilities"].numpy()[:, top], f"the probability of {names[top]!r}"
 
 
 def encoder_of(init_from, model_dir):
@@ -237,14 +352,9 @@ def base_config(preset, init_from, given, model_dir):
 
 
 def finish(config, base, given, model_dir, mode):
-    """The encoder's shape kept (`run_config.check_encoder`), setup.init_from as a path made absolute, and a
-    dataset to train on."""
+    """The encoder's shape kept (`run_config.check_encoder`), setup.init_from as a path made absolute, a regression
+    without label smoothing, and a dataset to train on."""
     init_from = config.setup.init_from
-    if init_from and config.model.word_vectors:
-        raise ValueError(f"--word_vectors={config.model.word_vectors} cannot go with --init_from={init_from}: the "
-                         "encoder already holds its token embedding (a pretraining run with --word_vectors started it "
-                         "from them, and its words.txt comes along). Leave --word_vectors out, or train without "
-                         "--init_from.")
     if init_from:
         positions = base.model.max_length
         if published.is_published(init_from) and not 2 < config.model.max_length <= positions:
@@ -253,6 +363,12 @@ def finish(config, base, given, model_dir, mode):
         run_config.check_encoder(config.model, base.model)
         config = dataclasses.replace(config, setup=dataclasses.replace(
             config.setup, init_from=published.normalize(init_from)))
+    smoothing = config.train.label_smoothing
+    if config.model.problem_type == classifier.REGRESSION and smoothing:  # the recipe's default goes to 0
+        if smoothing != base.train.label_smoothing:
+            raise ValueError(f"train.label_smoothing={smoothing} smooths class targets, and a regression "
+                             "(model.problem_type) has none: leave it out.")
+        config = dataclasses.replace(config, train=dataclasses.replace(config.train, label_smoothing=0.0))
     if mode != "config" and not config.data.dataset:
         raise ValueError("--dataset is required to train (imdb, sst2, tfds:<name>, or your own files: csv:, tsv:, "
                          "jsonl:, folder:), or data.dataset in the config.")
@@ -268,7 +384,7 @@ def make_settings(run, **options):
     if run.training:
         data = run.config.data
         settings = dataclasses.replace(settings, dataset=data.dataset, eval_split=data.eval_split,
-                                       columns=columns_of(data))
+                                       columns=columns_of(data, run.config.model))
         if run.evaluating:
             classifier_data.check_split(data.dataset, data.eval_split)
     return settings
