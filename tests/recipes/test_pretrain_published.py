@@ -135,6 +135,20 @@ def test_electra_cannot_continue_a_published_checkpoint(checkpoint, tmp_path, pr
     assert result.returncode == 2 and "init_from continues masked-LM training" in result.stderr
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--preset=small"], "error: --preset cannot be set with --init_from"),
+    (["--vocab_size=500"], "model.encoder.vocab_size=500 (the encoder of setup.init_from has 140)"),
+    (["--config.model.encoder.vocab_size=500"], "model.encoder.vocab_size=500 (the encoder of setup.init_from has 140)"),
+    (["--max_length=64"], "model.encoder.max_length=64 (the encoder has 32 positions: at most 32)"),
+])
+def test_the_checkpoints_shape_and_vocabulary_are_kept_however_a_field_is_given(checkpoint, args, message, tmp_path,
+                                                                               probe_recipe):
+    """The config refuses them, not the flags alone (issue 50: --vocab_size was refused, an override let through)."""
+    result = probe_recipe("pretrain", *QUICK, f"--init_from={checkpoint}", *args, f"--model_dir={tmp_path / 'run'}")
+    assert result.returncode == 2 and message in result.stderr.strip().splitlines()[-1], result.stderr[-2000:]
+    assert not os.path.exists(tmp_path / "run")
+
+
 @pytest.mark.parametrize("fault", list(fixtures.FAULTS))
 def test_a_faulty_checkpoint_is_refused_before_anything_is_written(fault, tmp_path, probe_recipe):
     folder = fixtures.write_small_bert(tmp_path / "bert", vocabulary(), fault)

@@ -68,16 +68,16 @@ def base(preset, init_from=None, encoder=None, published=False):
     return SentimentRunConfig(model=encoder, train=train, setup=SetupConfig(init_from=init_from))
 
 
-def check_encoder(model, encoder):
+def check_encoder(model, encoder, section="model"):
     """A model config must keep the pretrained encoder's shape: every field but the head's (dropout, num_classes,
     problem_type, threshold) and a max_length no longer than the encoder's."""
     free = {"dropout", "num_classes", "max_length", "problem_type", "threshold"}
-    wrong = [f"model.{f.name}={getattr(model, f.name)!r} (the encoder of setup.init_from has "
+    wrong = [f"{section}.{f.name}={getattr(model, f.name)!r} (the encoder of setup.init_from has "
              f"{getattr(encoder, f.name)!r})" for f in dataclasses.fields(model)
              if f.name not in free and getattr(model, f.name) != getattr(encoder, f.name)]
     if model.max_length > encoder.max_length:
-        wrong.append(f"model.max_length={model.max_length} (the encoder has {encoder.max_length} positions: at most "
-                     f"{encoder.max_length})")
+        wrong.append(f"{section}.max_length={model.max_length} (the encoder has {encoder.max_length} positions: "
+                     f"at most {encoder.max_length})")
     if wrong:
         raise ConfigError(f"setup.init_from's encoder contradicts {'; '.join(wrong)}: leave those fields out (they "
                           "come from the encoder) or pretrain with them.")

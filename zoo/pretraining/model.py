@@ -51,8 +51,9 @@ class PretrainConfig:
         checks.non_negative(self, "detection_weight")
         if not 2 <= self.sequence_length <= self.encoder.max_length:
             raise ValueError(
-                f"sequence_length={self.sequence_length} must be in [2, max_length={self.encoder.max_length}]: "
-                "fine-tuning positions come from the pretrained model, so raise --max_length or shorten the sequences."
+                f"sequence_length={self.sequence_length} must be in [2, encoder.max_length={self.encoder.max_length}]: "
+                "fine-tuning positions come from the pretrained model, so raise encoder.max_length or shorten the "
+                "sequences."
             )
         if not 0.0 < self.generator_scale <= 1.0:
             raise ValueError(f"generator_scale={self.generator_scale} must be in (0, 1].")

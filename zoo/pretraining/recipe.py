@@ -10,6 +10,7 @@ import os
 import tensorflow as tf
 
 from zoo.data import batching, tokenizer, word_embedding, word_tokenizer
+from zoo.classifier import run_config as classifier_config
 from zoo.pretraining import checkpoint_weights, data as pretraining_data, masks as pretraining_masks
 from zoo.pretraining import model as pretraining, pretrained, published, run_config
 from zoo.pretraining.run_config import PretrainRunConfig
@@ -40,23 +41,17 @@ SHORTCUTS = {"corpus": "data.corpus", "document_per_file": "data.document_per_fi
 
 def base_config(preset, init_from, given, model_dir):
     """The run's base config: the preset's (None: small), or a published checkpoint's that continues its masked-LM
-    training (its shape and vocabulary: a preset and vocab_size must be left out). A max_length given without a
-    sequence_length makes the sequences that long (the longest text the encoder will take)."""
+    training (its shape and vocabulary: no preset goes with it). model.sequence_length follows
+    model.encoder.max_length unless set (PretrainRunConfig.FOLLOWS)."""
     if init_from is None:
-        base = run_config.base(preset or "small")
-    else:
-        named = [f"--{name}" for name in ("preset", "vocab_size") if name in given or (name == "preset" and preset)]
-        if named:
-            raise ValueError(f"{' and '.join(named)} cannot be set with --init_from: the model's shape and "
-                             "vocabulary come from the checkpoint. Leave them out.")
-        checkpoint = published.read_checkpoint(init_from)
-        model = pretraining.PretrainConfig(encoder=published.encoder_config(checkpoint),
-                                           **checkpoint_weights.special_ids(checkpoint))
-        base = run_config.base(preset, init_from, model)
-    if "max_length" in given and "sequence_length" not in given:
-        base = dataclasses.replace(base, model=dataclasses.replace(
-            base.model, sequence_length=min(given["max_length"], base.model.sequence_length)))
-    return base
+        return run_config.base(preset or "small")
+    if preset is not None:
+        raise ValueError("--preset cannot be set with --init_from: the model's shape and vocabulary come from the "
+                         "checkpoint. Leave it out.")
+    checkpoint = published.read_checkpoint(init_from)
+    model = pretraining.PretrainConfig(encoder=published.encoder_config(checkpoint),
+                                       **checkpoint_weights.special_ids(checkpoint))
+    return run_config.base(preset, init_from, model)
 
 
 def documents_of(config, bad_rows="error"):
@@ -205,8 +200,10 @@ def server(loaded, settings):
 
 
 def finish(config, base, given, model_dir, mode):
-    """setup.init_from as a path made absolute, and corpora to train on."""
+    """The published encoder's shape and vocabulary kept (whatever set its fields), setup.init_from as a path made
+    absolute, and corpora to train on."""
     if config.setup.init_from:
+        classifier_config.check_encoder(config.model.encoder, base.model.encoder, "model.encoder")
         config = dataclasses.replace(config, setup=dataclasses.replace(
             config.setup, init_from=published.normalize(config.setup.init_from)))
     if mode != "config" and not config.data.corpus:

@@ -3,8 +3,9 @@ made by `zoo.core.config` from a preset, a file, dotted overrides and shortcut f
 the run's config.json."""
 
 import dataclasses
+from typing import ClassVar
 
-from zoo.core import config
+from zoo.core import checks, config
 from zoo.data import files, tokenizer, word_tokenizer
 from zoo.core.config import ConfigError
 from zoo.pretraining import model as pretraining
@@ -20,9 +21,10 @@ class PretrainData:
     eval_fraction: float = 0.01  # share of the documents held out for evaluation (seeded by train.seed)
     max_examples: int | None = None  # not for pretraining: it reads every document
 
+    CHOICES: ClassVar = {"bad_rows": files.BAD_ROWS}
+
     def __post_init__(self):
-        if self.bad_rows not in files.BAD_ROWS:
-            raise ValueError(f"bad_rows={self.bad_rows!r} must be one of {', '.join(files.BAD_ROWS)}.")
+        checks.choices(self)
         if not 0.0 < self.eval_fraction < 1.0:
             raise ValueError(f"eval_fraction={self.eval_fraction} must be in (0, 1).")
         if self.max_examples is not None:
@@ -48,6 +50,10 @@ class PretrainRunConfig:
     model: pretraining.PretrainConfig = with_vocabulary(pretraining.PRESETS["small"])
     train: TrainConfig = TRAIN
     setup: SetupConfig = SetupConfig()
+
+    # A field set nowhere takes the value given to the one it follows (zoo.core.config.follow): the sequences are as
+    # long as the longest text the encoder will take, unless said.
+    FOLLOWS: ClassVar = {"model.sequence_length": "model.encoder.max_length"}
 
     def __post_init__(self):
         if self.setup.init_from is not None and self.model.objective != "mlm":
