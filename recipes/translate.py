@@ -2,6 +2,8 @@ r"""Machine translation with the paper's encoder-decoder: the command line of zo
 recipe lives; zoo.train("translate", ...) runs the same from Python).
 
   python -m recipes.translate --dataset=multi30k --source=de --target=en --model_dir=runs/m30k_de_en
+  python -m recipes.translate --dataset=multi30k --target_vectors=glove.6B.50d.txt.gz --noshared_vocabulary \
+      --model_dir=runs/m30k_de_en_glove
   python -m recipes.translate --mode=eval --model_dir=runs/m30k_de_en --beam_size=5
   echo "Ein Mann fährt Fahrrad." | python -m recipes.translate --mode=translate --model_dir=runs/m30k_de_en
 """
@@ -26,6 +28,16 @@ flags.DEFINE_bool("tie_embeddings", None, "Output projection = the target embedd
 flags.DEFINE_integer("max_tokens", None, "Token budget of a global training batch, padding included.")
 flags.DEFINE_integer("max_length", None, "Tokens per source or target sentence. Default: the preset's.")
 flags.DEFINE_float("dropout", None, "Dropout rate. Default: the preset's.")
+flags.DEFINE_string("source_vectors", None, "Start the source embedding from these word vectors of the source "
+                    "language: a GloVe, word2vec (text or binary) or fastText .vec file, plain or .gz; the side's "
+                    "vocabulary becomes its training text's words (--vocab_size of them), tokenized as GloVe's were "
+                    "(docs/word_vectors.md). A shared vocabulary takes either file.")
+flags.DEFINE_string("target_vectors", None, "The same for the target side: translations are then its words, "
+                    "lower-cased as the vectors' were, joined by spaces.")
+flags.DEFINE_bool("freeze_word_vectors", None, "With --source_vectors or --target_vectors: keep the embeddings they "
+                  "start fixed (not trained).")
+flags.DEFINE_float("min_vector_coverage", None, "Refuse word vectors covering less than this share of their side's "
+                   "training tokens (the wrong file, or another language). Default: 0.2.")
 flags.DEFINE_integer("beam_size", 5, "Beam size (1 = greedy search).")
 flags.DEFINE_float("length_penalty", 0.6, "GNMT length penalty alpha of beam search (0 = none).")
 flags.register_validator("length_penalty", lambda value: 0 <= value < math.inf,

@@ -70,10 +70,7 @@ class ClassifierConfig:
         if self.word_vectors is not None and self.tokenizer == "subword":
             raise ValueError(f"word_vectors={self.word_vectors!r} needs tokenizer='words' (or None): vectors are "
                              "a word's, not a subword piece's.")
-        if self.freeze_word_vectors and self.word_vectors is None:
-            raise ValueError("freeze_word_vectors=True needs word_vectors: there is nothing to keep fixed.")
-        if not 0.0 <= self.min_vector_coverage <= 1.0:
-            raise ValueError(f"min_vector_coverage={self.min_vector_coverage!r} must be a share in [0, 1].")
+        checks.word_vectors(self, "word_vectors")
         checks.rates(self, "dropout")
         checks.divisible(self)
         if self.embedding not in EMBEDDINGS:

@@ -18,6 +18,7 @@ import re
 
 import numpy as np
 
+from zoo.classifier import data as classifier_data  # its label rule (zoo.classifier.data reads the rows through here)
 from zoo.classifier.model import MULTI_LABEL, REGRESSION
 from zoo.data.datasets import DatasetError
 
@@ -41,8 +42,7 @@ def number(value, column):
 
 def label_set(value, column, separator):
     """A multi-label row's label names as a tuple (each once, as read), or (None, why the row is bad)."""
-    from zoo.classifier.data import label_name
-
+    label_name = classifier_data.label_name
     if isinstance(value, str):
         names = [label_name(part) for part in value.split(separator)]
         if not value.strip():
@@ -54,7 +54,8 @@ def label_set(value, column, separator):
         if not value:
             return None, f"an empty label list in {column!r} (a row needs one label or more)"
         if not all(names):
-            return None, f"label list {value!r} holds an item that is not a label name (a non-empty string or an integer)"
+            return None, (f"label list {value!r} holds an item that is not a label name (a non-empty string or an "
+                          "integer)")
         inside = next((name for name in names if separator in name), None)
         if inside is not None:
             return None, (f"label {inside!r} holds --label_separator={separator!r}: as csv the row would read as "
@@ -96,10 +97,8 @@ def collect(problem_type, labels, what, names=None, classes=None):
         if names is None and values.std() == 0:
             raise DatasetError(f"{what}: every label is {values[0]:g}; a regression needs labels that differ.")
         return Targets(values)
-    from zoo.classifier.data import class_order
-
     counts = collections.Counter(name for row in labels for name in row)
-    known = tuple(names) if names is not None else tuple(classes) if classes else class_order(counts)
+    known = tuple(names) if names is not None else tuple(classes) if classes else classifier_data.class_order(counts)
     index = {name: i for i, name in enumerate(known)}
     values = np.zeros((len(labels), len(known)), np.uint8)
     for row, names_of_row in enumerate(labels):

@@ -53,3 +53,12 @@ def seed(config, name="seed"):
     value = getattr(config, name)
     if not 0 <= value <= MAX_SEED:
         raise ValueError(f"{name}={value} must be in 0 .. {MAX_SEED} (2**32 - 1, NumPy's seeds).")
+
+
+def word_vectors(config, *paths):
+    """Word vectors' settings (docs/word_vectors.md): freeze_word_vectors needs a file in one of the fields `paths`,
+    and min_vector_coverage is a share of the training tokens."""
+    if config.freeze_word_vectors and not any(getattr(config, name) for name in paths):
+        raise ValueError(f"freeze_word_vectors=True needs {' or '.join(paths)}: there is nothing to keep fixed.")
+    if not 0.0 <= config.min_vector_coverage <= 1.0:
+        raise ValueError(f"min_vector_coverage={config.min_vector_coverage!r} must be a share in [0, 1].")

@@ -212,13 +212,16 @@ def framing(tokenizer):
 
 def load_tokenizer(source, name=TOKENIZER_FILE):
     """A keras-hub SentencePieceTokenizer from proto bytes or a run directory's `name` file;
-    for a run directory that holds a WordPiece vocabulary (`save_wordpiece`), its BertTokenizer."""
+    for a run directory that holds a WordPiece vocabulary (`save_wordpiece`), its BertTokenizer; for a word
+    vocabulary (words.txt, or `name` ending so), zoo.data.word_tokenizer's WordTokenizer."""
     if isinstance(source, (str, os.PathLike)) and name == TOKENIZER_FILE and holds_wordpiece(source):
         return load_wordpiece(source)
     from zoo.data import word_tokenizer  # it builds on this module's ids
 
     if isinstance(source, (str, os.PathLike)) and name == TOKENIZER_FILE and word_tokenizer.holds_words(source):
         return word_tokenizer.load_word_tokenizer(source)
+    if name.endswith(word_tokenizer.WORDS_FILE):  # a word vocabulary by name (a translation run's side)
+        return word_tokenizer.load_word_tokenizer(source, name)
     if not isinstance(source, (str, os.PathLike)):
         return _sentence_piece(source, name)
     path = os.path.join(source, name)

@@ -47,6 +47,14 @@ def plan_words(texts, vocab_size, vectors_path=None, min_coverage=0.0, seed=0, s
     (tokens x sqrt(dim)), else BERT's 0.02."""
     counts = count_words(texts)
     words = word_tokenizer.build_vocabulary(counts, vocab_size, mask=mask)
+    return plan_vocabulary(words, counts, vectors_path, min_coverage, seed, scaled, coverage_setting, mask)
+
+
+def plan_vocabulary(words, counts, vectors_path=None, min_coverage=0.0, seed=0, scaled=True,
+                    coverage_setting="model.min_vector_coverage", mask=False):
+    """`plan_words` of a vocabulary `words` made already: `counts` are the training tokens its coverage is
+    counted over (a translation run's shared vocabulary holds both sides' words, but a side's vectors cover that
+    side's text)."""
     if vectors_path is None:
         line = f"word vocabulary: {len(words):,} ids for {len(counts):,} distinct words, random embeddings"
         return WordPlan(words, None, {"words": len(words)}, line)

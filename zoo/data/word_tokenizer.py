@@ -100,23 +100,24 @@ def vocabulary_problem(words):
     return None
 
 
-def save_vocabulary(words, directory):
-    """Writes words.txt into `directory` atomically; a refused write is one zoo.core.disk.WriteError."""
+def save_vocabulary(words, directory, name=WORDS_FILE):
+    """Writes words.txt (or `name`: a translation run's source.words.txt ...) into `directory` atomically; a
+    refused write is one zoo.core.disk.WriteError."""
     problem = vocabulary_problem(words)
     if problem:
         raise ValueError(f"This vocabulary cannot be saved: {problem}.")
     text = "".join(f"{word}\n" for word in words).encode("utf-8")
-    return disk.write_atomically(os.path.join(directory, WORDS_FILE), text, "the word vocabulary")
+    return disk.write_atomically(os.path.join(directory, name), text, "the word vocabulary")
 
 
 def holds_words(directory):
     return os.path.exists(os.path.join(directory, WORDS_FILE))
 
 
-def load_word_tokenizer(directory):
-    """The WordTokenizer of the words.txt in `directory`; a file that no longer reads is one
+def load_word_tokenizer(directory, name=WORDS_FILE):
+    """The WordTokenizer of the words.txt (or `name`) in `directory`; a file that no longer reads is one
     zoo.core.disk.DamagedFileError naming it."""
-    path = os.path.join(directory, WORDS_FILE)
+    path = os.path.join(directory, name)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} does not exist: train a model with word vectors in this directory first.")
     with disk.reading(path, "the run's word vocabulary, whose ids the model was trained on",

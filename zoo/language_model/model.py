@@ -55,10 +55,7 @@ class LMConfig:
         checks.rates(self, "dropout", "attention_dropout")
         checks.divisible(self)
         checks.one_of(self, "activation", ACTIVATIONS)
-        if self.freeze_word_vectors and self.word_vectors is None:
-            raise ValueError("freeze_word_vectors=True needs word_vectors: there is nothing to keep fixed.")
-        if not 0.0 <= self.min_vector_coverage <= 1.0:
-            raise ValueError(f"min_vector_coverage={self.min_vector_coverage!r} must be a share in [0, 1].")
+        checks.word_vectors(self, "word_vectors")
 
 
 PRESETS = {

@@ -19,14 +19,16 @@ import re
 from zoo.data.tokenizer import TOKENIZER_FILE, VOCABULARY_FILE, WORDPIECE_CONFIG_FILE
 from zoo.runs import export
 from zoo.runs.checkpoints import UNREADABLE_DIR
-from zoo.runs.run_dir import CONFIG_FILE, METRICS_FILE, TRANSLATION_TOKENIZER_FILES, RunDir, RunDirError
+from zoo.runs.run_dir import (CONFIG_FILE, METRICS_FILE, TRANSLATION_TOKENIZER_FILES, TRANSLATION_WORD_FILES,
+                              WORDS_FILE, RunDir, RunDirError)
 from zoo.runs.run_lock import LOCK_FILE
 
 # What a run keeps in its folder: its record and figures, its lock, TensorFlow's checkpoint index, the
 # tokenizers (the LM's vocabulary.json is zoo.language_model.vocabulary.VOCABULARY_FILE, a layer above), the
 # checkpoints set aside, the training summaries and sentiment's attention pictures.
 RUN_FILES = frozenset({CONFIG_FILE, METRICS_FILE, LOCK_FILE, "checkpoint", TOKENIZER_FILE, *TRANSLATION_TOKENIZER_FILES,
-                       VOCABULARY_FILE, WORDPIECE_CONFIG_FILE, "vocabulary.json", UNREADABLE_DIR, "train", "explain"})
+                       WORDS_FILE, *TRANSLATION_WORD_FILES, VOCABULARY_FILE, WORDPIECE_CONFIG_FILE, "vocabulary.json",
+                       UNREADABLE_DIR, "train", "explain"})
 # ... and by name: checkpoints, evaluation summaries, translation's hypotheses, a non-chief worker's copy.
 RUN_PATTERNS = re.compile(r"(ckpt-\d+.*|eval_.*|hypotheses\..*|\.worker_.*|events\.out\.tfevents\..*)\Z")
 # Names the zoo writes under for a moment: zoo.core.disk's `name.tmp`, TensorFlow's checkpoint folder, an export's

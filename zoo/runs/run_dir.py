@@ -22,12 +22,14 @@ from zoo.runs import checkpoints, record
 from zoo.core import disk
 from zoo.runs.run_lock import RunLock
 from zoo.data.tokenizer import TOKENIZER_FILE, load_tokenizer
+from zoo.data.word_tokenizer import WORDS_FILE
 from zoo.core.dtype_policy import dtype_policy
 from zoo.runs.checkpoints import restore_model
 
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.json"
 TRANSLATION_TOKENIZER_FILES = ("source.model", "target.model")  # one per language (else tokenizer.model)
+TRANSLATION_WORD_FILES = tuple(f"{side}.{WORDS_FILE}" for side in ("source", "target"))  # a side of words' own
 # What a resumed run must share with the run it resumes beside its config (zoo.runs.record's derived):
 # the batch plan (and so the data position) depends on these.
 RESUME_KEYS = ("replicas", "sequences", "held_out")
@@ -197,13 +199,18 @@ class RunDir:
         return load_tokenizer(self.path, name)
 
     @staticmethod
-    def tokenizer_files(shared):
-        """(source, target) tokenizer file names of a translation run."""
-        return (TOKENIZER_FILE,) * 2 if shared else TRANSLATION_TOKENIZER_FILES
+    def tokenizer_files(shared, words=(False, False)):
+        """(source, target) tokenizer file names of a translation run: SentencePiece models, or for a side of
+        words (`words`, a flag a side: word vectors) its word vocabulary (words.txt when shared, else
+        source.words.txt, target.words.txt)."""
+        if shared:
+            return (WORDS_FILE if any(words) else TOKENIZER_FILE,) * 2
+        return tuple(word_file if word else model_file
+                     for model_file, word_file, word in zip(TRANSLATION_TOKENIZER_FILES, TRANSLATION_WORD_FILES, words))
 
-    def tokenizers(self, shared):
+    def tokenizers(self, shared, words=(False, False)):
         """The source and target tokenizers of a translation run (`Tokenizers`): one object twice when `shared`."""
-        source_file, target_file = self.tokenizer_files(shared)
+        source_file, target_file = self.tokenizer_files(shared, words)
         source = self.tokenizer(source_file)
         return Tokenizers(source, source if shared else self.tokenizer(target_file))
 

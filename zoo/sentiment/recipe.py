@@ -192,8 +192,9 @@ def single_label_figures(outputs, data, loaded):
     scalars = {"accuracy": report["accuracy"], "loss": float(outputs["loss"].mean()), "macro_f1": report["macro_f1"]}
     text = (f"accuracy {scalars['accuracy']:.4f}, loss {scalars['loss']:.4f}, macro-F1 {scalars['macro_f1']:.4f}",
             metrics.format_report(report))
-    return Figures(scalars, {key: report[key] for key in ("per_class", "macro_avg", "weighted_avg", "confusion_matrix")},
-                   "\n".join(text), lambda: metrics.predictions_lines(data.texts(), labels, probabilities, names))
+    details = {key: report[key] for key in ("per_class", "macro_avg", "weighted_avg", "confusion_matrix")}
+    return Figures(scalars, details, "\n".join(text),
+                   lambda: metrics.predictions_lines(data.texts(), labels, probabilities, names))
 
 
 def regression_figures(outputs, data, loaded):

@@ -22,7 +22,8 @@ def load_run(model_dir, average=1):
     """The newest checkpoint of a run (with average=N, the mean of the newest N), rebuilt in float32
     whatever it trained in: a LoadedRun whose tokenizer is the (source, target) pair."""
     return RunDir(model_dir).load_run(RECIPE, TranslateRunConfig, translation.build_translator,
-                                      lambda run_dir, config: run_dir.tokenizers(config.shared_vocabulary), average)
+                                      lambda run_dir, config: run_dir.tokenizers(config.shared_vocabulary, config.words),
+                                      average)
 
 
 class Translator:

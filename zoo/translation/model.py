@@ -7,6 +7,7 @@ the TF Serving module in `zoo.translation.server`.
 """
 
 import dataclasses
+import os
 
 import keras
 import tensorflow as tf
@@ -35,20 +36,55 @@ class TranslatorConfig:
     position: str = "sinusoidal"  # "sinusoidal" (fixed, the paper's) or "learned" position embeddings
     norm_first: bool = False  # pre-norm (LayerNorm before each sub-layer, and a final one); False: post-norm
     activation: str = "relu"  # the feed-forward's: relu, gelu, silu ... (layers.feed_forward.ACTIVATIONS)
+    source_embedding_dim: int | None = None  # the source token embedding's width (None: hidden_dim), projected to it
+    target_embedding_dim: int | None = None  # the target's; tied, hidden_dim is projected back to it for the logits
+    # Word vectors (docs/word_vectors.md): a side given a file gets a word vocabulary, its embedding from the file.
+    source_vectors: str | None = None  # a GloVe, word2vec or fastText .vec file (plain or .gz) of the source language
+    target_vectors: str | None = None  # the target language's; a shared vocabulary takes either (both: the same file)
+    freeze_word_vectors: bool = False  # keep the embeddings the vectors start as they give them (not trained)
+    min_vector_coverage: float = 0.2  # refuse vectors covering less than this share of their side's training tokens
 
     def __post_init__(self):
         checks.positive(self, "source_vocab_size", "target_vocab_size", "hidden_dim", "num_heads", "intermediate_dim",
-                        "num_encoder_layers", "num_decoder_layers", "max_length")
+                        "num_encoder_layers", "num_decoder_layers", "max_length", "source_embedding_dim",
+                        "target_embedding_dim")
         checks.rates(self, "dropout")
         checks.divisible(self)
-        if self.shared_vocabulary and self.source_vocab_size != self.target_vocab_size:
-            sizes = f"source_vocab_size={self.source_vocab_size} and target_vocab_size={self.target_vocab_size}"
-            raise ValueError(f"{sizes} differ: a shared vocabulary (shared_vocabulary=True) has one size.")
+        checks.word_vectors(self, "source_vectors", "target_vectors")
+        if self.shared_vocabulary:
+            for name in ("vocab_size", "embedding_dim"):
+                source, target = getattr(self, f"source_{name}"), getattr(self, f"target_{name}")
+                if source != target:
+                    raise ValueError(f"source_{name}={source} and target_{name}={target} differ: a shared vocabulary "
+                                     "(shared_vocabulary=True) has one embedding, of one size.")
+            if self.source_vectors and self.target_vectors and not same_file(self.source_vectors, self.target_vectors):
+                raise ValueError(f"source_vectors={self.source_vectors!r} and target_vectors={self.target_vectors!r} "
+                                 "are two files, but a shared vocabulary (shared_vocabulary=True) has one embedding: "
+                                 "give one of them, or shared_vocabulary=False for an embedding a language.")
         if self.max_length < 2:
             raise ValueError(f"max_length={self.max_length} leaves no room for text beside a source's </s> and a "
                              "target's <s>: use at least 2.")
         checks.one_of(self, "position", POSITIONS)
         checks.one_of(self, "activation", ACTIVATIONS)
+
+    def vectors(self, side):
+        """The word vectors file that starts `side`'s ("source", "target") embedding: its own, or under a shared
+        vocabulary the one given for either side; None: the side's tokens are SentencePiece pieces."""
+        own = getattr(self, f"{side}_vectors")
+        return own or (self.source_vectors or self.target_vectors if self.shared_vocabulary else None)
+
+    @property
+    def words(self):
+        """(source, target): whether each side's tokens are words (zoo.data.word_tokenizer), given word vectors."""
+        return tuple(self.vectors(side) is not None for side in SIDES)
+
+
+SIDES = ("source", "target")
+
+
+def same_file(a, b):
+    """Whether two paths name one file (the same path, or one file by two names)."""
+    return a == b or (os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b))
 
 
 PRESETS = {
@@ -85,12 +121,20 @@ class Translator(keras.Model):
         self.config = config
         c = config
 
-        def embedding(vocab_size, name):
-            return TokenAndPositionEmbedding(vocab_size, c.hidden_dim, c.max_length, c.position, c.dropout, name=name)
+        def embedding(side, vocab_size, width):
+            layer = TokenAndPositionEmbedding(vocab_size, width, c.max_length, c.position, c.dropout,
+                                              name=f"{side}_embedding")
+            layer.token_embedding.trainable = not (c.freeze_word_vectors and c.vectors(side))
+            # Word vectors narrower or wider than hidden_dim: tokens -> width -> Dense -> hidden_dim (ALBERT's).
+            projection = None if width == c.hidden_dim else keras.layers.Dense(c.hidden_dim, name=f"{side}_projection")
+            return layer, projection
 
-        self.source_embedding = embedding(c.source_vocab_size, "source_embedding")
-        self.target_embedding = (
-            self.source_embedding if c.shared_vocabulary else embedding(c.target_vocab_size, "target_embedding")
+        target_width = c.target_embedding_dim or c.hidden_dim
+        self.source_embedding, self.source_projection = embedding(
+            "source", c.source_vocab_size, c.source_embedding_dim or c.hidden_dim)
+        self.target_embedding, self.target_projection = (
+            (self.source_embedding, self.source_projection) if c.shared_vocabulary
+            else embedding("target", c.target_vocab_size, target_width)
         )
         block = dict(
             num_heads=c.num_heads,
@@ -112,6 +156,18 @@ class Translator(keras.Model):
         self.output_projection = (
             None if c.tie_embeddings else keras.layers.Dense(c.target_vocab_size, name="output_projection")
         )
+        # Tied to a target embedding of another width: hidden_dim -> Dense -> its width -> the reversed table.
+        self.reverse_projection = (
+            keras.layers.Dense(target_width, name="reverse_projection")
+            if c.tie_embeddings and target_width != c.hidden_dim else None
+        )
+
+    def embed(self, side, token_ids, training=False, start_index=0):
+        """(batch, T) ids of `side` ("source", "target") -> (batch, T, hidden_dim): tokens and positions, projected
+        to hidden_dim from a word-vector width."""
+        embedding, projection = getattr(self, f"{side}_embedding"), getattr(self, f"{side}_projection")
+        x = embedding(token_ids, start_index=start_index, training=training)
+        return x if projection is None else projection(x)
 
     def encode(self, source_ids, training=False, skip_padding=False):
         """(encoder_output (batch, S, hidden), source_mask (batch, S) bool).
@@ -119,7 +175,7 @@ class Translator(keras.Model):
         `skip_padding`: the blocks' projections, Add & Norm and feed-forward networks run at
         real tokens only (the blocks' argument of that name; not under XLA)."""
         source_mask = padding_mask(source_ids)
-        x = self.source_embedding(source_ids, training=training)
+        x = self.embed("source", source_ids, training=training)
         for block in self.encoder_blocks:
             x = block(x, padding_mask=source_mask, training=training, skip_padding=skip_padding)
         if self.encoder_norm is not None:
@@ -131,6 +187,8 @@ class Translator(keras.Model):
         if self.decoder_norm is not None:
             hidden = self.decoder_norm(hidden)
         if self.output_projection is None:
+            if self.reverse_projection is not None:
+                hidden = self.reverse_projection(hidden)
             logits = self.target_embedding.token_embedding(hidden, reverse=True)
         else:
             logits = self.output_projection(hidden)
@@ -139,7 +197,7 @@ class Translator(keras.Model):
     def decoder_states(self, target_ids, encoder_output, source_mask, training=False, skip_padding=False):
         """The last decoder block's outputs (batch, T, hidden) for decoder inputs `target_ids`."""
         target_mask = padding_mask(target_ids)
-        x = self.target_embedding(target_ids, training=training)
+        x = self.embed("target", target_ids, training=training)
         for block in self.decoder_blocks:
             x = block(
                 x,
@@ -170,7 +228,7 @@ class Translator(keras.Model):
 
     def decode_step(self, token_ids, index, caches, cross_caches, source_mask):
         """One decoder position for (N,) tokens at `index`: (logits (N, vocab), new caches)."""
-        x = self.target_embedding(token_ids[:, None], start_index=index)
+        x = self.embed("target", token_ids[:, None], start_index=index)
         new_caches = []
         for block, cache, cross in zip(self.decoder_blocks, caches, cross_caches):
             x, cache = block(

@@ -10,10 +10,11 @@ import time
 
 import numpy as np
 
-from zoo.data import batching, files, tokenizer
+from zoo.data import batching, files, tokenizer, word_tokenizer
 from zoo.translation import corpora as translation_corpora
 from zoo.core import disk
 from zoo.translation import data as translation_data, model as translation, preprocessor as translation_preprocessing
+from zoo.translation import word_embedding as translation_words
 from zoo.translation.load import load_run as load_trained
 from zoo.training.distribute import is_chief, uses_xla
 from zoo.training.evaluation import evaluate, write_summaries
@@ -32,7 +33,9 @@ RECIPE = "translate"
 SHORTCUTS = {"source": "data.source", "target": "data.target", "eval_split": "data.eval_split",
              "vocab_size": "model.source_vocab_size",
              "max_tokens": "train.max_tokens",
-             **{name: f"model.{name}" for name in ("shared_vocabulary", "tie_embeddings", "max_length", "dropout")}}
+             **{name: f"model.{name}" for name in ("shared_vocabulary", "tie_embeddings", "max_length", "dropout",
+                                                   "source_vectors", "target_vectors", "freeze_word_vectors",
+                                                   "min_vector_coverage")}}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,25 +51,31 @@ class Settings:
     bad_rows: str = "error"  # evaluation's (training's is config.data.bad_rows)
 
 
-def prepare_run(model_dir, config, data, chief):
-    """The run's config and tokenizers (`run_settings.start_run`): a new run's are trained now (cased)."""
+def prepare_run(model_dir, config, data, chief, plans):
+    """The run's config and tokenizers (`run_settings.start_run`): a new run's are trained now (cased), or are the
+    word vocabularies of `plans` (planned already by zoo.translation.word_embedding.plan_words) for its word sides."""
     run_dir, model, seed = RunDir(model_dir), config.model, config.train.seed
-    source_file, target_file = run_dir.tokenizer_files(model.shared_vocabulary)
+    source_file, target_file = run_dir.tokenizer_files(model.shared_vocabulary, model.words)
 
     def write_tokenizers():
         # All the training text up to train_tokenizer's limit, as before; above it a seeded share of about that
         # much, read from the files a side at a time (train_tokenizer would need every text in memory to sample).
-        limit = tokenizer.MAX_TRAINING_CHARACTERS
-        if model.shared_vocabulary:
-            texts = data.tokenizer_sample((0, 1), limit, seed)
-            tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, model.source_vocab_size, False, seed), model_dir)
-            return
-        for side, size, name in ((0, model.source_vocab_size, source_file), (1, model.target_vocab_size, target_file)):
-            texts = data.tokenizer_sample((side,), limit, seed)
+        def write(sides, name, size, plan):
+            if plan is not None:
+                word_tokenizer.save_vocabulary(plan.words, model_dir, name)
+                return
+            texts = data.tokenizer_sample(sides, tokenizer.MAX_TRAINING_CHARACTERS, seed)
             tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, size, False, seed), model_dir, name)
 
-    config = run_settings.start_run(model_dir, RECIPE, config, write_tokenizers, target_file, chief)
-    return config, run_dir.tokenizers(model.shared_vocabulary)
+        if model.shared_vocabulary:
+            write((0, 1), source_file, model.source_vocab_size, plans.get("source"))
+            return
+        write((0,), source_file, model.source_vocab_size, plans.get("source"))
+        write((1,), target_file, model.target_vocab_size, plans.get("target"))
+
+    derived = tuple(f"model.{side}_{name}" for side in plans for name in ("vocab_size", "embedding_dim"))
+    config = run_settings.start_run(model_dir, RECIPE, config, write_tokenizers, target_file, chief, derived)
+    return config, run_dir.tokenizers(model.shared_vocabulary, model.words)
 
 
 def padded_lengths(config):
@@ -78,7 +87,7 @@ def padded_lengths(config):
 
 def tokenizers_key(model_dir, config):
     """The contents of a run's tokenizer files: their part of the token cache's keys."""
-    return tokenizer.files_key(model_dir, RunDir.tokenizer_files(config.shared_vocabulary))
+    return tokenizer.files_key(model_dir, RunDir.tokenizer_files(config.shared_vocabulary, config.words))
 
 
 def prepare(settings, strategy):
@@ -91,8 +100,12 @@ def prepare(settings, strategy):
     if shared.evaluating and digest:  # its bad rows and line counts too, before any write
         translation_data.load(names.dataset, settings.eval_split, names.source, names.target, names.bad_rows)
     run_settings.check_same_files(shared.model_dir, RECIPE, TranslateRunConfig, digest)
-    run_config, tokenizers = prepare_run(shared.model_dir, shared.config, data, is_chief(strategy))
+    plans = plan_words(shared.model_dir, shared.config, data)  # a bad vectors file: before any write
+    asked = dataclasses.replace(shared.config, model=translation_words.with_vectors(shared.config.model, plans))
+    run_config, tokenizers = prepare_run(shared.model_dir, asked, data, is_chief(strategy), plans)
     derived = {"example": data.example}
+    if plans:
+        derived["word_vectors"] = {side: plan.derived for side, plan in plans.items()}
     if digest:  # your own files: a resumed run must find the same contents
         derived["files"] = {"digest": digest, "bad_rows_skipped": data.skipped}
         spec = files.parse(names.dataset, translation_data.FORMS)
@@ -118,8 +131,23 @@ def prepare(settings, strategy):
             part, fields, skip=skip, max_length=padded_lengths(config))),
         loss=translation.translation_loss(train_config.label_smoothing,
                                           skip_padding=not uses_xla(strategy, train_config.jit_compile)),
+        initialize=translation_words.initializer(plans) if plans else None,
     )
     return driver.Prepared(dataclasses.replace(run_config, train=train_config), derived, task)
+
+
+def plan_words(model_dir, config, data):
+    """The word vocabularies and embeddings of a run with word vectors (zoo.translation.word_embedding; {} without),
+    said in the log. A resumed run plans them again, from the same files, and must find the matrices it started
+    from (the vectors files unchanged)."""
+    plans = translation_words.plan_words(config.model, data, config.train.seed)
+    if plans:
+        record = RunDir(model_dir).read_record(RECIPE, TranslateRunConfig) if os.path.isdir(model_dir) else None
+        translation_words.check_started(plans, record.derived.get("word_vectors", {}) if record else {},
+                                        config.model, model_dir)
+        for line in translation_words.log_lines(plans, config.data):
+            print(line, flush=True)
+    return plans
 
 
 def translate_corpus(loaded, sources, decode, batch_size, jit_compile=False, search=translate_ids,

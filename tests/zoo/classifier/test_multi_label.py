@@ -4,8 +4,10 @@ cross-entropy, the set at model.threshold; micro and macro F1, each label's figu
 NumPy's and scikit-learn's (where installed); a label seen only in evaluation named and counted; evaluation,
 zoo.load and the export in a fresh process answer alike; bad label sets refused naming file:line before any write."""
 
+import contextlib
 import csv
 import dataclasses
+import io
 import json
 import os
 
@@ -67,9 +69,6 @@ def run_fixture(files, tmp_path_factory):
     base = tmp_path_factory.mktemp("run")
     model = zoo.train("sentiment", model_dir=base / "run", dataset=f"csv:{folder}/{{split}}.csv", label_column="tags",
                       export_dir=base / "export", overrides=["model.threshold=0.4"], **QUICK)
-    import contextlib
-    import io
-
     with contextlib.redirect_stdout(io.StringIO()) as log:
         result = recipe.run_eval(str(base / "run"), "validation", predictions=str(base / "predictions.jsonl"))
     return base, model, result, log.getvalue()
@@ -124,8 +123,9 @@ def test_zoo_load_the_export_in_a_fresh_process_and_eval_answer_alike(run, files
         "import json, tensorflow as tf, tensorflow_text\n"
         f"serve = tf.saved_model.load({str(base / 'export' / '1')!r}).signatures['serving_default']\n"
         f"out = serve(text=tf.constant({texts!r}))\n"
-        "print(json.dumps({'probabilities': out['probabilities'].numpy().tolist(), 'label_count': "
-        "out['label_count'].numpy().tolist(), 'labels': [[x.decode() for x in row] for row in out['labels'].numpy()]}))\n"
+        "print(json.dumps({'probabilities': out['probabilities'].numpy().tolist(),\n"
+        "                  'label_count': out['label_count'].numpy().tolist(),\n"
+        "                  'labels': [[x.decode() for x in row] for row in out['labels'].numpy()]}))\n"
     )
     served = fresh_process_json(program)
     np.testing.assert_allclose(served["probabilities"], [[a["probabilities"][n] for n in TAGS] for a in answers],

@@ -60,8 +60,8 @@ def run_fixture(files, tmp_path_factory):
     """A CSV regression run, exported, and its evaluation of validation with --predictions."""
     folder, _, _ = files
     base = tmp_path_factory.mktemp("run")
-    model = zoo.train("sentiment", model_dir=base / "run", dataset=f"csv:{folder}/{{split}}.csv", text_column="sentence",
-                      label_column="score", export_dir=base / "export", **QUICK)
+    model = zoo.train("sentiment", model_dir=base / "run", dataset=f"csv:{folder}/{{split}}.csv",
+                      text_column="sentence", label_column="score", export_dir=base / "export", **QUICK)
     result = recipe.run_eval(str(base / "run"), "validation", predictions=str(base / "predictions.jsonl"))
     return base, model, result
 
@@ -201,7 +201,8 @@ def test_other_refusals_before_anything_is_written(tmp_path):
     with pytest.raises(ValueError, match="--problem_type=regression reads your own csv:, tsv: or jsonl: files"):
         zoo.train("sentiment", model_dir=tmp_path / "run", dataset="sst2", **QUICK)
     with pytest.raises(ConfigError, match="model.problem_type='ranking' must be one of single_label_classification"):
-        zoo.train("sentiment", model_dir=tmp_path / "run", dataset=f"csv:{same}", **{**QUICK, "problem_type": "ranking"})
+        zoo.train("sentiment", model_dir=tmp_path / "run", dataset=f"csv:{same}",
+                  **{**QUICK, "problem_type": "ranking"})
     with pytest.raises(ConfigError, match="data.classes=.* a regression"):
         zoo.train("sentiment", model_dir=tmp_path / "run", dataset=f"csv:{same}", classes=["1", "2"], **QUICK)
     with pytest.raises(ValueError, match="train.label_smoothing=0.2 smooths class targets"):

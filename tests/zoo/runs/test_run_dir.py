@@ -157,6 +157,10 @@ def test_a_worker_waits_for_the_chiefs_file_then_gives_up_naming_it(tmp_path):
 def test_translation_tokenizer_files():
     assert RunDir.tokenizer_files(True) == ("tokenizer.model", "tokenizer.model")
     assert RunDir.tokenizer_files(False) == ("source.model", "target.model")
+    # A side of words (word vectors) keeps its word vocabulary instead; a shared vocabulary of words is words.txt.
+    assert RunDir.tokenizer_files(True, (False, True)) == ("words.txt", "words.txt")
+    assert RunDir.tokenizer_files(False, (False, True)) == ("source.model", "target.words.txt")
+    assert RunDir.tokenizer_files(False, (True, True)) == ("source.words.txt", "target.words.txt")
 
 
 # ---------------------------------------------------------------- finished runs
