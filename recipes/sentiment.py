@@ -17,6 +17,7 @@ from zoo.sentiment.recipe import SENTIMENT
 
 common.define_flags(SENTIMENT, "explain")  # and the shortcut flags of its config's fields (recipes.shortcuts)
 flags.DEFINE_string("text", None, "The sentence to explain (--mode=explain).")
+flags.DEFINE_string("text_pair", None, "Its second text, for a run trained on text pairs (--mode=explain).")
 flags.DEFINE_string("predictions", None, "--mode=eval and train_and_eval: write each evaluated text's label, "
                     "prediction and class probabilities to this file, one JSON object a line, in the data's order. "
                     "Never a file of the run's own; an existing file only if it holds such predictions.")
@@ -31,13 +32,15 @@ def options(mode):
     do not evaluate)."""
     own = {"predictions": FLAGS.predictions, "overwrite_predictions": FLAGS.overwrite_predictions}
     if mode == "eval":
-        given = any(FLAGS[name].present for name in ("text_column", "label_column", "bad_rows", "classes"))
+        given = any(FLAGS[name].present for name in ("text_column", "label_column", "bad_rows", "classes",
+                                                     "text_pair_column"))
         columns = classifier_data.Columns(common.option("text_column"), common.option("label_column"),
-                                          common.option("bad_rows"), tuple(FLAGS.classes) if FLAGS.classes else None)
+                                          common.option("bad_rows"), tuple(FLAGS.classes) if FLAGS.classes else None,
+                                          text_pair=FLAGS.text_pair_column)
         own.update(dataset=FLAGS.dataset, eval_split=common.option("eval_split"), columns=columns if given else None,
                    batch_size=FLAGS.batch_size)
     if mode == "explain":
-        own["text"] = FLAGS.text
+        own.update(text=FLAGS.text, text_pair=FLAGS.text_pair)
     return own
 
 

@@ -16,7 +16,7 @@ from zoo.core import config as cfg
 NAMES = {"bad_rows", "level", "eval_split", "position", "activation", "embedding", "objective", "schedule",
          "mixed_precision", "strategy", "tokenizer", "problem_type"}
 TEXTS = {"dataset", "text_column", "label_column", "source", "target", "precision_reason", "tpu", "init_from",
-         "label_separator", "word_vectors", "source_vectors", "target_vectors"}
+         "label_separator", "word_vectors", "source_vectors", "target_vectors", "text_pair_column"}
 NAME_FREE = {("translate", "data.eval_split")}  # a dataset's own split names (Multi30k's test_2017_flickr ...)
 
 # Values out of range beyond the kinds every field of a type refuses (below): upper bounds, framing, vocabularies;
@@ -36,6 +36,8 @@ OUT_OF_RANGE = {
     "train.layer_decay": [1.5],
     "model.min_vector_coverage": [1.5],  # a share
     "model.threshold": [0.0, 1.0],  # a probability a label's must reach: in (0, 1)
+    "model.num_segments": [1, 3],  # 0 (one text) or 2 (text pairs)
+    "model.encoder.num_segments": [2],  # pretraining reads single texts
 }
 
 

@@ -38,6 +38,7 @@ class Columns:
     classes: tuple | None = None
     problem_type: str = SINGLE_LABEL  # regression, multi_label_classification: labels read by zoo.classifier.targets
     label_separator: str = "|"  # multi_label_classification: what splits a csv:, tsv: (or jsonl: string) label
+    text_pair: str | None = None  # a second text's column (text pairs: rows are (text, text pair)), or None
 
 
 def label_name(value):
@@ -89,14 +90,20 @@ class Examples:
         return self._read()
 
     def texts(self):
+        """Each row's text, or (text, text pair)."""
         return (text for text, _ in self)
+
+    def strings(self):
+        """Every text as a string, both of a pair: what a tokenizer or a vocabulary learns from."""
+        for text in self.texts():
+            yield from text if isinstance(text, tuple) else (text,)
 
     def tokenizer_sample(self, max_characters, seed):
         """A seeded sample of the texts with about `max_characters` in all, read in one pass."""
         if self.text_bytes is None or self.text_bytes <= max_characters:
-            return list(self.texts())
+            return list(self.strings())
         share, rng = max_characters / self.text_bytes, np.random.default_rng(seed)
-        return [text for text in self.texts() if rng.random() < share]
+        return [text for text in self.strings() if rng.random() < share]
 
 
 def load(name, split, columns=Columns(), class_names=None, max_examples=None, seed=0):
@@ -107,6 +114,9 @@ def load(name, split, columns=Columns(), class_names=None, max_examples=None, se
     spec = files.parse(name, FORMS)
     label_shapes.check_problem_type(columns.problem_type, spec, name)
     classes = _classes(columns.classes, spec, name)
+    if columns.text_pair and (spec is None or spec.form == "folder"):
+        raise DatasetError(f"--text_pair_column={columns.text_pair} reads a second text from csv:, tsv: or jsonl: "
+                           f"files; {name} holds one text a row: leave it out, or give your pairs as such files.")
     if spec is None:
         return _built_in(name, split, class_names, max_examples, seed)
     files.check_split(spec, split)
@@ -122,7 +132,11 @@ def load(name, split, columns=Columns(), class_names=None, max_examples=None, se
         if columns.text == columns.label:
             raise DatasetError(f"--text_column and --label_column both name {columns.text!r}: the model would read "
                                "its label. Name the text's column and the label's.")
-        files.check_columns(spec, split, (columns.text, columns.label))
+        if columns.text_pair in (columns.text, columns.label):
+            which = "--text_column" if columns.text_pair == columns.text else "--label_column"
+            raise DatasetError(f"--text_pair_column and {which} both name {columns.text_pair!r}: a pair's second "
+                               "text must come from a column of its own. Name the second text's column.")
+        files.check_columns(spec, split, (columns.text, columns.label, columns.text_pair))
     if columns.problem_type != SINGLE_LABEL:
         return _load_targets(spec, split, columns, class_names, classes, max_examples, seed)
     bad = files.BadRows(columns.bad_rows)
@@ -132,7 +146,7 @@ def load(name, split, columns=Columns(), class_names=None, max_examples=None, se
             left_out[label] += 1
             continue
         counts[label] += 1
-        text_bytes += len(text)
+        text_bytes += text_size(text)
     bad.check(f"{spec} ({split})")
     _say_left_out(spec, split, classes, left_out)
     count = sum(counts.values())
@@ -182,7 +196,7 @@ def _load_targets(spec, split, columns, names, classes, max_examples, seed):
     labels, text_bytes = [], 0
     for text, label, _ in _rows(spec, split, columns, bad, read_label=read_label):
         labels.append(label)
-        text_bytes += len(text)
+        text_bytes += text_size(text)
     bad.check(f"{spec} ({split})")
     if not labels:
         raise DatasetError(f"--dataset={spec} has no rows in its {split} split.")
@@ -204,6 +218,11 @@ def _load_targets(spec, split, columns, names, classes, max_examples, seed):
     skipped = bad.count if columns.bad_rows == "skip" else 0
     return Examples(read, len(labels), targets.names, key, files.paths(spec, split), text_bytes, skipped, sources,
                     targets)
+
+
+def text_size(text):
+    """The characters of a row's text, both of a pair."""
+    return sum(map(len, text)) if isinstance(text, tuple) else len(text)
 
 
 def _joined(names):
@@ -310,6 +329,14 @@ def _rows(spec, split, columns, bad, classes=None, read_label=class_label):
         if not text.strip():
             bad.add(row.where, "an empty text")
             continue
+        if columns.text_pair:  # csv:, tsv:, jsonl: (`load` refuses pairs of folder:)
+            pair = row.values.get(columns.text_pair)
+            if not isinstance(pair, str) or not pair.strip():
+                bad.add(row.where, f"no second text in {columns.text_pair!r}" if pair is None else
+                        f"{columns.text_pair!r} is not text" if not isinstance(pair, str) else
+                        f"an empty second text in {columns.text_pair!r}")
+                continue
+            text = (text, pair)
         name, why = read_label(label, label_column)
         if why:
             bad.add(row.where, why)

@@ -5,6 +5,7 @@ Python object `zoo.load` returns for a sentiment run or its export.
     classifier.predict(["a wonderful, moving film"])
     # [{"label": "positive", "probabilities": {"negative": 0.03, "positive": 0.97}}]
     # regression: [{"score": 4.2}]; multi-label: [{"labels": ["drama"], "probabilities": {"comedy": 0.1, ...}}]
+    classifier.predict(["A man plays a guitar."], text_pairs=["Someone is playing music."])  # a text-pair run
 """
 
 from zoo.classifier import model as classifier
@@ -25,8 +26,10 @@ def load_run(model_dir, average=1):
 
 
 def preprocessor(loaded):
-    """The preprocessor of a LoadedRun: what training read and what the export serves."""
-    return ClassifierPreprocessor.for_tokenizer(loaded.tokenizer, loaded.config.max_length)
+    """The preprocessor of a LoadedRun: what training read and what the export serves (text pairs for a run with
+    segments)."""
+    return ClassifierPreprocessor.for_tokenizer(loaded.tokenizer, loaded.config.max_length,
+                                                pairs=bool(loaded.config.num_segments))
 
 
 def serving_module(loaded):
@@ -49,32 +52,41 @@ class Classifier(Served):
     `signatures` hold the export's "serving_default" (a SavedModel's, or the ClassifierServer's
     tf.function built from a run); `owner` holds its variables alive."""
 
-    def __init__(self, signatures, owner, class_names, step, problem_type=classifier.SINGLE_LABEL):
+    def __init__(self, signatures, owner, class_names, step, problem_type=classifier.SINGLE_LABEL, pairs=False):
         super().__init__(signatures, owner, step)
         self.class_names, self.problem_type = list(class_names), problem_type
+        self.pairs = pairs  # trained on text pairs: predict takes text_pairs
 
     @classmethod
     def from_run(cls, model_dir, average=1):
         loaded = load_run(model_dir, average)
         module = serving_module(loaded)
         return cls({"serving_default": module.serve}, module, loaded.record.derived["class_names"], loaded.step,
-                   loaded.config.problem_type)
+                   loaded.config.problem_type, bool(loaded.config.num_segments))
 
     @classmethod
     def from_export(cls, saved, metadata):
         # An export made before its manifest recorded the class names: the classes by index ("0", "1" ...).
         names = metadata.get("class_names") or [str(i) for i in range(metadata["model"]["num_classes"])]
         problem_type = metadata["model"].get("problem_type", classifier.SINGLE_LABEL)
-        return cls(saved.signatures, saved, names, metadata.get("step"), problem_type)
+        return cls(saved.signatures, saved, names, metadata.get("step"), problem_type,
+                   bool(metadata["model"].get("num_segments")))
 
-    def predict(self, texts, batch_size=inputs.BATCH_SIZE):
+    def predict(self, texts, batch_size=inputs.BATCH_SIZE, *, text_pairs=None):
         """A list, one per text: {"label": the likeliest class, "probabilities": {class name: probability}};
         a regression's {"score": a number}; a multi-label's {"labels": the predicted set, in label order,
-        "probabilities": {label: probability}}. The texts go `batch_size` at a time, grouped by length."""
-        return inputs.in_batches(self.predict_batch, texts, batch_size)
+        "probabilities": {label: probability}}. The texts go `batch_size` at a time, grouped by length.
+        A model trained on text pairs takes `text_pairs`, the second text of each of `texts`, and needs them."""
+        if self.pairs != (text_pairs is not None):
+            raise TypeError("This classifier was trained on text pairs: give each text's second text too, "
+                            "predict(texts, text_pairs=[...])." if self.pairs else "This classifier reads one text "
+                            "each (it was trained without --text_pair_column): leave text_pairs out.")
+        return inputs.in_batches(self.predict_batch, texts, batch_size, text_pairs=text_pairs)
 
     def predict_batch(self, batch):
-        out = call(self.signatures, "serving_default", text=strings(batch))
+        texts = {"text": strings([a for a, _ in batch]), "text_pair": strings([b for _, b in batch])} if self.pairs \
+            else {"text": strings(batch)}
+        out = call(self.signatures, "serving_default", **texts)
         if self.problem_type == classifier.REGRESSION:
             return [{"score": float(score)} for score in out["score"].numpy()]
         if self.problem_type == classifier.MULTI_LABEL:

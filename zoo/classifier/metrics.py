@@ -127,12 +127,16 @@ PREDICTION_KEYS = ("text", "label", "prediction", "probabilities")
 SCORE_KEYS = ("text", "label", "prediction")  # regression's: numbers
 
 
+def text_fields(text):
+    """A prediction line's text: {"text"}, or a pair's {"text", "text_pair"}."""
+    return {"text": text[0], "text_pair": text[1]} if isinstance(text, tuple) else {"text": text}
+
 
 def predictions_lines(texts, labels, probabilities, class_names):
     """One JSON line (UTF-8 bytes) per text, in order: {"text", "label", "prediction", "probabilities":
     {class name: probability}}."""
     for text, label, row in zip(texts, labels, probabilities):
-        record = {"text": text, "label": class_names[label], "prediction": class_names[int(np.argmax(row))],
+        record = {**text_fields(text), "label": class_names[label], "prediction": class_names[int(np.argmax(row))],
                   "probabilities": {name: round(float(p), 6) for name, p in zip(class_names, row)}}
         yield (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
 
@@ -140,7 +144,7 @@ def predictions_lines(texts, labels, probabilities, class_names):
 def score_lines(texts, labels, scores):
     """Regression's predictions: one JSON line per text, {"text", "label", "prediction"} (numbers)."""
     for text, label, score in zip(texts, labels, scores):
-        yield (json.dumps({"text": text, "label": float(label), "prediction": float(score)}, ensure_ascii=False)
+        yield (json.dumps({**text_fields(text), "label": float(label), "prediction": float(score)}, ensure_ascii=False)
                + "\n").encode("utf-8")
 
 
@@ -148,7 +152,7 @@ def label_set_lines(texts, labels, probabilities, predicted, names):
     """Multi-label predictions: one JSON line per text, {"text", "label": its labels the model knows,
     "prediction": the predicted set, "probabilities": {label: probability}}."""
     for text, row, chances, chosen in zip(texts, labels, probabilities, predicted):
-        record = {"text": text, "label": [n for n, v in zip(names, row) if v],
+        record = {**text_fields(text), "label": [n for n, v in zip(names, row) if v],
                   "prediction": [n for n, v in zip(names, chosen) if v],
                   "probabilities": {name: round(float(p), 6) for name, p in zip(names, chances)}}
         yield (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
@@ -162,4 +166,4 @@ def is_predictions_file(path):
             record = json.loads(f.readline(1 << 24))
     except (OSError, ValueError):
         return False
-    return isinstance(record, dict) and tuple(record) in (PREDICTION_KEYS, SCORE_KEYS)
+    return isinstance(record, dict) and tuple(k for k in record if k != "text_pair") in (PREDICTION_KEYS, SCORE_KEYS)

@@ -57,6 +57,7 @@ class ClassifierConfig:
     word_vectors: str | None = None  # a GloVe, word2vec or fastText .vec file (plain or .gz) to start the embedding
     freeze_word_vectors: bool = False  # keep the token embedding as the vectors give it (not trained)
     min_vector_coverage: float = 0.2  # refuse vectors covering less than this share of the training tokens
+    num_segments: int = 0  # segment (token-type) ids embedded: 0 for one text, 2 for text pairs (set from the data)
     problem_type: str = SINGLE_LABEL  # single_label_classification, regression or multi_label_classification
     threshold: float = 0.5  # multi_label_classification: a label is predicted when its probability is at least this
 
@@ -72,6 +73,8 @@ class ClassifierConfig:
                              "a word's, not a subword piece's.")
         checks.word_vectors(self, "word_vectors")
         checks.rates(self, "dropout")
+        if self.num_segments not in (0, 2):
+            raise ValueError(f"num_segments={self.num_segments!r} must be 0 (one text) or 2 (text pairs).")
         checks.divisible(self)
         if self.embedding not in EMBEDDINGS:
             raise ValueError(f"embedding={self.embedding!r} must be one of {EMBEDDINGS}.")
@@ -98,7 +101,8 @@ PRESETS = {
 
 
 def build_encoder(config, embedding=None, prefix="encoder", name="encoder"):
-    """token_ids (batch, seq) int32, 0 = padding -> hidden states (batch, seq, hidden_dim).
+    """token_ids (batch, seq) int32, 0 = padding -> hidden states (batch, seq, hidden_dim); with
+    config.num_segments, {"token_ids", "segment_ids"} (batch, seq) each (text pairs) -> the same.
 
     The classifier's body, and what pretraining trains (`zoo.pretraining.model`). Layers are named
     "embedding", "<prefix>_<i>" and "<prefix>_final_norm" (pre-norm only). `embedding`: a
@@ -106,6 +110,7 @@ def build_encoder(config, embedding=None, prefix="encoder", name="encoder"):
     its width differs from config.hidden_dim, a Dense "<prefix>_projection" maps it.
     """
     token_ids = keras.Input((None,), dtype="int32", name="token_ids")
+    segment_ids = keras.Input((None,), dtype="int32", name="segment_ids") if config.num_segments else None
     if embedding is None:
         normalized = config.embedding == "normalized"
         embedding = TokenAndPositionEmbedding(
@@ -116,10 +121,11 @@ def build_encoder(config, embedding=None, prefix="encoder", name="encoder"):
             config.dropout,
             scale_tokens=not normalized,
             layer_norm_epsilon=config.epsilon if normalized else None,
+            num_segments=config.num_segments,
             name="embedding",
         )
         embedding.token_embedding.trainable = not config.freeze_word_vectors
-    x = embedding(token_ids)
+    x = embedding(token_ids, segment_ids=segment_ids)
     if embedding.hidden_dim != config.hidden_dim:
         x = keras.layers.Dense(config.hidden_dim, name=f"{prefix}_projection")(x)
     is_token = padding_mask(token_ids)
@@ -135,11 +141,13 @@ def build_encoder(config, embedding=None, prefix="encoder", name="encoder"):
         )(x, padding_mask=is_token)
     if config.norm_first:
         x = keras.layers.LayerNormalization(epsilon=config.epsilon, name=f"{prefix}_final_norm")(x)
-    return keras.Model(token_ids, x, name=name)
+    inputs = token_ids if segment_ids is None else {"token_ids": token_ids, "segment_ids": segment_ids}
+    return keras.Model(inputs, x, name=name)
 
 
 def build_classifier(config):
-    """token_ids (batch, seq) int32, 0 = padding -> logits (batch, num_classes) float32.
+    """token_ids (batch, seq) int32, 0 = padding (and segment_ids for text pairs, `build_encoder`) -> logits
+    (batch, num_classes) float32.
 
     The encoder's layers and a head on the <s> token's final state; the encoder's layers keep
     their names, so `zoo.pretraining.pretrained` copies a pretrained encoder's weights in by name."""
@@ -166,6 +174,13 @@ def layer_depths(model):
         else:
             depths.append(1 if layer.endswith("final_norm") else 0)
     return depths
+
+
+def model_inputs(batch):
+    """What the classifier takes from a batch: its token ids, and its segment ids where it has them (text pairs)."""
+    if "segment_ids" in batch:
+        return {"token_ids": batch["token_ids"], "segment_ids": batch["segment_ids"]}
+    return batch["token_ids"]
 
 
 def encoder_blocks(model):
@@ -196,7 +211,7 @@ def answers(problem_type, logits):
 def classification_loss(label_smoothing, problem_type=SINGLE_LABEL):
     """The Task.loss of a classifier: summed `example_losses` over the examples."""
     def loss(model, batch, training):
-        logits = model(batch["token_ids"], training=training)
+        logits = model(model_inputs(batch), training=training)
         losses = example_losses(problem_type, batch["label"], logits, label_smoothing)
         tokens = tf.reduce_sum(tf.cast(batch["token_ids"] != 0, tf.int64))
         return tf.reduce_sum(losses), tf.shape(losses)[0], tokens
@@ -209,17 +224,20 @@ def classification_outputs(model, problem_type=SINGLE_LABEL):
     come in length order; the index puts them back in the data's)."""
 
     def outputs(batch):
-        logits = tf.cast(model(batch["token_ids"], training=False), tf.float32)
+        logits = tf.cast(model(model_inputs(batch), training=False), tf.float32)
         return {"loss": example_losses(problem_type, batch["label"], logits), **answers(problem_type, logits),
                 "label": batch["label"], "index": batch["index"]}
 
     return outputs
 
 
-def attention_scores(model, token_ids):
-    """Each encoder layer's attention probabilities (batch, heads, seq, seq)."""
+def attention_scores(model, inputs):
+    """Each encoder layer's attention probabilities (batch, heads, seq, seq) for the model's `inputs` (token ids,
+    or a pair model's {"token_ids", "segment_ids"})."""
+    pair = isinstance(inputs, dict)
+    token_ids, segment_ids = (inputs["token_ids"], inputs["segment_ids"]) if pair else (inputs, None)
     is_token = padding_mask(token_ids)
-    x = model.get_layer("embedding")(token_ids)
+    x = model.get_layer("embedding")(token_ids, segment_ids=segment_ids)
     for layer in model.layers:
         if layer.name.endswith("_projection"):  # a narrower embedding's (ELECTRA's)
             x = layer(x)
@@ -230,18 +248,31 @@ def attention_scores(model, token_ids):
     return scores
 
 
-class ClassifierServer(tf.Module):
-    """Text in, label and class probabilities out: what the export serves."""
+class TextServer(tf.Module):
+    """What a classifier's export serves: `serve`, a tf.function of the preprocessor's inputs (`text`, and
+    `text_pair` for a pair model: (batch,) strings each) -> `answer` of the model's float32 outputs."""
 
-    def __init__(self, model, preprocessor, class_names):
+    def __init__(self, model, preprocessor):
         super().__init__()
         self.model = model
         self.preprocessor = preprocessor
+        # Named arguments, so that a run's server is called as its export's signature is: serve(text=, text_pair=).
+        one, pair = (lambda text: self.outputs(text)), (lambda text, text_pair: self.outputs(text, text_pair))
+        self.serve = tf.function(pair if preprocessor.pairs else one, input_signature=preprocessor.signature)
+
+    def outputs(self, *texts):
+        return self.answer(tf.cast(self.model(self.preprocessor(*texts), training=False), tf.float32))
+
+
+class ClassifierServer(TextServer):
+    """Text in, label and class probabilities out: what the export serves."""
+
+    def __init__(self, model, preprocessor, class_names):
+        super().__init__(model, preprocessor)
         self.class_names = tf.constant(class_names)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-    def serve(self, text):
-        probabilities = tf.nn.softmax(tf.cast(self.model(self.preprocessor(text), training=False), tf.float32))
+    def answer(self, logits):
+        probabilities = tf.nn.softmax(logits)
         label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
         return {
             "label": tf.gather(self.class_names, label_id),
@@ -250,36 +281,29 @@ class ClassifierServer(tf.Module):
         }
 
 
-class RegressionServer(tf.Module):
+class RegressionServer(TextServer):
     """Text in, a number in the training labels' own units out: the standardised output times their `std`
     plus their `mean`."""
 
     def __init__(self, model, preprocessor, mean, std):
-        super().__init__()
-        self.model = model
-        self.preprocessor = preprocessor
+        super().__init__(model, preprocessor)
         self.mean, self.std = tf.constant(mean, tf.float32), tf.constant(std, tf.float32)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-    def serve(self, text):
-        output = tf.cast(self.model(self.preprocessor(text), training=False), tf.float32)[:, 0]
-        return {"score": output * self.std + self.mean}
+    def answer(self, outputs):
+        return {"score": outputs[:, 0] * self.std + self.mean}
 
 
-class MultiLabelServer(tf.Module):
+class MultiLabelServer(TextServer):
     """Text in, each label's probability and the predicted set out: `labels` (batch, labels) holds the labels whose
     probability is at least `threshold`, in `class_names`' order, then empty strings; `label_count` how many."""
 
     def __init__(self, model, preprocessor, class_names, threshold):
-        super().__init__()
-        self.model = model
-        self.preprocessor = preprocessor
+        super().__init__(model, preprocessor)
         self.class_names = tf.constant(class_names)
         self.threshold = tf.constant(threshold, tf.float32)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-    def serve(self, text):
-        probabilities = tf.sigmoid(tf.cast(self.model(self.preprocessor(text), training=False), tf.float32))
+    def answer(self, logits):
+        probabilities = tf.sigmoid(logits)
         chosen = probabilities >= self.threshold
         # The chosen labels first, each part in label order: a stable sort of "not chosen".
         order = tf.argsort(tf.cast(tf.logical_not(chosen), tf.int32), axis=-1, stable=True)

@@ -119,11 +119,13 @@ class ClassifierPreprocessor(tf.Module):
 
     def framed_pairs(self, first, second):
         """[CLS] a [SEP] b [SEP] as ragged int32 ids of two (batch,) strings, truncated `longest_first`."""
-        a, b = (self.pieces_of(texts) for texts in (first, second))
+        rows = tf.shape(first)[0]
+        both = self.pieces_of(tf.concat([first, second], axis=0))  # one tokenizer call (and graph) for both texts
+        a, b = both[:rows], both[rows:]
         keep_a, keep_b = longest_first(a.row_lengths(), b.row_lengths(), self.room)
         a = tf.ragged.boolean_mask(a, tf.ragged.range(a.row_lengths()) < keep_a[:, None])
         b = tf.ragged.boolean_mask(b, tf.ragged.range(b.row_lengths()) < keep_b[:, None])
-        column = lambda token: tf.fill([tf.shape(first)[0], 1], tf.constant(token, a.dtype))  # noqa: E731
+        column = lambda token: tf.fill([rows, 1], tf.constant(token, a.dtype))  # noqa: E731
         separator = column(self.separator_id)
         return tf.cast(tf.concat([column(self.start_id), a, separator, b, separator], axis=1), tf.int32)
 

@@ -18,6 +18,7 @@ class SentimentData:
     eval_split: str = "validation"  # the split evaluated after training (--mode=eval takes --eval_split)
     text_column: str = "text"  # your csv:, tsv:, jsonl: files: the text's column or key
     label_column: str = "label"  # your csv:, tsv:, jsonl: files: the label's column or key
+    text_pair_column: str | None = None  # your csv:, tsv:, jsonl: files: a second text's column (text pairs)
     bad_rows: str = "error"  # rows that do not parse: error (refused, file:line) or skip (counted)
     classes: tuple[str, ...] | None = None  # the labels (folder: the class folders) to use, in order; None: all
     max_examples: int | None = None  # train on at most this many examples (a seeded choice)
@@ -51,6 +52,12 @@ class SentimentRunConfig:
         if self.model.max_length < 2:
             raise ConfigError(f"model.max_length={self.model.max_length} leaves no room for text beside the start "
                               "token: use at least 2.")
+        if self.data.text_pair_column and self.model.max_length < 4:
+            raise ConfigError(f"model.max_length={self.model.max_length} leaves no room for a text pair "
+                              "(data.text_pair_column) beside [CLS] and two [SEP]: use at least 4.")
+        if self.model.num_segments and not self.data.text_pair_column:
+            raise ConfigError(f"model.num_segments={self.model.num_segments} embeds the segments of text pairs: "
+                              "set data.text_pair_column too, or leave model.num_segments out (it is set from it).")
         if self.model.problem_type == classifier.REGRESSION and self.data.classes:
             raise ConfigError(f"data.classes={list(self.data.classes)} picks classes, and a regression "
                               "(model.problem_type) has none: leave it out.")
@@ -70,8 +77,9 @@ def base(preset, init_from=None, encoder=None, published=False):
 
 def check_encoder(model, encoder, section="model"):
     """A model config must keep the pretrained encoder's shape: every field but the head's (dropout, num_classes,
-    problem_type, threshold) and a max_length no longer than the encoder's."""
-    free = {"dropout", "num_classes", "max_length", "problem_type", "threshold"}
+    problem_type, threshold), num_segments (a pair run adds a segment embedding) and a max_length no longer than
+    the encoder's."""
+    free = {"dropout", "num_classes", "max_length", "problem_type", "threshold", "num_segments"}
     wrong = [f"{section}.{f.name}={getattr(model, f.name)!r} (the encoder of setup.init_from has "
              f"{getattr(encoder, f.name)!r})" for f in dataclasses.fields(model)
              if f.name not in free and getattr(model, f.name) != getattr(encoder, f.name)]

@@ -57,6 +57,9 @@ class PretrainConfig:
             )
         if not 0.0 < self.generator_scale <= 1.0:
             raise ValueError(f"generator_scale={self.generator_scale} must be in (0, 1].")
+        if self.encoder.num_segments:
+            raise ValueError(f"encoder.num_segments={self.encoder.num_segments}: pretraining reads single texts, so "
+                             "leave it 0 (a text-pair fine-tuning adds its segment embedding, starting at zero).")
         checks.positive(self, "first_regular_id")
         if self.encoder.vocab_size <= self.first_regular_id:
             raise ValueError(f"encoder.vocab_size={self.encoder.vocab_size} leaves no regular token: the ids below "

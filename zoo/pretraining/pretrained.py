@@ -178,6 +178,11 @@ def copy_encoder_weights(weights, target):
     copied = 0
     for name, values in weights.items():
         destination = target.get_layer(name)
+        segments = getattr(destination, "segment_embedding", None)
+        if segments is not None and len(values) == len(destination.weights) - 1:
+            # An encoder pretrained on single texts has no segment table: a text-pair model's starts at zero.
+            at = [weight.path for weight in destination.weights].index(segments.embeddings.path)
+            values = [*values[:at], np.zeros(segments.embeddings.shape, np.float32), *values[at:]]
         # A classifier with fewer positions than the pretrained encoder takes the first rows of its learned table.
         values = [value[: weight.shape[0]] if "position_embedding" in weight.path and len(value) > weight.shape[0]
                   else value for value, weight in zip(values, destination.weights)]

@@ -32,7 +32,7 @@ SHORTCUTS = {"eval_split": "data.eval_split", "text_column": "data.text_column",
              "dropout": "model.dropout", "init_from": "setup.init_from", "layer_decay": "train.layer_decay",
              "word_vectors": "model.word_vectors", "freeze_word_vectors": "model.freeze_word_vectors",
              "problem_type": "model.problem_type", "threshold": "model.threshold",
-             "label_separator": "data.label_separator"}
+             "label_separator": "data.label_separator", "text_pair_column": "data.text_pair_column"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +43,7 @@ class Settings:
     dataset: str | None = None  # to evaluate another dataset's split (sst2 for a run on sst2_tune); None: the run's
     eval_split: str = SentimentData.eval_split  # the split evaluated (a training run's: data.eval_split)
     text: str | None = None  # the text to explain (mode explain)
+    text_pair: str | None = None  # its second text, for a run on text pairs (mode explain)
     columns: classifier_data.Columns | None = None  # the evaluated files' columns; None: the trained run's
     predictions: str | None = None  # a JSON-lines file of each evaluated text's label, prediction and probabilities
     overwrite_predictions: bool = False  # replace an existing file at `predictions` that the zoo did not write
@@ -51,7 +52,7 @@ class Settings:
 def columns_of(data, model):
     """The classifier_data.Columns of a SentimentData, reading labels as the ClassifierConfig's problem_type."""
     return classifier_data.Columns(data.text_column, data.label_column, data.bad_rows, data.classes,
-                                   model.problem_type, data.label_separator)
+                                   model.problem_type, data.label_separator, data.text_pair_column)
 
 
 def label_field(data, rows, problem_type, stats=None):
@@ -108,15 +109,17 @@ def prepare(settings, strategy):
     run_settings.check_same_files(shared.model_dir, RECIPE, SentimentRunConfig, digest)
     problem_type = config.model.problem_type
     outputs = 1 if problem_type == classifier.REGRESSION else len(data.class_names)
-    config = dataclasses.replace(config, model=dataclasses.replace(config.model, num_classes=outputs),
+    segments = 2 if config.data.text_pair_column else 0  # a pair's two texts: BERT's token types 0 and 1
+    config = dataclasses.replace(config, model=dataclasses.replace(config.model, num_classes=outputs,
+                                                                   num_segments=segments),
                                  train=train_config)
     words = plan_words(shared.model_dir, config.model, data, config.train.seed)  # a bad vectors file: before any write
     if words is not None:
         config = dataclasses.replace(config, model=words_model(config.model, words))
     config, tok = prepare_run(shared.model_dir, config, data, is_chief(strategy), words)
     model = config.model
-    rows = classifier_data.token_rows(data, ClassifierPreprocessor.for_tokenizer(tok, model.max_length),
-                                      tokenizer.files_key(shared.model_dir))
+    framing = ClassifierPreprocessor.for_tokenizer(tok, model.max_length, pairs=bool(model.num_segments))
+    rows = classifier_data.token_rows(data, framing, tokenizer.files_key(shared.model_dir))
     rows.check_ids(model.vocab_size)
     replicas = strategy.num_replicas_in_sync
     plan = batching.training_plan(rows.lengths, train_config.train_steps, train_config.batch_size,
@@ -126,8 +129,8 @@ def prepare(settings, strategy):
     init_from = config.setup.init_from
     task = Task(
         build_model=lambda: classifier.build_classifier(model),
-        dataset=batching.planned_dataset_fn(plan, replicas, lambda part, skip, _: batching.plan_dataset(
-            part, fields, skip=skip, max_length=model.max_length)),
+        dataset=batching.planned_dataset_fn(plan, replicas, lambda part, skip, _: framing.with_segments(
+            batching.plan_dataset(part, fields, skip=skip, max_length=model.max_length))),
         loss=classifier.classification_loss(train_config.label_smoothing, problem_type),
         initialize=pretrained.encoder_initializer(init_from) if init_from else
         word_embedding.initializer(words.matrix) if words is not None and words.matrix is not None else None,
@@ -150,7 +153,7 @@ def plan_words(model_dir, model, data, seed):
     from (the vectors file unchanged)."""
     if not model.words:
         return None
-    plan = word_embedding.plan_words(data.texts(), model.vocab_size, model.word_vectors, model.min_vector_coverage,
+    plan = word_embedding.plan_words(data.strings(), model.vocab_size, model.word_vectors, model.min_vector_coverage,
                                      seed, scaled=model.embedding != "normalized",
                                      coverage_setting="--config.model.min_vector_coverage")
     record = RunDir(model_dir).read_record(RECIPE, SentimentRunConfig) if os.path.isdir(model_dir) else None
@@ -226,6 +229,15 @@ FIGURES = {classifier.SINGLE_LABEL: single_label_figures, classifier.REGRESSION:
            classifier.MULTI_LABEL: multi_label_figures}
 
 
+def pair_column(given, trained):
+    """The evaluated files' second-text column: the one given (--mode=eval --text_pair_column), else the run's;
+    a run trained on single texts takes none."""
+    if given and not trained:
+        raise ValueError(f"--text_pair_column={given}: this run was trained on single texts, and reads no second "
+                         "text. Leave it out.")
+    return given or trained
+
+
 def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=None, predictions=None):
     """The `split`'s figures by model.problem_type (docs/sentiment.md): accuracy, loss, macro-F1, each class's
     precision, recall, F1 and support and the confusion matrix; regression's mse, rmse, mae, pearson and spearman;
@@ -235,15 +247,17 @@ def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=N
     trained, problem_type, derived = loaded.record.config.data, loaded.config.problem_type, loaded.record.derived
     dataset = dataset or trained.dataset
     # Default: the columns the run trained with; labels are always read as the run's.
-    columns = dataclasses.replace(columns or columns_of(trained, loaded.config), problem_type=problem_type,
-                                  label_separator=trained.label_separator)
+    columns = columns or columns_of(trained, loaded.config)
+    columns = dataclasses.replace(columns, problem_type=problem_type, label_separator=trained.label_separator,
+                                  text_pair=pair_column(columns.text_pair, trained.text_pair_column))
     data = classifier_data.load(dataset, split, columns, class_names=derived["class_names"])
-    rows = classifier_data.token_rows(data, preprocessor(loaded), tokenizer.files_key(model_dir))
+    framing = preprocessor(loaded)
+    rows = classifier_data.token_rows(data, framing, tokenizer.files_key(model_dir))
     rows.check_ids(loaded.config.vocab_size)
     plan = batching.evaluation_plan(rows.lengths, batch_size)
     fields = {"token_ids": rows, "label": label_field(data, rows, problem_type, derived.get("targets")),
               "index": np.arange(len(rows.labels))}
-    batches = batching.plan_dataset(plan, fields, max_length=loaded.config.max_length)
+    batches = framing.with_segments(batching.plan_dataset(plan, fields, max_length=loaded.config.max_length))
     outputs = gather(classifier.classification_outputs(loaded.model, problem_type), batches, len(plan),
                      description=split)
     order = np.argsort(outputs["index"])  # the data's order
@@ -264,18 +278,26 @@ def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=N
     return result
 
 
+def warmup_texts(config):
+    """The export's warm-up request: three texts (the last empty), with a second text each for a pair model."""
+    texts = {"text": ["a wonderful, moving film", "dull and far too long", ""]}
+    if config.num_segments:
+        texts["text_pair"] = ["a film worth seeing", "", "an empty first text"]
+    return texts
+
+
 def server(loaded, settings):
     module = serving_module(loaded)
     derived = loaded.record.derived
     return driver.Serving(
-        module, {"serving_default": module.serve}, {"text": ["a wonderful, moving film", "dull and far too long", ""]},
+        module, {"serving_default": module.serve}, warmup_texts(loaded.config),
         metadata={"recipe": RECIPE, "dataset": loaded.record.config.data.dataset, "step": loaded.step,
                   "model": dataclasses.asdict(loaded.config), "class_names": derived["class_names"],
                   **({"targets": derived["targets"]} if "targets" in derived else {})},
     )
 
 
-def run_explain(model_dir, text, average=1):
+def run_explain(model_dir, text, average=1, text_pair=None):
     """Attention pictures of `text`, and each token's share of the answer by erasure (zoo.classifier.explain):
     the likeliest class's probability, a regression's score, or a multi-label's likeliest label's probability."""
     import tensorflow as tf
@@ -283,9 +305,14 @@ def run_explain(model_dir, text, average=1):
     from zoo.classifier import explain
 
     loaded = load_trained(model_dir, average)
-    token_ids = preprocessor(loaded)(tf.constant([text]))
+    framing = preprocessor(loaded)
+    if framing.pairs != (text_pair is not None):
+        raise ValueError("This run was trained on text pairs: give the second text too, --text_pair=\"...\"."
+                         if framing.pairs else "--text_pair: this run reads one text each; leave it out.")
+    inputs = framing(tf.constant([text]), *([tf.constant([text_pair])] if framing.pairs else []))
+    token_ids = inputs["token_ids"] if framing.pairs else inputs
     tokens = [loaded.tokenizer.id_to_token(int(i)) for i in token_ids[0].numpy()]
-    scores = classifier.attention_scores(loaded.model, token_ids)
+    scores = classifier.attention_scores(loaded.model, inputs)
     directory = os.path.join(model_dir, "explain")
     paths = explain.save_attention_maps([s[0] for s in scores], tokens, directory)
     heatmap = os.path.join(directory, "positional_encoding.png")
@@ -305,7 +332,8 @@ def explained_value(loaded, token_ids):
     config, derived = loaded.config, loaded.record.derived
 
     def answers(ids):
-        return classifier.answers(config.problem_type, tf.cast(loaded.model(ids, training=False), tf.float32))
+        inputs = preprocessor(loaded).inputs_of(tf.constant(ids))  # a pair's segments read from its separator
+        return classifier.answers(config.problem_type, tf.cast(loaded.model(inputs, training=False), tf.float32))
 
     if config.problem_type == classifier.REGRESSION:
         stats = derived["targets"]
@@ -419,6 +447,6 @@ SENTIMENT = driver.Recipe(
                                        settings.run.batch_size or 64, settings.run.average_checkpoints,
                                        settings.columns, settings.predictions),
     modes={"explain": lambda settings: run_explain(settings.run.model_dir, settings.text,
-                                                   settings.run.average_checkpoints)},
+                                                   settings.run.average_checkpoints, settings.text_pair)},
     finish=finish,
 )
