@@ -89,8 +89,9 @@ def own_task():
         return None
 
 
-def run(recipe, options):
-    """absl's app.run of `main(recipe, options)`, with the errors a user can fix shown as one clear line
+def run(recipe, options, program=None):
+    """absl's app.run of `main(recipe, options)` (or of `program()`, a program of its own over the recipe's
+    flags: recipes.sweep), with the errors a user can fix shown as one clear line
     (exit status 2) instead of a traceback; ZOO_DEBUG=1 shows the traceback.
     A multi-worker run that loses a worker ends with one line naming it (exit status 75); a multi-worker
     training run keeps TensorFlow's own log lines in a file (recipes.native_log), named when it fails.
@@ -124,10 +125,13 @@ def run(recipe, options):
         try:
             check_directories()
             with stop_on_signals():
-                settings = settings_of(recipe, options)
-                workers = multi_worker(settings)
-                log = native_log(recipe) if workers else None  # before TensorFlow's cluster starts
-                result = main(recipe, settings)
+                if program is not None:
+                    result = program()
+                else:
+                    settings = settings_of(recipe, options)
+                    workers = multi_worker(settings)
+                    log = native_log(recipe) if workers else None  # before TensorFlow's cluster starts
+                    result = main(recipe, settings)
             ended_well = True
             return result
         except (DatasetError, RunDirError, CheckpointError, FileNotFoundError, ValueError, NonFiniteLossError,
