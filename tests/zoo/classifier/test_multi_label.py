@@ -108,10 +108,22 @@ def test_eval_figures_equal_those_computed_from_the_predictions_file(run, files)
     assert result["subset_accuracy"] == pytest.approx(np.mean(np.all(truth == chosen, axis=1)))
     assert result["unseen_labels"] == {"sarcastic": 1} and result["threshold"] == 0.4
     assert "Warning: --dataset=csv:" in log and "'sarcastic' (1)" in log
+
+
+def test_eval_figures_equal_scikit_learn_s(run):
+    base, _, result, _ = run
+    with open(base / "predictions.jsonl", encoding="utf-8") as f:
+        lines = [json.loads(line) for line in f]
+    truth = np.array([[name in line["label"] for name in TAGS] for line in lines])
+    chosen = np.array([[name in line["prediction"] for name in TAGS] for line in lines])
     metrics = pytest.importorskip("sklearn.metrics")
     assert result["micro_f1"] == pytest.approx(metrics.f1_score(truth, chosen, average="micro", zero_division=0))
     assert result["macro_f1"] == pytest.approx(metrics.f1_score(truth, chosen, average="macro", zero_division=0))
     assert result["subset_accuracy"] == pytest.approx(metrics.accuracy_score(truth, chosen))
+    precision, recall, f1, support = metrics.precision_recall_fscore_support(truth, chosen, zero_division=0)
+    for i, name in enumerate(TAGS):
+        assert [result["per_label"][name][k] for k in ("precision", "recall", "f1", "support")] == pytest.approx(
+            [precision[i], recall[i], f1[i], support[i]])
 
 
 def test_zoo_load_the_export_in_a_fresh_process_and_eval_answer_alike(run, files):

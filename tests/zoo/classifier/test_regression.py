@@ -106,6 +106,13 @@ def test_eval_figures_equal_those_computed_from_the_predictions_file(run, files)
         return ranks
 
     assert result["spearman"] == pytest.approx(np.corrcoef(average_ranks(y), average_ranks(p))[0, 1], rel=1e-9)
+
+
+def test_eval_figures_equal_scipy_s_and_scikit_learn_s(run):
+    base, _, result = run
+    with open(base / "predictions.jsonl", encoding="utf-8") as f:
+        lines = [json.loads(line) for line in f]
+    y, p = np.array([line["label"] for line in lines]), np.array([line["prediction"] for line in lines])
     scipy_stats = pytest.importorskip("scipy.stats")
     assert result["spearman"] == pytest.approx(scipy_stats.spearmanr(y, p).statistic, rel=1e-9)
     assert result["pearson"] == pytest.approx(scipy_stats.pearsonr(y, p).statistic, rel=1e-9)
