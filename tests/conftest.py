@@ -23,6 +23,36 @@ os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 os.environ.setdefault("ZOO_CACHE_DIR", tempfile.mkdtemp(prefix="zoo-test-cache-"))
 
 
+# The files that take longest, longest first (each a minute or more of a core; docs/testing.md). pytest-xdist hands a
+# worker the next file, in the order collected (pyproject's --no-loadscope-reorder), as it nears the end of its
+# last: with these first, the two workers end together instead of one running a long file alone at the end.
+LONGEST_FIRST = (
+    "tests/recipes/test_lm.py",
+    "tests/recipes/test_translate.py",
+    "tests/zoo/runs/test_serving_faults.py",
+    "tests/benchmarks/test_gpu.py",
+    "tests/recipes/test_sentiment.py",
+    "tests/zoo/translation/test_model.py",
+    "tests/recipes/test_config.py",
+    "tests/recipes/test_multi_worker_faults.py",
+    "tests/recipes/test_exact_resumption.py",
+    "tests/recipes/test_pretrain.py",
+    "tests/zoo/language_model/test_word_vectors.py",
+    "tests/recipes/test_sentiment_published.py",
+    "tests/recipes/test_pretrain_published.py",
+    "tests/zoo/runs/test_run_lock.py",
+    "tests/zoo/sentiment/test_word_vectors.py",
+    "tests/recipes/test_config_values.py",
+    "tests/zoo/runs/test_checkpoint_faults.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    """LONGEST_FIRST's files first, in its order; the others after them, as collected."""
+    rank = {path: place for place, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
 # Seconds a test waits for a process: a guard against one that hangs, not a speed limit, so generous that a
 # machine busy with other work does not trip it.
 HANG = 3600
@@ -73,14 +103,6 @@ print(json.dumps(outputs))
 """
 
 
-def write_vectors(path, table):
-    """A GloVe-format text file of `table` ({word: vector}) at `path`, for the word-vector tests; its path."""
-    with open(path, "w", encoding="utf-8") as f:
-        for word, vector in table.items():
-            f.write(word + " " + " ".join(repr(float(x)) for x in vector) + "\n")
-    return str(path)
-
-
 def train_in_fresh_process(*runs):
     """Trains each of `runs` (zoo.train's arguments: recipe, model_dir, keywords) in order, all in one new
     Python process: for what TensorFlow takes only before it starts, the CPU split of setup.cpu_replicas above
@@ -109,22 +131,22 @@ def run_recipe_fixture():
 
 
 class RecipeProbes:
-    """Commands that do not train (refused before any work; --mode=config, eval, export, explain, generate), run
-    in one warm process per recipe (tests/recipe_probes.py) instead of a fresh one each: the same entry point,
-    flags parsing, `error:` lines and exit status, without starting TensorFlow again. Returns what
-    `run_recipe(check=False)` does."""
+    """Commands that do not train (refused before any work; --mode=config, eval, export, explain, generate,
+    translate), run in one warm process per recipe (tests/recipe_probes.py) instead of a fresh one each: the same
+    entry point, flags parsing, `error:` lines and exit status, without starting TensorFlow again. Returns what
+    `run_recipe(check=False)` does (`input`: the command's standard input)."""
 
     def __init__(self):
         self.processes = {}
 
-    def __call__(self, module, *args, env=None, timeout=HANG):
+    def __call__(self, module, *args, env=None, timeout=HANG, input=None):
         process = self.processes.get(module)
         if process is None or process.poll() is not None:
             process = subprocess.Popen([sys.executable, "-m", "tests.recipe_probes", module], cwd=ROOT,
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                        text=True)
             self.processes[module] = process
-        process.stdin.write(json.dumps({"argv": list(args), "env": env or {}}) + "\n")
+        process.stdin.write(json.dumps({"argv": list(args), "env": env or {}, "input": input}) + "\n")
         process.stdin.flush()
         command = [sys.executable, "-m", f"recipes.{module}", *args]
         if not select.select([process.stdout], [], [], timeout)[0]:

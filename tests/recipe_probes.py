@@ -2,14 +2,14 @@
 
 Most fault tests start a recipe that must refuse its arguments before any work; a fresh process spends
 most of its time on each of them starting TensorFlow. This process imports the recipe once and then runs one command
-line per line of standard input ({"argv": [...], "env": {...}}) through the recipe's own entry point,
+line per line of standard input ({"argv": [...], "env": {...}, "input": the command's standard input})
+through the recipe's own entry point,
 `recipes.driver.run` (absl's flag parsing, the `error:` lines, the exit status), answering each with
 one JSON line: {"returncode", "stdout", "stderr"}. Flags go back to their defaults and the environment
 to what it was between commands. An exception that escapes the driver is printed as its traceback, as
 Python would, with return code 1. Only for commands that do not train: those refused before any work, and
-the modes that read a trained run and print with print() (config, eval, export, explain, generate; not
-translate, which reads standard input). A run that trains here would leave its state (Keras, TensorFlow) to
-the next command.
+the modes that read a trained run (config, eval, export, explain, generate, translate). A run that trains here
+would leave its state (Keras, TensorFlow) to the next command.
 """
 
 import contextlib
@@ -29,14 +29,15 @@ def serve(recipe_name):
 
     module = importlib.import_module(f"recipes.{recipe_name}")
     recipe = next(value for value in vars(module).values() if isinstance(value, Recipe))
-    answers = sys.stdout
-    for line in sys.stdin:
+    requests, answers = sys.stdin, sys.stdout
+    for line in requests:
         request = json.loads(line)
         saved_environment = dict(os.environ)
         os.environ.update(request.get("env") or {})
         flags.FLAGS.unparse_flags()
         sys.argv = [f"recipes.{recipe_name}", *request["argv"]]
         out, err = io.StringIO(), io.StringIO()
+        sys.stdin = io.StringIO(request.get("input") or "")
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 driver.run(recipe, module.options)

@@ -2,7 +2,7 @@
 shortcut flags over the preset; --mode=config; a run started again from its own config.json is the same run.
 
 The command lines that print or refuse a config go through each recipe's own entry point in one warm process
-(`probe_recipe`); of the runs that train, the command line trains the first (dotted flags, a file) and
+(`probe_recipe`); of the runs that train, the command line trains the classifier from dotted flags and
 `zoo.train` the others in this process, so a run reproduced from its record is also the same run across the
 two entry points: every tensor saved the same, bit for bit (the checkpoint's object graph aside, which holds
 the names Keras gave the layers in the process that trained them)."""
@@ -110,7 +110,7 @@ def test_a_language_model_from_a_file_is_reproduced_from_its_record(tmp_path):
         "model": {"memory_length": 96, "segment_length": 16, "num_layers": 1, "hidden_dim": 32, "num_heads": 2,
                   "intermediate_dim": 64},
         "train": {"train_steps": 4, "checkpoint_every": 2, "batch_size": 4}}))
-    run_recipe("lm", f"--config={tmp_path / 'lm.yaml'}", "--mode=train", f"--model_dir={tmp_path / 'a'}")
+    zoo.train("lm", tmp_path / "a", config=tmp_path / "lm.yaml", mode="train")
     assert read(tmp_path / "a")["model"]["memory_length"] == 96
     zoo.train("lm", tmp_path / "b", config=tmp_path / "a" / "config.json", mode="train")
     assert read(tmp_path / "b") == read(tmp_path / "a")

@@ -7,16 +7,12 @@ zoo.train in this process."""
 
 import json
 import os
-import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
 
 import zoo
-from tests.conftest import HANG, ROOT, as_flags, fresh_process_json
+from tests.conftest import as_flags, fresh_process_json
 
 SETTINGS = {"corpus": ["sst2"], "preset": "tiny", "vocab_size": 500, "sequence_length": 64, "batch_size": 16}
 QUICK = as_flags(SETTINGS)
@@ -161,28 +157,6 @@ def test_fine_tuning_refuses_a_directory_without_a_finished_pretraining_run(pret
 def test_unknown_corpus_gets_a_clear_error(tmp_path, probe_recipe):
     result = probe_recipe("pretrain", "--corpus=imdb_test", f"--model_dir={tmp_path}")
     assert result.returncode == 2 and "Unknown pretraining corpus 'imdb_test'" in result.stderr
-
-
-def test_killed_pretraining_resumes_at_its_step(tmp_path, capsys):
-    """SIGKILL after the first complete checkpoint; the restart (zoo.train, in this process) resumes at that step
-    and finishes."""
-    import tensorflow as tf
-
-    run = {**SETTINGS, "checkpoint_every": 10, "log_every": 5, "mode": "train"}
-    process = subprocess.Popen([sys.executable, "-m", "recipes.pretrain", *as_flags(run), "--train_steps=400",
-                                f"--model_dir={tmp_path}"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    deadline = time.time() + HANG
-    while tf.train.latest_checkpoint(str(tmp_path)) is None:
-        assert time.time() < deadline and process.poll() is None
-        time.sleep(0.5)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    killed_at = int(tf.train.latest_checkpoint(str(tmp_path)).rsplit("-", 1)[1])
-    capsys.readouterr()
-    zoo.train("pretrain", tmp_path, **run, train_steps=killed_at + 5)
-    resumed = capsys.readouterr().out
-    assert f"Resuming from step {killed_at} " in resumed and f"step {killed_at + 5}/{killed_at + 5}" in resumed
 
 
 def test_resuming_with_another_batch_size_or_corpus_is_refused(pretrained_run, probe_recipe):

@@ -1,7 +1,7 @@
 """End to end: the translation recipe on a real Multi30k slice, tiny preset, a few steps.
 
-The command line trains, evaluates and exports the run the tests share, and translates standard input; the
-commands it must refuse go through its entry point in one warm process (`probe_recipe`); the other run trains
+The command line trains, evaluates and exports the run the tests share; translate mode and the commands the
+recipe must refuse go through its entry point in one warm process (`probe_recipe`); the other run trains
 through zoo.train in this process."""
 
 import json
@@ -48,21 +48,21 @@ def test_train_and_eval_writes_bleu_chrf_and_hypotheses(trained):
 
 
 @pytest.fixture(scope="module", name="translated")
-def translated_fixture(trained):
+def translated_fixture(trained, probe_recipe):
     """`--mode=translate`'s lines for SENTENCES, beam size 2, of the shared run."""
-    from tests.conftest import run_recipe
-
     model_dir, _, _ = trained
-    result = run_recipe("translate", "--mode=translate", f"--model_dir={model_dir}", "--beam_size=2",
-                        input="\n".join(SENTENCES) + "\n")
+    result = probe_recipe("translate", "--mode=translate", f"--model_dir={model_dir}", "--beam_size=2",
+                          input="\n".join(SENTENCES) + "\n")
+    assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout.split("\n")[:-1]
 
 
-def test_translate_mode_writes_one_line_per_input_line(trained, translated, run_recipe):
+def test_translate_mode_writes_one_line_per_input_line(trained, translated, probe_recipe):
     model_dir, _, _ = trained
     assert len(translated) == len(SENTENCES) and translated[1] == ""
-    n_best = run_recipe("translate", "--mode=translate", f"--model_dir={model_dir}", "--beam_size=3",
-                        "--num_return=2", input="Ein Mann.\n")
+    n_best = probe_recipe("translate", "--mode=translate", f"--model_dir={model_dir}", "--beam_size=3",
+                          "--num_return=2", input="Ein Mann.\n")
+    assert n_best.returncode == 0, n_best.stderr[-3000:]
     record = json.loads(n_best.stdout.strip())
     assert len(record["translations"]) == 2 and record["scores"][0] >= record["scores"][1]
 

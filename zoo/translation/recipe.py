@@ -240,10 +240,14 @@ def server(loaded, settings):
     )
 
 
-def run_translate(model_dir, decode, batch_size, lines_in=sys.stdin, out=sys.stdout, average=1):
-    """Reads source sentences, one per line, and writes one line per input line: the translation,
-    or with --num_return > 1 a JSON object {"translations": [...], "scores": [...]}."""
+def run_translate(model_dir, decode, batch_size, lines_in=None, out=None, average=1):
+    """Reads source sentences, one per line (default: standard input), and writes one line per input line (default:
+    to standard output): the translation, or with --num_return > 1 a JSON object {"translations": [...],
+    "scores": [...]}. The defaults are the streams of the moment the mode runs, so a caller's redirection holds."""
     import tensorflow as tf
+
+    lines_in = sys.stdin if lines_in is None else lines_in
+    out = sys.stdout if out is None else out
 
     loaded = load_trained(model_dir, average)
     module = TranslatorServer(loaded.model, loaded.tokenizer.source, loaded.tokenizer.target, decode)

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.conftest import HANG, ROOT, run_recipe
+from tests.conftest import HANG, ROOT
 from zoo.runs import run_lock
 from zoo.runs.run_lock import LOCK_FILE, RunLock, RunLockError
 
@@ -201,7 +201,7 @@ QUICK = ["--dataset=sst2", "--preset=tiny", "--max_examples=200", "--vocab_size=
          "--train_steps=30", "--checkpoint_every=10", "--mode=train"]
 
 
-def test_a_second_training_on_a_held_folder_is_refused_and_the_first_run_keeps_its_files(tmp_path):
+def test_a_second_training_on_a_held_folder_is_refused_and_the_first_run_keeps_its_files(tmp_path, probe_recipe):
     model_dir = str(tmp_path / "x")
     first = subprocess.Popen([sys.executable, "-m", "recipes.sentiment", *QUICK, f"--model_dir={model_dir}"],
                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -212,8 +212,8 @@ def test_a_second_training_on_a_held_folder_is_refused_and_the_first_run_keeps_i
             time.sleep(0.1)
         first.send_signal(signal.SIGSTOP)  # the first run stays alive mid-run for as long as the second takes
         try:
-            second = run_recipe("sentiment", *QUICK, "--learning_rate=0.01", f"--model_dir={model_dir}",
-                                check=False, timeout=HANG)
+            # Refused before any work: through the recipe's entry point in the suite's warm process.
+            second = probe_recipe("sentiment", *QUICK, "--learning_rate=0.01", f"--model_dir={model_dir}")
         finally:
             first.send_signal(signal.SIGCONT)
         out, err = first.communicate(timeout=HANG)

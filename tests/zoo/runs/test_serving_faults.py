@@ -7,9 +7,10 @@ README, "Reliability": every signature answers an empty batch with an empty batc
 out-of-range arguments with a clear message on the first call. Each out-of-range argument is the
 first call of a freshly loaded export (a check that only holds from the second call on fails here),
 made again a few times there (a check that races the search it guards loses some of the calls), and
-a valid call to the same loaded export must still work afterwards. One process per export makes all
-of its calls, the out-of-range ones each on its own load, so the suite starts TensorFlow once per export;
-the exports are trained and written by zoo.train in the test's own process.
+a valid call to the same loaded export must still work afterwards. The exports are trained and written
+by zoo.train in the test's own process; one fresh process makes the calls of those whose manifest asks for
+TensorFlow Text, another those of the rest, each session on its own load, so the suite starts TensorFlow
+twice here.
 """
 
 import json
@@ -70,16 +71,16 @@ ANY_VALUE = {("lm", "generate", "seed")}
 # How many times a process makes its out-of-range call, the first call of the process included.
 REFUSED_CALLS = 10
 
-# Run in a fresh process: for each session (a list of calls), loads the export again and makes the
-# session's calls in order; prints, per session, each call's output shapes or its error, and every
-# signature's input names.
+# Run in a fresh process: for each session (an export's version folder and a list of calls), loads the export
+# again and makes the session's calls in order; prints, per session, each call's output shapes or its error, and
+# every signature's input names.
 PROGRAM = """
 import json
 import tensorflow as tf
 {imports}
 
-def serve(calls):
-    model = tf.saved_model.load({version_dir!r})
+def serve(version_dir, calls):
+    model = tf.saved_model.load(version_dir)
     answers = []
     for signature, arguments in calls:
         function = model.signatures[signature]
@@ -92,7 +93,7 @@ def serve(calls):
     inputs = {{name: sorted(function.structured_input_signature[1]) for name, function in model.signatures.items()}}
     return {{"answers": answers, "inputs": inputs}}
 
-print(json.dumps([serve(calls) for calls in json.loads({sessions!r})]))
+print(json.dumps([serve(version_dir, calls) for version_dir, calls in json.loads({sessions!r})]))
 """
 
 
@@ -105,40 +106,55 @@ def build_export(tmp_path_factory, name):
     return os.path.join(export_dir, "1")
 
 
-def serve_in_fresh_process(version_dir, sessions):
-    """Makes each session's calls ([signature, {input: value}] in order) on its own load of the export,
-    all in one new process; the JSON answer of each session."""
-    with open(os.path.join(version_dir, "ops_manifest.json")) as f:
-        manifest = json.load(f)
-    imports = "import tensorflow_text" if manifest["non_core_ops"] else ""
-    program = PROGRAM.format(imports=imports, version_dir=version_dir, sessions=json.dumps(sessions))
+def serve_in_fresh_process(sessions, text_ops):
+    """Makes each session's calls ([version folder, [[signature, {input: value}], ...]]) on its own load of its
+    export, all in one new process importing TensorFlow (and TensorFlow Text with `text_ops`); the JSON answer of
+    each session."""
+    imports = "import tensorflow_text" if text_ops else ""
+    program = PROGRAM.format(imports=imports, sessions=json.dumps(sessions))
     return fresh_process_json(program, timeout=HANG)
+
+
+def sessions_of(export):
+    """(key, calls) of each session of `export`: "empty", an empty batch to every signature; and per out-of-range
+    case (signature, argument, repr(value)) the out-of-range call made REFUSED_CALLS times, then a valid call."""
+    text = [TEXTS[export]]
+    yield "empty", [[signature, arguments(export, signature, [])] for signature in sorted(SIGNATURES[export])]
+    for e, s, a, v in OUT_OF_RANGE:
+        if e == export:  # repr: NaN is not equal to itself
+            yield (s, a, repr(v)), [[s, arguments(export, s, text, **{a: v})]] * REFUSED_CALLS + [
+                [s, arguments(export, s, text)]]
 
 
 @pytest.fixture(scope="module", name="served")
 def served_fixture(tmp_path_factory):
-    """export -> what its sessions answered, all made in one fresh process, the export built (and served) the
-    first time a test asks for it: "empty", an empty batch to every signature; and per out-of-range case
-    (signature, argument, repr(value)) the out-of-range call made REFUSED_CALLS times on a fresh load, then a
-    valid call."""
-    made = {}
+    """export -> {session key: what it answered} (sessions_of), or the error that stopped it: the four exports
+    built, then served by one fresh process for those whose manifest lists ops beside TensorFlow's and one for
+    the rest."""
+    answers, kinds = {}, {}
+    for export in sorted(RECIPES):
+        try:
+            version_dir = build_export(tmp_path_factory, export)
+            with open(os.path.join(version_dir, "ops_manifest.json")) as f:
+                kinds.setdefault(bool(json.load(f)["non_core_ops"]), []).append((export, version_dir))
+        except Exception as error:  # kept, and raised by each test of this export
+            answers[export] = error
+    for text_ops, exports in kinds.items():
+        keys, sessions = [], []
+        for export, version_dir in exports:
+            for key, calls in sessions_of(export):
+                keys.append((export, key))
+                sessions.append([version_dir, calls])
+        try:
+            for (export, key), answer in zip(keys, serve_in_fresh_process(sessions, text_ops), strict=True):
+                answers.setdefault(export, {})[key] = answer
+        except Exception as error:
+            answers.update((export, error) for export, _ in exports)
 
     def served(export):
-        if export not in made:
-            try:
-                version_dir = build_export(tmp_path_factory, export)
-                cases = [(s, a, v) for e, s, a, v in OUT_OF_RANGE if e == export]
-                text = [TEXTS[export]]
-                empty = [[signature, arguments(export, signature, [])] for signature in sorted(SIGNATURES[export])]
-                sessions = [empty] + [[[s, arguments(export, s, text, **{a: v})]] * REFUSED_CALLS
-                                      + [[s, arguments(export, s, text)]] for s, a, v in cases]
-                keys = ["empty"] + [(s, a, repr(v)) for s, a, v in cases]  # repr: NaN is not equal to itself
-                made[export] = dict(zip(keys, serve_in_fresh_process(version_dir, sessions)))
-            except Exception as error:  # kept, so the other tests of this export do not build it again
-                made[export] = error
-        if isinstance(made[export], Exception):
-            raise made[export]
-        return made[export]
+        if isinstance(answers[export], Exception):
+            raise answers[export]
+        return answers[export]
 
     return served
 
