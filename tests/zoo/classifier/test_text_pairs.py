@@ -78,6 +78,12 @@ def csv_run_fixture(pair_files, tmp_path_factory):
     return model_dir, export_dir, settings
 
 
+@pytest.fixture(scope="module", name="pair_classifier")
+def pair_classifier_fixture(csv_run):
+    """zoo.load of the CSV run, loaded once (each load traces its serving graph)."""
+    return zoo.load(csv_run[0])
+
+
 # The encoding.
 
 def reference_lengths(first, second, room):
@@ -200,10 +206,9 @@ def test_the_run_records_its_pairs_and_embeds_segments(csv_run):
     assert sorted(loaded.model.input) == ["segment_ids", "token_ids"]
 
 
-def test_the_export_in_a_fresh_process_answers_as_zoo_load_and_the_run(csv_run):
-    model_dir, export_dir, _ = csv_run
-    loaded = zoo.load(model_dir)
-    run = loaded.predict(FIRSTS, text_pairs=SECONDS)
+def test_the_export_in_a_fresh_process_answers_as_zoo_load_and_the_run(csv_run, pair_classifier):
+    _, export_dir, _ = csv_run
+    run = pair_classifier.predict(FIRSTS, text_pairs=SECONDS)
     exported = zoo.load(export_dir).predict(FIRSTS, text_pairs=SECONDS, batch_size=3)
     program = (f"import json, tensorflow as tf, tensorflow_text\n"
                f"saved = tf.saved_model.load({os.path.join(export_dir, '1')!r})\n"
@@ -218,12 +223,12 @@ def test_the_export_in_a_fresh_process_answers_as_zoo_load_and_the_run(csv_run):
         assert [a["label"] for a in answers] == fresh["labels"]
         got = [[a["probabilities"][name] for name in ("different", "same")] for a in answers]
         np.testing.assert_allclose(got, fresh["p"], atol=1e-5)
-    swapped = loaded.predict(SECONDS, text_pairs=FIRSTS)  # the order of a pair matters
+    swapped = pair_classifier.predict(SECONDS, text_pairs=FIRSTS)  # the order of a pair matters
     assert [a["probabilities"] for a in swapped] != [a["probabilities"] for a in run]
 
 
-def test_predict_refuses_pairs_of_another_length_and_a_missing_or_unwanted_second_text(csv_run):
-    pairs = zoo.load(csv_run[0])
+def test_predict_refuses_pairs_of_another_length_and_a_missing_or_unwanted_second_text(pair_classifier):
+    pairs = pair_classifier
     with pytest.raises(ValueError, match="text_pairs holds 1 texts and texts 2"):
         pairs.predict(["a", "b"], text_pairs=["c"])
     with pytest.raises(TypeError, match=r"trained on text pairs: .*text_pairs=\[\.\.\.\]"):
@@ -239,7 +244,7 @@ def test_predict_refuses_pairs_of_another_length_and_a_missing_or_unwanted_secon
         call(pairs.signatures, "serving_default", text=tf.constant(["a", "b"]), text_pair=tf.constant(["c"]))
 
 
-def test_eval_writes_each_pairs_prediction_in_the_datas_order(csv_run, pair_files, tmp_path):
+def test_eval_writes_each_pairs_prediction_in_the_datas_order(csv_run, pair_classifier, pair_files, tmp_path):
     from zoo.sentiment.recipe import run_eval
 
     model_dir, _, _ = csv_run
@@ -250,7 +255,7 @@ def test_eval_writes_each_pairs_prediction_in_the_datas_order(csv_run, pair_file
         lines = [json.loads(line) for line in f]
     assert [(line["text"], line["text_pair"], line["label"]) for line in lines] == rows[160:]
     assert list(lines[0]) == ["text", "text_pair", "label", "prediction", "probabilities"]
-    answers = zoo.load(model_dir).predict([r[0] for r in rows[160:]], text_pairs=[r[1] for r in rows[160:]])
+    answers = pair_classifier.predict([r[0] for r in rows[160:]], text_pairs=[r[1] for r in rows[160:]])
     assert [line["prediction"] for line in lines] == [a["label"] for a in answers]
     assert result["examples"] == 40
     assert np.mean([line["prediction"] == line["label"] for line in lines]) == pytest.approx(result["accuracy"])
