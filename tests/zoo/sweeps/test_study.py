@@ -2,6 +2,7 @@
 cut trial (RUNNING, its claim free) taken again under its own number, and another sweep's folder refused. No
 training: the trials are told made-up values."""
 
+import os
 import threading
 import time
 
@@ -84,3 +85,18 @@ def test_two_workers_share_a_grid_each_point_once(tmp_path):
     assert sorted(taken[0] + taken[1]) == list(range(12)) and taken[0] and taken[1]
     study = studies.find(str(tmp_path))
     assert len(study.trials) == 12 and all(trial.state.name == "COMPLETE" for trial in study.trials)
+
+
+def test_an_rdb_url_holds_the_study(tmp_path):
+    url = f"sqlite:///{tmp_path / 'sweeps.db'}"
+    sweep_dir = str(tmp_path / "a")
+    study = studies.start(sweep_dir, url, GRID, {"space": GRID.as_data()})
+    while (claim := studies.claim_next(study, sweep_dir)) is not None:
+        claim.point(GRID)
+        claim.tell(Outcome(0.5, 6, 0.02), claim.name)
+        claim.release()
+    assert not os.path.exists(os.path.join(sweep_dir, studies.JOURNAL))
+    found = studies.find(sweep_dir, url)
+    assert found.study_name == "a" and [trial.state.name for trial in found.trials] == ["COMPLETE"] * 6
+    with pytest.raises(ValueError, match=r"--storage=postgres://nobody cannot be opened"):
+        studies.open_storage(sweep_dir, "postgres://nobody")
