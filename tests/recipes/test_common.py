@@ -35,7 +35,8 @@ def refusal(result):
     ("translate", ["--mode=eval", "--vocab_size=300"],
      "error: --vocab_size is not used by --mode=eval: --vocab_size sets model.source_vocab_size of a run to train"),
     ("pretrain", ["--mode=export", "--export_dir=EXPORT", "--corpus=sst2"], "error: --corpus is not used"),
-    ("pretrain", ["--corpus=sst2", *TINY, "--label_column=topic"], "error: --label_column is not used by --mode=train"),
+    ("pretrain", ["--mode=config", "--corpus=sst2", "--average_checkpoints=2"],
+     "error: --average_checkpoints is not used by --mode=config"),
 ])
 def test_a_flag_the_mode_does_not_read_is_refused_not_dropped(recipe, args, message, tmp_path, probe_recipe):
     model_dir = tmp_path / "run"

@@ -23,7 +23,7 @@ from zoo.data.tokenizer import PAD_ID
 @dataclasses.dataclass(frozen=True)
 class TranslatorConfig:
     source_vocab_size: int = 8000  # source token ids (the shared tokenizer's pieces when shared_vocabulary); at least 6
-    target_vocab_size: int = 8000  # target token ids; equal to source_vocab_size when shared_vocabulary; at least 6
+    target_vocab_size: int = 8000  # target token ids; follows source_vocab_size unless set; at least 6
     shared_vocabulary: bool = True  # one tokenizer and one embedding matrix for both languages
     tie_embeddings: bool = True  # the output projection is the target embedding matrix
     hidden_dim: int = 256  # width of every hidden state and embedding (model dimension)
