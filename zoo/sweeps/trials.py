@@ -38,9 +38,8 @@ class Fixed:
 
     def fields(self):
         """{dotted field: how it is given} of the overrides and shortcuts: a searched field may be neither."""
-        names = {**run_settings.SHORTCUTS, **self.recipe.shortcuts, "mixed_precision": "train.mixed_precision"}
-        given = {field: f"--{name}" for name in self.given
-                 for field in (names[name] if isinstance(names.get(name), tuple) else (names.get(name),)) if field}
+        names = run_settings.shortcuts(self.recipe)  # each shortcut is one field
+        given = {names[name]: f"--{name}" for name in self.given if name in names}
         for item in self.overrides:
             name = cfg.parse_override(item)[0] if isinstance(item, str) else item[0]
             given[name] = f"--config.{name}"
