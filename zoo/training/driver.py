@@ -55,7 +55,7 @@ class Recipe:
     name: str  # config.json's "recipe"
     config_class: type  # its typed run config (data, model, train, setup)
     base: Callable  # (preset, init_from, given shortcuts, model_dir) -> the config before any file or override
-    shortcuts: Mapping  # shortcut name -> the config field (or fields) it sets, beside run_settings.SHORTCUTS
+    shortcuts: Mapping  # shortcut name -> the one config field it is another name of, beside run_settings.SHORTCUTS
     settings_class: type  # its settings: `run` (a RunSettings) and its modes' options, with defaults
     make_settings: Callable  # (RunSettings, **options) -> a settings_class, checked before any work
     prepare: Callable  # (settings, strategy) -> Prepared
