@@ -156,12 +156,22 @@ class RunLock:
 
     def _remove_unfinished_checkpoints(self):
         """Removes the `ckpt-N_temp/` folders TensorFlow writes a checkpoint into (and removes once it is
-        complete): with the lock taken no other run writes here, so those are of a run that died writing."""
+        complete): with the lock taken no other run writes here, so those are of a run that died writing. A
+        `ckpt-N.index` beside such a folder that does not read through is that same cut write (TensorFlow writes
+        the index last, not atomically): its files are set aside (zoo.runs.checkpoints.set_aside, never deleted),
+        so the run continues from the checkpoint before it, or from the start, instead of refusing a folder whose
+        only fault is a stop mid-write."""
         for name in sorted(os.listdir(self.folder)):
             path = os.path.join(self.folder, name)
             if UNFINISHED_CHECKPOINT.match(name) and os.path.isdir(path):
                 shutil.rmtree(path, ignore_errors=True)
                 self.log(f"Note: removed {path}, a checkpoint that a run which ended did not finish writing.")
+                prefix = path[: -len("_temp")]
+                if os.path.exists(f"{prefix}.index"):
+                    from zoo.runs import checkpoints  # TensorFlow's reader: only when a cut write is found
+
+                    if checkpoints.unreadable_reason(prefix) is not None:
+                        checkpoints.set_aside([prefix], self.folder, log=self.log)
 
     def _beat(self):
         while not self.stop.wait(self.heartbeat_seconds):

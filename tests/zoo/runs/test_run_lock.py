@@ -89,6 +89,44 @@ def test_a_checkpoint_a_dead_run_left_half_written_is_removed_once_the_folder_is
     assert said[1] == f"Note: removed {unfinished}, a checkpoint that a run which ended did not finish writing."
 
 
+def test_a_checkpoint_cut_while_its_index_was_written_is_set_aside_and_the_run_continues_from_the_one_before(
+        tmp_path):
+    """A SIGKILL while TensorFlow writes ckpt-N.index (last, not atomically) leaves that file short beside its
+    ckpt-N_temp/ folder: once the folder is taken, those files go to unreadable_checkpoints/ (nothing deleted)
+    and the newest checkpoint found is the complete one before it; a damaged checkpoint with no such folder is
+    still refused by name (tests/zoo/runs/test_checkpoint_faults.py)."""
+    import tensorflow as tf
+
+    from zoo.runs import checkpoints
+
+    variable = tf.Variable([1.0, 2.0, 3.0])
+    manager = checkpoints.CheckpointManager(tf.train.Checkpoint(v=variable), str(tmp_path), max_to_keep=None)
+    manager.save(1)
+    variable.assign([4.0, 5.0, 6.0])
+    manager.save(2)
+    index = tmp_path / "ckpt-2.index"
+    whole = index.read_bytes()
+    index.write_bytes(whole[: len(whole) // 2])
+    (tmp_path / "ckpt-2_temp").mkdir()
+    said = []
+    with RunLock(str(tmp_path), log=said.append):
+        path, step, skipped = checkpoints.newest_readable(str(tmp_path), log=said.append)
+    assert (path, step, skipped) == (str(tmp_path / "ckpt-1"), 1, [])
+    aside = tmp_path / checkpoints.UNREADABLE_DIR
+    assert (aside / "ckpt-2.index").read_bytes() == whole[: len(whole) // 2]
+    assert sorted(os.listdir(aside)) == ["ckpt-2.data-00000-of-00001", "ckpt-2.index"]
+    assert not (tmp_path / "ckpt-2_temp").exists() and f"Moved the files of ckpt-2 to {aside}." in said
+    tf.train.Checkpoint(v=variable).read(path).assert_existing_objects_matched()
+    assert variable.numpy().tolist() == [1.0, 2.0, 3.0]
+    # The first checkpoint cut so: the run starts from step 0 (it was refused, "No checkpoint ... can be read").
+    first = tmp_path / "first"
+    checkpoints.CheckpointManager(tf.train.Checkpoint(v=variable), str(first), max_to_keep=None).save(1)
+    (first / "ckpt-1.index").write_bytes(b"")
+    (first / "ckpt-1_temp").mkdir()
+    with RunLock(str(first), log=said.append):
+        assert checkpoints.newest_readable(str(first), log=said.append) == (None, 0, [])
+
+
 def test_a_zombie_or_another_process_under_the_recorded_pid_does_not_hold(tmp_path):
     zombie = subprocess.Popen(["true"])  # exited, not yet waited for
     time.sleep(0.5)
