@@ -192,12 +192,17 @@ def test_mirrored_on_two_cpu_replicas_gives_the_one_device_loss(two_replicas):
         (["--mode=explain"], "--mode=explain needs --text"),
         (["--mode=explain", "--text=fine"], "holds no trained 'sentiment' run"),
         (["--dataset=sst2", "--mixed_precision=float8"], "float8"),
+        (["--dataset=sst2", "--problem_type=ranking"], "--problem_type=ranking: value should be one of"),
+        (["--dataset=sst2", "--config.model.problem_type=ranking"], "model.problem_type='ranking' must be one of"),
+        (["--dataset=sst2", "--threshold=1.5"], "model.threshold=1.5 must be a probability in (0, 1)"),
+        (["--dataset=sst2", "--problem_type=regression"], "--problem_type=regression reads your own csv:"),
     ],
 )
 def test_bad_input_gets_a_clear_error_not_a_traceback(tmp_path, flags, message, probe_recipe):
     result = probe_recipe("sentiment", *flags, f"--model_dir={tmp_path}/run")
     assert result.returncode != 0
     assert message in result.stderr and "Traceback" not in result.stderr
+    assert not os.path.exists(tmp_path / "run")  # refused before anything is written
 
 
 def test_a_model_dir_of_another_recipe_is_refused(tmp_path, probe_recipe):
