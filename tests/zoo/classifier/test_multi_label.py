@@ -17,7 +17,7 @@ import tensorflow as tf
 
 import zoo
 from tests.conftest import fresh_process_json
-from zoo.classifier import data as classifier_data
+from zoo.classifier import data as classifier_data, metrics as classifier_metrics
 from zoo.data import datasets
 from zoo.sentiment import recipe
 
@@ -89,6 +89,7 @@ def test_eval_figures_equal_those_computed_from_the_predictions_file(run, files)
     with open(base / "predictions.jsonl", encoding="utf-8") as f:
         lines = [json.loads(line) for line in f]
     assert [line["text"] for line in lines] == [text for text, _ in validation]
+    assert classifier_metrics.is_predictions_file(base / "predictions.jsonl")  # a later --predictions may replace it
     assert [line["label"] for line in lines] == [sorted(set(tags) & set(TAGS)) for _, tags in validation]
     truth = np.array([[name in line["label"] for name in TAGS] for line in lines])
     chosen = np.array([[name in line["prediction"] for name in TAGS] for line in lines])

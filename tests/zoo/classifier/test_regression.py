@@ -13,6 +13,7 @@ import tensorflow as tf
 
 import zoo
 from tests.conftest import fresh_process_json
+from zoo.classifier import metrics
 from zoo.core.config import ConfigError
 from zoo.data import datasets
 from zoo.sentiment import recipe
@@ -90,6 +91,7 @@ def test_eval_figures_equal_those_computed_from_the_predictions_file(run, files)
         lines = [json.loads(line) for line in f]
     assert [line["text"] for line in lines] == [text for text, _ in validation]
     assert [line["label"] for line in lines] == [score for _, score in validation]
+    assert metrics.is_predictions_file(base / "predictions.jsonl")  # a later --predictions may replace it
     y, p = np.array([line["label"] for line in lines]), np.array([line["prediction"] for line in lines])
     assert p.std() > 0
     mse = np.mean((p - y) ** 2)
@@ -116,9 +118,9 @@ def test_eval_figures_equal_scipy_s_and_scikit_learn_s(run):
     scipy_stats = pytest.importorskip("scipy.stats")
     assert result["spearman"] == pytest.approx(scipy_stats.spearmanr(y, p).statistic, rel=1e-9)
     assert result["pearson"] == pytest.approx(scipy_stats.pearsonr(y, p).statistic, rel=1e-9)
-    metrics = pytest.importorskip("sklearn.metrics")
-    assert result["mse"] == pytest.approx(metrics.mean_squared_error(y, p), rel=1e-9)
-    assert result["mae"] == pytest.approx(metrics.mean_absolute_error(y, p), rel=1e-9)
+    sklearn_metrics = pytest.importorskip("sklearn.metrics")
+    assert result["mse"] == pytest.approx(sklearn_metrics.mean_squared_error(y, p), rel=1e-9)
+    assert result["mae"] == pytest.approx(sklearn_metrics.mean_absolute_error(y, p), rel=1e-9)
 
 
 def test_zoo_load_the_export_in_a_fresh_process_and_eval_answer_alike(run, files):
