@@ -31,8 +31,8 @@ def define(recipe, flag_values=flags.FLAGS):
         leaf = field.rpartition(".")[2]
         value = run_settings.UNSET.get(field, value_of(defaults, field))
         DEFAULTS[name] = value
-        note = cfg.field_notes(owner).get(leaf, "")
-        help_text = f"{field}: {note} (default: {shown(value)})" if note else f"{field} (default: {shown(value)})"
+        note = cfg.field_notes(owner).get(leaf) or "see docs/configuration.md"
+        help_text = f"{field}: {note} (default: {shown(value)})"
         definer(kind, getattr(owner, "CHOICES", {}).get(leaf))(name, help_text, flag_values)
 
 
