@@ -1,8 +1,8 @@
 """The figures a sweep can optimize: what each recipe writes to its run's metrics.json, named SPLIT.FIGURE
 (`validation.accuracy`: the `accuracy` of the `eval_validation` section), or `train.loss` (training's last loss).
 
-A figure's goal follows its kind: accuracy, F1, BLEU, chrF and recall are maximized; loss, perplexity and bits
-per character minimized (a space file's `goal:` says otherwise)."""
+A figure's goal follows its kind: accuracy, F1, BLEU, chrF, recall and correlations are maximized; loss, errors
+(mse, rmse, mae), perplexity and bits per character minimized (a space file's `goal:` says otherwise)."""
 
 import math
 
@@ -11,14 +11,17 @@ from zoo.core import config as cfg
 # recipe -> the figures of its evaluation (zoo/<family>/recipe.py's run_eval); the LM's are those of the memory
 # it trained with (its section's `train_memory`), a pretraining run's those of its held-out documents.
 FIGURES = {
-    "sentiment": ("accuracy", "macro_f1", "loss"),
+    # single-label classification's; regression's (model.problem_type, docs/tasks.md); multi-label's
+    "sentiment": ("accuracy", "macro_f1", "loss", "mse", "rmse", "mae", "pearson", "spearman", "micro_f1",
+                  "subset_accuracy"),
     "translate": ("bleu", "chrf", "loss"),
     "lm": ("perplexity", "bits_per_character"),
     "pretrain": ("masked_accuracy", "masked_perplexity", "detection_accuracy", "replaced_recall", "detection_loss"),
 }
 EXAMPLE_SPLIT = {"sentiment": "validation", "translate": "test", "lm": "test", "pretrain": "held_out"}
 KINDS = (("accuracy", "max"), ("f1", "max"), ("bleu", "max"), ("chrf", "max"), ("recall", "max"), ("loss", "min"),
-         ("perplexity", "min"), ("bits", "min"))
+         ("perplexity", "min"), ("bits", "min"), ("mse", "min"), ("mae", "min"), ("pearson", "max"),
+         ("spearman", "max"))
 TRAIN = "train.loss"
 
 
