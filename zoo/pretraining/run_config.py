@@ -5,6 +5,7 @@ the run's config.json."""
 import dataclasses
 from typing import ClassVar
 
+from zoo.classifier.model import ClassifierConfig
 from zoo.core import checks, config
 from zoo.data import files, tokenizer, word_tokenizer
 from zoo.core.config import ConfigError
@@ -44,6 +45,11 @@ TRAIN = TrainConfig(train_steps=6000, batch_size=32, learning_rate=1e-3, warmup_
                     label_smoothing=0.0, weight_decay=0.01, checkpoint_every=250, log_every=50)
 
 
+# Fields of the encoder's config that only a classifier's head reads, and the values they must keep here.
+HEAD_FIELDS = ("problem_type", "threshold")  # num_segments: PretrainConfig refuses it
+BARE_ENCODER = ClassifierConfig()
+
+
 @dataclasses.dataclass(frozen=True)
 class PretrainRunConfig:
     data: PretrainData = PretrainData()
@@ -56,6 +62,13 @@ class PretrainRunConfig:
     FOLLOWS: ClassVar = {"model.sequence_length": "model.encoder.max_length"}
 
     def __post_init__(self):
+        head = {name: getattr(self.model.encoder, name) for name in HEAD_FIELDS}
+        set_fields = [f"model.encoder.{name}={value!r}" for name, value in head.items()
+                      if value != getattr(BARE_ENCODER, name)]
+        if set_fields:  # the encoder's classifier-head fields: a fine-tuning run's (recipes.sentiment --init_from)
+            raise ConfigError(f"{', '.join(set_fields)} configures a classifier's head, which pretraining does not "
+                              "build: leave it out here and give it to the fine-tuning run (recipes.sentiment "
+                              "--init_from=<this run>).")
         if self.setup.init_from is not None and self.model.objective != "mlm":
             raise ConfigError(f"model.objective={self.model.objective} cannot continue a published checkpoint: "
                               "setup.init_from continues masked-LM training (model.objective=mlm).")

@@ -501,3 +501,14 @@ def test_pretraining_metrics_match_numpy(objective, electra, mlm):
                       original_probability=expected["original_probability"] / (expected["tokens"] - expected["replaced"]))
     for key, value in wanted.items():
         assert float(summary[key]) == pytest.approx(value, rel=1e-4), key
+
+
+@pytest.mark.parametrize("field, value", [("problem_type", "regression"), ("threshold", 0.3)])
+def test_a_classifier_head_field_is_refused_in_a_pretraining_config(field, value):
+    """The encoder's config is the classifier's; its head's fields belong to the fine-tuning run, not here."""
+    from zoo.core import config as cfg
+    from zoo.pretraining.run_config import PretrainRunConfig
+
+    with pytest.raises(cfg.ConfigError, match=rf"model\.encoder\.{field}=.* pretraining does not build"):
+        cfg.from_dict(PretrainRunConfig, {"model": {"encoder": {field: value}}})
+    assert cfg.from_dict(PretrainRunConfig, {}).model.encoder.problem_type == "single_label_classification"
