@@ -1,0 +1,105 @@
+r"""The hyper-parameter search's own figures (issue 50): a grid from one command (recipes.sweep), its best trial
+against the preset's defaults (a point of the same grid, so the same run), both then evaluated once on the split
+the grid never saw, and the sweep's own bookkeeping per trial (its wall time less its trials').
+
+The grid tunes on `--dataset`'s validation split (sst2_tune: every 20th SST-2 training sentence held out) and
+reports `--report_dataset`'s `--report_split` (SST-2's dev set, GLUE's test labels being hidden) for the best
+trial and the defaults' trial, read from each trial's `--mode=eval` (metrics.json's eval_<dataset>_<split>).
+A finished sweep folder is reused (the sweep resumes and runs nothing), so the report can be made again.
+
+  python -m benchmarks.sweep --space=spaces/sst2_grid.yaml --sweep_dir=runs/sweeps/sst2_grid --epochs=1
+"""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+
+from absl import app, flags
+
+from benchmarks.common.report import write_section
+
+flags.DEFINE_string("space", "spaces/sst2_grid.yaml", "The space file.")
+flags.DEFINE_string("sweep_dir", "runs/sweeps/sst2_grid", "The sweep's folder (reused: a finished sweep runs nothing).")
+flags.DEFINE_string("dataset", "sst2_tune", "What every trial trains and is judged on (its validation split).")
+flags.DEFINE_string("report_dataset", "sst2", "The data the best and the defaults' trials are reported on, once.")
+flags.DEFINE_string("report_split", "validation", "Its split.")
+flags.DEFINE_string("preset", "small", "The model preset of every trial.")
+flags.DEFINE_float("epochs", 1.0, "Training passes of every trial.")
+flags.DEFINE_list("extra", [], "More recipe flags for every trial, e.g. --extra=--max_length=64.")
+FLAGS = flags.FLAGS
+
+
+def sweep_command():
+    return [sys.executable, "-m", "recipes.sweep", "--recipe=sentiment", f"--space={FLAGS.space}",
+            f"--sweep_dir={FLAGS.sweep_dir}", f"--dataset={FLAGS.dataset}", f"--preset={FLAGS.preset}",
+            f"--epochs={FLAGS.epochs:g}", *FLAGS.extra]
+
+
+def read_results():
+    with open(os.path.join(FLAGS.sweep_dir, "results.csv"), newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def defaults_trial(rows, fields):
+    """The row whose point holds the recipe's own defaults for every searched field (None: not in the grid)."""
+    from recipes.shortcuts import value_of
+    from zoo.sentiment.recipe import SENTIMENT
+
+    config = SENTIMENT.base(FLAGS.preset, None, {}, None)
+    wanted = {field: value_of(config, field) for field in fields}
+    for row in rows:
+        if all(float(row[field]) == float(value) for field, value in wanted.items()):
+            return row
+    return None
+
+
+def report_accuracy(trial):
+    """The trial's accuracy on the report split: its --mode=eval, run once (metrics.json keeps it)."""
+    folder = os.path.join(FLAGS.sweep_dir, trial)
+    key = f"eval_{FLAGS.report_dataset}_{FLAGS.report_split}"
+    with open(os.path.join(folder, "metrics.json")) as f:
+        if key not in json.load(f):
+            subprocess.run([sys.executable, "-m", "recipes.sentiment", "--mode=eval", f"--model_dir={folder}",
+                            f"--dataset={FLAGS.report_dataset}", f"--eval_split={FLAGS.report_split}"], check=True)
+    with open(os.path.join(folder, "metrics.json")) as f:
+        return json.load(f)[key]["accuracy"]
+
+
+def main(argv):
+    del argv
+    started = time.time()
+    print("$ " + " ".join(sweep_command()), flush=True)
+    subprocess.run(sweep_command(), check=True)
+    wall = time.time() - started
+    rows = read_results()
+    metric = next(name for name in rows[0] if name.startswith("validation."))
+    fields = [name for name in rows[0] if name not in ("trial", metric, "steps", "seconds", "status", "error")]
+    done = [row for row in rows if row["status"] == "done"]
+    best = max(done, key=lambda row: float(row[metric]))
+    default = defaults_trial(rows, fields)
+    trial_seconds = sum(float(row["seconds"]) for row in done)
+    lines = [f"| {row['trial']} | " + " | ".join(row[field] for field in fields)
+             + f" | {float(row[metric]):.2%} | {float(row['seconds']) / 60:.1f} min |" for row in done]
+    header = "| trial | " + " | ".join(fields) + f" | {metric} | time |\n|" + "---|" * (len(fields) + 3)
+    report = [f"| best ({best['trial']}) | {float(best[metric]):.2%} | **{report_accuracy(best['trial']):.2%}** |"]
+    if default is not None:
+        report.append(f"| the preset's defaults ({default['trial']}) | {float(default[metric]):.2%} | "
+                      f"**{report_accuracy(default['trial']):.2%}** |")
+    split = f"{FLAGS.report_dataset} {FLAGS.report_split}"
+    body = (f"{len(done)} of {len(rows)} trials done; each trial trains on {FLAGS.dataset} for {FLAGS.epochs:g} "
+            f"epoch(s), judged on its validation split ({metric}).\n\n{header}\n" + "\n".join(lines)
+            + f"\n\nReported once on {split}, which no trial was judged on:\n\n| trial | {metric} | {split} |\n"
+            "|---|---|---|\n" + "\n".join(report)
+            + f"\n\nSweep wall time {wall / 60:.1f} min, its trials' {trial_seconds / 60:.1f} min: the sweep's own "
+            f"work (starting, the study, results files, plot) {(wall - trial_seconds) / max(len(done), 1):.1f} s a "
+            "trial (a reused sweep folder: only this run's part).\n\n- sweep: `python "
+            + " ".join(sweep_command()[1:]) + "`")
+    write_section(f"Sweep: {os.path.basename(FLAGS.sweep_dir)}", body)
+    print(body)
+
+
+if __name__ == "__main__":
+    app.run(main)
