@@ -103,6 +103,14 @@ print(json.dumps(outputs))
 """
 
 
+def write_vectors(path, table):
+    """A GloVe-format text file of `table` ({word: vector}) at `path`, for the word-vector tests; its path."""
+    with open(path, "w", encoding="utf-8") as f:
+        for word, vector in table.items():
+            f.write(word + " " + " ".join(repr(float(x)) for x in vector) + "\n")
+    return str(path)
+
+
 def train_in_fresh_process(*runs):
     """Trains each of `runs` (zoo.train's arguments: recipe, model_dir, keywords) in order, all in one new
     Python process: for what TensorFlow takes only before it starts, the CPU split of setup.cpu_replicas above

@@ -68,10 +68,11 @@ def label_field(data, rows, problem_type, stats=None):
 
 def prepare_run(model_dir, config, data, chief, words=None):
     """The run's config and tokenizer (`run_settings.start_run`): a new run's tokenizer is trained on a sample of
-    `data`'s texts, or is the pretrained run's or the published checkpoint's with setup.init_from; with `words`
-    (a zoo.data.word_embedding.WordPlan), its word vocabulary."""
+    `data`'s texts, or is the pretrained run's (SentencePiece or words) or the published checkpoint's with
+    setup.init_from; with `words` (a zoo.data.word_embedding.WordPlan), its word vocabulary."""
     init_from, seed = config.setup.init_from, config.train.seed
     wordpiece = bool(init_from) and (published.is_published(init_from) or tokenizer.holds_wordpiece(init_from))
+    words_from = bool(init_from) and not wordpiece and word_tokenizer.holds_words(init_from)  # a word pretraining run
 
     def write_tokenizer():
         if words is not None:
@@ -80,6 +81,8 @@ def prepare_run(model_dir, config, data, chief, words=None):
             source = init_from if published.is_published(init_from) else None
             vocab_of = published.read_checkpoint(source) if source else tokenizer.load_wordpiece(init_from)
             tokenizer.save_wordpiece(vocab_of.vocabulary, vocab_of.lowercase, vocab_of.strip_accents, model_dir)
+        elif words_from:
+            word_tokenizer.save_vocabulary(word_tokenizer.load_word_tokenizer(init_from).get_vocabulary(), model_dir)
         elif init_from:
             with open(RunDir(init_from).file(tokenizer.TOKENIZER_FILE), "rb") as f:
                 proto = f.read()
@@ -88,7 +91,7 @@ def prepare_run(model_dir, config, data, chief, words=None):
             sample = data.tokenizer_sample(tokenizer.MAX_TRAINING_CHARACTERS, seed)
             tokenizer.save_tokenizer(tokenizer.train_tokenizer(sample, config.model.vocab_size, seed=seed), model_dir)
 
-    last = word_tokenizer.WORDS_FILE if words is not None else \
+    last = word_tokenizer.WORDS_FILE if words is not None or words_from else \
         tokenizer.WORDPIECE_CONFIG_FILE if wordpiece else tokenizer.TOKENIZER_FILE
     derived = ("model.vocab_size", "model.embedding_dim") if words is not None else ()
     config = run_settings.start_run(model_dir, RECIPE, config, write_tokenizer, last, chief, derived)
@@ -113,9 +116,10 @@ def prepare(settings, strategy):
     config = dataclasses.replace(config, model=dataclasses.replace(config.model, num_classes=outputs,
                                                                    num_segments=segments),
                                  train=train_config)
-    words = plan_words(shared.model_dir, config.model, data, config.train.seed)  # a bad vectors file: before any write
+    # A bad vectors file is refused before any write; a fine-tuned encoder keeps its pretraining's words and embedding.
+    words = None if config.setup.init_from else plan_words(shared.model_dir, config.model, data, config.train.seed)
     if words is not None:
-        config = dataclasses.replace(config, model=words_model(config.model, words))
+        config = dataclasses.replace(config, model=word_embedding.words_model(config.model, words))
     config, tok = prepare_run(shared.model_dir, config, data, is_chief(strategy), words)
     model = config.model
     framing = ClassifierPreprocessor.for_tokenizer(tok, model.max_length, pairs=bool(model.num_segments))
@@ -157,25 +161,9 @@ def plan_words(model_dir, model, data, seed):
                                      seed, scaled=model.embedding != "normalized",
                                      coverage_setting="--config.model.min_vector_coverage")
     record = RunDir(model_dir).read_record(RECIPE, SentimentRunConfig) if os.path.isdir(model_dir) else None
-    started = record.derived.get("word_vectors", {}).get("matrix_sha256") if record else None
-    if started and started != plan.derived.get("matrix_sha256"):
-        raise ValueError(f"{model.word_vectors} is not the vectors file {model_dir} started from (its embedding "
-                         "differs): restore that file, or train in another --model_dir.")
+    word_embedding.check_resumed(plan, record, model.word_vectors, model_dir)
     print(plan.line, flush=True)
     return plan
-
-
-def words_model(model, words):
-    """The ClassifierConfig of a word run: its vocabulary's size, and the vectors' width as embedding_dim (a
-    projection maps it to hidden_dim when they differ)."""
-    if words.matrix is None:
-        return dataclasses.replace(model, vocab_size=len(words.words))
-    dim = words.matrix.shape[1]
-    if model.embedding_dim not in (None, dim):
-        raise ValueError(f"model.embedding_dim={model.embedding_dim} but the word vectors of {model.word_vectors} "
-                         f"have {dim} dimensions: leave model.embedding_dim out (a projection maps them to "
-                         f"model.hidden_dim={model.hidden_dim}).")
-    return dataclasses.replace(model, vocab_size=len(words.words), embedding_dim=dim)
 
 
 class Figures(typing.NamedTuple):
@@ -384,6 +372,11 @@ def finish(config, base, given, model_dir, mode):
     """The encoder's shape kept (`run_config.check_encoder`), setup.init_from as a path made absolute, a regression
     without label smoothing, and a dataset to train on."""
     init_from = config.setup.init_from
+    if init_from and config.model.word_vectors:
+        raise ValueError(f"--word_vectors={config.model.word_vectors} cannot go with --init_from={init_from}: the "
+                         "encoder already holds its token embedding (a pretraining run with --word_vectors started it "
+                         "from them, and its words.txt comes along). Leave --word_vectors out, or train without "
+                         "--init_from.")
     if init_from:
         positions = base.model.max_length
         if published.is_published(init_from) and not 2 < config.model.max_length <= positions:
