@@ -17,6 +17,7 @@ import re
 import numpy as np
 
 from zoo.classifier import targets as label_shapes
+from zoo.classifier.targets import class_order, label_name  # the label rules, shared with the other shapes
 from zoo.classifier.model import SINGLE_LABEL
 from zoo.data import cache, datasets, files
 from zoo.data.sources import Sources
@@ -39,22 +40,6 @@ class Columns:
     problem_type: str = SINGLE_LABEL  # regression, multi_label_classification: labels read by zoo.classifier.targets
     label_separator: str = "|"  # multi_label_classification: what splits a csv:, tsv: (or jsonl: string) label
     text_pair: str | None = None  # a second text's column (text pairs: rows are (text, text pair)), or None
-
-
-def label_name(value):
-    """A label as its class name: a string stripped of surrounding whitespace, integers (JSON integers and
-    strings of decimal digits) in decimal; None for anything else (a float, a list, null)."""
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        return None
-    name = str(value).strip()
-    return str(int(name)) if re.fullmatch(r"-?[0-9]+", name) else name
-
-
-def class_order(names):
-    """The class names in a stable order: numeric for integers, else by string."""
-    if all(re.fullmatch(r"-?[0-9]+", name) for name in names):
-        return tuple(sorted(names, key=int))
-    return tuple(sorted(names))
 
 
 def check_label_forms(names, what):

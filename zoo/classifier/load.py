@@ -67,10 +67,10 @@ class Classifier(Served):
     @classmethod
     def from_export(cls, saved, metadata):
         # An export made before its manifest recorded the class names: the classes by index ("0", "1" ...).
-        names = metadata.get("class_names") or [str(i) for i in range(metadata["model"]["num_classes"])]
-        problem_type = metadata["model"].get("problem_type", classifier.SINGLE_LABEL)
-        return cls(saved.signatures, saved, names, metadata.get("step"), problem_type,
-                   bool(metadata["model"].get("num_segments")))
+        model = metadata.get("model", {})  # an export's manifest without it: one text, one label
+        names = metadata.get("class_names") or [str(i) for i in range(model["num_classes"])]
+        return cls(saved.signatures, saved, names, metadata.get("step"),
+                   model.get("problem_type", classifier.SINGLE_LABEL), bool(model.get("num_segments")))
 
     def predict(self, texts, batch_size=inputs.BATCH_SIZE, *, text_pairs=None):
         """A list, one per text: {"label": the likeliest class, "probabilities": {class name: probability}};

@@ -18,7 +18,6 @@ import re
 
 import numpy as np
 
-from zoo.classifier import data as classifier_data  # its label rule (zoo.classifier.data reads the rows through here)
 from zoo.classifier.model import MULTI_LABEL, REGRESSION
 from zoo.data.datasets import DatasetError
 
@@ -40,9 +39,24 @@ def number(value, column):
     return parsed, None
 
 
+def label_name(value):
+    """A label as its class name: a string stripped of surrounding whitespace, integers (JSON integers and
+    strings of decimal digits) in decimal; None for anything else (a float, a list, null)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return None
+    name = str(value).strip()
+    return str(int(name)) if re.fullmatch(r"-?[0-9]+", name) else name
+
+
+def class_order(names):
+    """The class names in a stable order: numeric for integers, else by string."""
+    if all(re.fullmatch(r"-?[0-9]+", name) for name in names):
+        return tuple(sorted(names, key=int))
+    return tuple(sorted(names))
+
+
 def label_set(value, column, separator):
     """A multi-label row's label names as a tuple (each once, as read), or (None, why the row is bad)."""
-    label_name = classifier_data.label_name
     if isinstance(value, str):
         names = [label_name(part) for part in value.split(separator)]
         if not value.strip():
@@ -98,7 +112,7 @@ def collect(problem_type, labels, what, names=None, classes=None):
             raise DatasetError(f"{what}: every label is {values[0]:g}; a regression needs labels that differ.")
         return Targets(values)
     counts = collections.Counter(name for row in labels for name in row)
-    known = tuple(names) if names is not None else tuple(classes) if classes else classifier_data.class_order(counts)
+    known = tuple(names) if names is not None else tuple(classes) if classes else class_order(counts)
     index = {name: i for i, name in enumerate(known)}
     values = np.zeros((len(labels), len(known)), np.uint8)
     for row, names_of_row in enumerate(labels):

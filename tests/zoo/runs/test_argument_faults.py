@@ -78,9 +78,9 @@ def test_a_model_dir_that_is_a_file_is_refused_in_one_line(tmp_path, probe_recip
 @pytest.mark.parametrize(
     "recipe, flags, named",
     [
-        ("sentiment", ["--dataset=sst2", "--max_examples=-5"], "--max_examples=-5"),
+        ("sentiment", ["--dataset=sst2", "--max_examples=-5"], "data.max_examples=-5 must be at least 1"),
         ("sentiment", ["--dataset=sst2", "--epochs=-1"], "--epochs must be positive"),
-        ("pretrain", ["--corpus=sst2", "--eval_fraction=1.5"], "--eval_fraction=1.5"),
+        ("pretrain", ["--corpus=sst2", "--eval_fraction=1.5"], "data.eval_fraction=1.5 must be in (0, 1)"),
         ("translate", ["--mode=eval", "--eval_batch_size=0"], "--eval_batch_size=0"),
         ("sentiment", ["--dataset=sst2", "--profile_steps=a,b"], "--profile_steps=a,b must be two step numbers"),
         ("sentiment", ["--dataset=sst2", "--profile_steps=1,3"], "profile_steps=(1, 3) must be two steps"),
