@@ -13,6 +13,9 @@ import types
 
 from benchmarks.common import costs
 from tests.conftest import HANG
+import pytest
+
+pytestmark = pytest.mark.slow  # outside the default run (docs/testing.md): python -m pytest -m slow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

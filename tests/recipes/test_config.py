@@ -17,6 +17,8 @@ import zoo
 from tests.conftest import run_recipe
 from tests.recipes.test_exact_resumption import saved_tensors
 
+pytestmark = pytest.mark.slow  # outside the default run (docs/testing.md): python -m pytest -m slow
+
 # The classifier of issue 44's example, narrowed to run in seconds.
 FIELDS = {"num_layers": 2, "hidden_dim": 48, "num_heads": 6, "intermediate_dim": 96, "norm_first": True,
           "activation": "gelu", "position": "learned"}

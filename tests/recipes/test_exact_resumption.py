@@ -16,6 +16,8 @@ import tensorflow as tf
 
 import zoo
 
+pytestmark = pytest.mark.slow  # outside the default run (docs/testing.md): python -m pytest -m slow
+
 STEPS = {"mode": "train", "train_steps": 12, "checkpoint_every": 4, "log_every": 2}
 # Each recipe's settings, as zoo.train's keywords (tests.conftest.as_flags: as flags).
 RECIPES = {

@@ -13,6 +13,8 @@ import pytest
 import zoo
 from tests.conftest import HANG, as_flags, fresh_process_json, train_in_fresh_process
 
+pytestmark = pytest.mark.slow  # outside the default run (docs/testing.md): python -m pytest -m slow
+
 SETTINGS = {"preset": "tiny", "batch_size": 8, "log_every": 5}
 QUICK = as_flags(SETTINGS)
 

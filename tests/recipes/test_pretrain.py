@@ -14,6 +14,8 @@ import pytest
 import zoo
 from tests.conftest import as_flags, fresh_process_json
 
+pytestmark = pytest.mark.slow  # outside the default run (docs/testing.md): python -m pytest -m slow
+
 SETTINGS = {"corpus": ["sst2"], "preset": "tiny", "vocab_size": 500, "sequence_length": 64, "batch_size": 16}
 QUICK = as_flags(SETTINGS)
 ELECTRA = [*QUICK, "--objective=electra"]

@@ -19,6 +19,8 @@ import zoo
 from tests.conftest import HANG, as_flags, fresh_process_json
 from tests.zoo import _published_fixtures as fixtures
 
+pytestmark = pytest.mark.slow  # outside the default run (docs/testing.md): python -m pytest -m slow
+
 SPECIALS = ["[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused2]"]
 SETTINGS = {"corpus": ["sst2"], "sequence_length": 16, "batch_size": 4, "train_steps": 4, "checkpoint_every": 2,
             "eval_fraction": 0.001}

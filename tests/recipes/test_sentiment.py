@@ -19,6 +19,8 @@ import pytest
 import zoo
 from tests.conftest import HANG, ROOT, as_flags, fresh_process_json, train_in_fresh_process
 
+pytestmark = pytest.mark.slow  # outside the default run (docs/testing.md): python -m pytest -m slow
+
 SETTINGS = {"dataset": "sst2", "preset": "tiny", "max_examples": 2000, "vocab_size": 500, "batch_size": 16}
 QUICK = as_flags(SETTINGS)
 

@@ -17,6 +17,8 @@ import zoo
 from tests.conftest import HANG, as_flags, fresh_process_json
 from tests.zoo import _published_fixtures as fixtures
 
+pytestmark = pytest.mark.slow  # outside the default run (docs/testing.md): python -m pytest -m slow
+
 SETTINGS = {"dataset": "sst2", "max_examples": 200, "batch_size": 8, "max_length": 24, "checkpoint_every": 4}
 QUICK = as_flags(SETTINGS)
 

@@ -23,6 +23,8 @@ import yaml
 import zoo
 from tests.conftest import HANG, ROOT, as_flags, run_recipe
 
+pytestmark = pytest.mark.slow  # outside the default run (docs/testing.md): python -m pytest -m slow
+
 SETTINGS = {"dataset": "sst2", "preset": "tiny", "max_examples": 200, "vocab_size": 300, "batch_size": 8,
             "train_steps": 6, "checkpoint_every": 3, "log_every": 3}
 GRID = {"method": "grid", "metric": "validation.accuracy",

@@ -12,6 +12,8 @@ import pytest
 import zoo
 from tests.conftest import HANG, as_flags, fresh_process_json
 
+pytestmark = pytest.mark.slow  # outside the default run (docs/testing.md): python -m pytest -m slow
+
 SETTINGS = {"dataset": "multi30k", "source": "de", "target": "en", "preset": "tiny", "max_examples": 2000,
             "vocab_size": 600, "max_tokens": 1024}
 QUICK = as_flags(SETTINGS)

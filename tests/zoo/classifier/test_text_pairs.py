@@ -27,6 +27,8 @@ from zoo.classifier.preprocessor import ClassifierPreprocessor, longest_first
 from zoo.data import tokenizer
 from zoo.data.datasets import DatasetError, load_classification
 
+pytestmark = pytest.mark.slow  # outside the default run (docs/testing.md): python -m pytest -m slow
+
 ROWS = 200  # 160 for training, 40 for validation
 RUN = {"preset": "tiny", "vocab_size": 300, "max_length": 40, "batch_size": 8, "train_steps": 4,
        "checkpoint_every": 2, "log_every": 2}

@@ -21,6 +21,8 @@ import pytest
 import zoo
 from tests.conftest import HANG, fresh_process_json
 
+pytestmark = pytest.mark.slow  # outside the default run (docs/testing.md): python -m pytest -m slow
+
 # What each recipe trains to write its export (zoo.train's recipe and keywords): the tiny preset, small
 # slices, one training step.
 RECIPES = {

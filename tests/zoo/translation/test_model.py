@@ -16,6 +16,8 @@ from zoo.training.loop import Trainer
 from zoo.runs.checkpoints import restore_model
 from zoo.translation.search import DecodeConfig, translate_ids
 
+pytestmark = pytest.mark.slow  # outside the default run (docs/testing.md): python -m pytest -m slow
+
 DIGITS = np.arange(4, 14)  # ten "digit" tokens after the special ids
 # The tiny preset's architecture; no dropout, so that a few hundred steps learn the task exactly.
 CONFIG = dataclasses.replace(translation.PRESETS["tiny"], source_vocab_size=16, target_vocab_size=16, dropout=0.0)

@@ -21,6 +21,8 @@ import zoo
 from tests.conftest import fresh_process_json, write_vectors
 from zoo.translation import corpora
 
+pytestmark = pytest.mark.slow  # outside the default run (docs/testing.md): python -m pytest -m slow
+
 QUICK = {"dataset": "multi30k", "source": "de", "target": "en", "preset": "tiny", "max_examples": 200,
          "vocab_size": 400, "max_tokens": 1024, "batch_size": 16, "train_steps": 4, "checkpoint_every": 2,
          "mode": "train"}
