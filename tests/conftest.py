@@ -185,3 +185,25 @@ def probe_recipe_fixture():
     probes = RecipeProbes()
     yield probes
     probes.close()
+
+
+def train_resumed_and_reproduced(tmp_path, dataset, settings):
+    """Trains a sentiment run on `dataset` to step 2, resumes it to `settings`' 4 steps (tmp_path/resumed), trains
+    it again in one go from its config.json (tmp_path/again) and checks every saved tensor is the same: resumption
+    and reproduction both hold. Returns the two run folders."""
+    import numpy as np
+    import tensorflow as tf
+
+    import zoo
+
+    resumed_dir, again_dir = tmp_path / "resumed", tmp_path / "again"
+    zoo.train("sentiment", model_dir=resumed_dir, dataset=dataset, **{**settings, "train_steps": 2})
+    zoo.train("sentiment", model_dir=resumed_dir, dataset=dataset, **settings)  # from step 2 to 4
+    zoo.train("sentiment", model_dir=again_dir, config=str(resumed_dir / "config.json"), mode="train")
+    resumed = tf.train.load_checkpoint(str(resumed_dir / "ckpt-4"))
+    again = tf.train.load_checkpoint(str(again_dir / "ckpt-4"))
+    names = [n for n in resumed.get_variable_to_shape_map() if n != "_CHECKPOINTABLE_OBJECT_GRAPH"]
+    assert len(names) > 20
+    for name in names:
+        np.testing.assert_array_equal(resumed.get_tensor(name), again.get_tensor(name), err_msg=name)
+    return resumed_dir, again_dir

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 import zoo
-from tests.conftest import fresh_process_json
+from tests.conftest import fresh_process_json, train_resumed_and_reproduced
 from zoo.classifier import metrics
 from zoo.core.config import ConfigError
 from zoo.data import datasets
@@ -160,16 +160,7 @@ def test_explain_attributes_the_score(run):
 def test_jsonl_trains_resumes_and_reproduces_from_config_json(files, tmp_path):
     folder, _, _ = files
     dataset = f"jsonl:{folder}/{{split}}.jsonl"
-    zoo.train("sentiment", model_dir=tmp_path / "resumed", dataset=dataset, **{**QUICK, "train_steps": 2})
-    zoo.train("sentiment", model_dir=tmp_path / "resumed", dataset=dataset, **QUICK)  # from step 2 to 4
-    # Trained in one go from the resumed run's record: the same weights, so resumption and reproduction both hold.
-    zoo.train("sentiment", model_dir=tmp_path / "again", config=str(tmp_path / "resumed" / "config.json"), mode="train")
-    resumed = tf.train.load_checkpoint(str(tmp_path / "resumed" / "ckpt-4"))
-    again = tf.train.load_checkpoint(str(tmp_path / "again" / "ckpt-4"))
-    names = [n for n in resumed.get_variable_to_shape_map() if n != "_CHECKPOINTABLE_OBJECT_GRAPH"]
-    assert len(names) > 20
-    for name in names:
-        np.testing.assert_array_equal(resumed.get_tensor(name), again.get_tensor(name), err_msg=name)
+    train_resumed_and_reproduced(tmp_path, dataset, QUICK)
     assert record_of(tmp_path / "again")["derived"]["targets"] == record_of(tmp_path / "resumed")["derived"]["targets"]
 
 
