@@ -5,19 +5,28 @@ model from scratch (benchmarks.sentiment's flags) and the NBSVM-style linear pee
 the `bench` extra). The models' flags are benchmarks.sentiment's for the dataset, with a word vocabulary of
 --vocab_size; SST-2 reports its dev set, IMDB its test set (nothing here is tuned on it).
 
+Penn Treebank (`ptb`): `recipes.lm` at word level with LM_FLAGS, its token embedding started from the vectors
+(`--word_vectors`) against the same factorized model (`--config.model.embedding_dim=50`) from a random table,
+each seed's run in runs/bench_glove_ptb_<arm>_seed<N> (a finished one is reused, a cut one resumes); validation
+and test perplexity with the training memory.
+
   python -m benchmarks.glove --datasets=sst2 --seeds=0,1
   python -m benchmarks.glove --datasets=imdb --seeds=0
+  python -m benchmarks.glove --datasets=ptb --seeds=0
 """
 
 import os
 import statistics
+import subprocess
+import sys
 
 from absl import app, flags
 
 from benchmarks import sentiment, transfer
-from benchmarks.common.report import write_section
+from benchmarks.common.report import ROOT, finished_run, write_section
+from zoo.runs.run_dir import RunDir
 
-flags.DEFINE_list("datasets", ["sst2"], "Datasets (sst2, imdb).")
+flags.DEFINE_list("datasets", ["sst2"], "Datasets (sst2, imdb, ptb).")
 flags.DEFINE_list("seeds", ["0", "1"], "Seeds of each word-level arm.")
 flags.DEFINE_integer("vocab_size", 20000, "Word vocabulary of both word-level arms.")
 flags.DEFINE_string("vectors", None, "The vectors file (default: $ZOO_DATA_DIR/glove/glove.6B.50d.txt.gz).")
@@ -62,12 +71,60 @@ def table(dataset, results):
             + "\n".join(rows) + f"\n\nGloVe minus random: **{(glove - random) * 100:+.2f} points**.\n\n{commands}")
 
 
+# Penn Treebank's language model: the `small` shape, about 4.4 passes over the training text (2,400 steps of 32
+# segments of 64 words), regularised as benchmarks.lm's `medium` run is; the same for both arms.
+LM_FLAGS = ["--dataset=ptb", "--level=word", "--preset=small", "--batch_size=32", "--dropout=0.25",
+            "--attention_dropout=0.1", "--weight_decay=0.1", "--learning_rate=1e-3", "--warmup_steps=200",
+            "--schedule=cosine", "--train_steps=2400", "--random_offset=false", "--checkpoint_every=400"]
+
+
+def lm_arms(vectors):
+    return {"GloVe 6B 50d": [f"--word_vectors={vectors}"], "random": ["--config.model.embedding_dim=50"]}
+
+
+def run_lm(arm, extra, seed):
+    """Trains (or reuses, or resumes) one arm's run and evaluates validation and test with the training memory."""
+    name = "glove" if arm.startswith("GloVe") else "random"
+    run_dir = os.path.join(ROOT, "runs", f"bench_glove_ptb_{name}_seed{seed}")
+    flags_ = [*LM_FLAGS, *extra, f"--seed={seed}"]
+    command = [sys.executable, "-m", "recipes.lm", f"--model_dir={run_dir}"]
+    if not finished_run(run_dir, [f for f in flags_ if not f.startswith("--config.")]):
+        subprocess.run([*command, *flags_, "--mode=train"], cwd=ROOT, check=True)
+    figures = {}
+    for split in ("validation", "test"):
+        if f"eval_{split}" not in RunDir(run_dir).read_metrics():
+            subprocess.run([*command, "--mode=eval", f"--eval_split={split}"], cwd=ROOT, check=True)
+        figures[split] = RunDir(run_dir).read_metrics()[f"eval_{split}"]["train_memory"]["perplexity"]
+    train = RunDir(run_dir).read_metrics()["train"]
+    return {**figures, "train_seconds": train["seconds"],
+            "command": " ".join(["python -m recipes.lm", *flags_, f"--model_dir=runs/{os.path.basename(run_dir)}"])}
+
+
+def lm_table(vectors):
+    results = {}
+    for arm, extra in lm_arms(vectors).items():
+        for seed in FLAGS.seeds:
+            run = run_lm(arm, extra, seed)
+            print(f"ptb {arm} seed {seed}: validation {run['validation']:.2f}, test {run['test']:.2f}", flush=True)
+            results.setdefault(arm, []).append(run)
+    rows = []
+    for arm, runs in results.items():
+        mean = {split: statistics.mean(run[split] for run in runs) for split in ("validation", "test")}
+        each = ", ".join(f"{run['validation']:.2f} / {run['test']:.2f}" for run in runs)
+        minutes = statistics.mean(run["train_seconds"] for run in runs) / 60
+        rows.append(f"| {arm} | **{mean['validation']:.2f}** | **{mean['test']:.2f}** | {each} | {minutes:.1f} min |")
+    commands = "\n".join(f"- {arm}: `{runs[0]['command']}`" for arm, runs in results.items())
+    return (f"Penn Treebank, word level: perplexity with the training memory, mean of the seeds ({', '.join(FLAGS.seeds)})"
+            "; time: training alone.\n\n| token embedding | validation | test | each run (validation / test) | time |\n"
+            "|---|---|---|---|---|\n" + "\n".join(rows) + f"\n\n{commands}")
+
+
 def main(argv):
     del argv
     vectors = FLAGS.vectors or os.path.join(os.environ.get("ZOO_DATA_DIR", "../shared/data"), "glove",
                                             "glove.6B.50d.txt.gz")
     for dataset in FLAGS.datasets:
-        body = table(dataset, measure(dataset, vectors))
+        body = lm_table(vectors) if dataset == "ptb" else table(dataset, measure(dataset, vectors))
         write_section(f"Word vectors: {dataset}", body)
         print(body)
 
