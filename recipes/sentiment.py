@@ -12,7 +12,6 @@ A start token heads every text; its final hidden state is classified.
 from absl import flags
 
 from recipes import common, driver
-from zoo.classifier import data as classifier_data
 from zoo.sentiment.recipe import SENTIMENT
 
 common.define_flags(SENTIMENT, "explain")  # and the shortcut flags of its config's fields (recipes.shortcuts)
@@ -34,9 +33,9 @@ def options(mode):
     if mode == "eval":
         given = any(FLAGS[name].present for name in ("text_column", "label_column", "bad_rows", "classes",
                                                      "text_pair_column"))
-        columns = classifier_data.Columns(common.option("text_column"), common.option("label_column"),
-                                          common.option("bad_rows"), tuple(FLAGS.classes) if FLAGS.classes else None,
-                                          text_pair=FLAGS.text_pair_column)
+        columns = {"text_column": common.option("text_column"), "label_column": common.option("label_column"),
+                   "bad_rows": common.option("bad_rows"), "classes": tuple(FLAGS.classes) if FLAGS.classes else None,
+                   "text_pair_column": FLAGS.text_pair_column}
         own.update(dataset=FLAGS.dataset, eval_split=common.option("eval_split"), columns=columns if given else None,
                    batch_size=FLAGS.batch_size)
     if mode == "explain":

@@ -1,6 +1,8 @@
 """The classifier's labelled texts: a built-in dataset (imdb, sst2, tfds:NAME) or the user's files
-(csv:, tsv:, jsonl:, folder:; see zoo.data.files), one split at a time, as (text, label id) pairs that
-can be read more than once. Token ids come from `token_rows`: tokenized once into zoo.data.cache.
+(csv:, tsv:, jsonl:, folder:), one split at a time, as (text, label id) pairs that can be read more than once.
+`load` takes the run's zoo.data.spec.DatasetSpec (SentimentRunConfig.dataset_spec: the files, their columns
+and label shape); zoo.data.files reads the rows. Token ids come from `token_rows`: tokenized once into
+zoo.data.cache.
 
 Labels (docs/data.md): strings stripped of surrounding whitespace, or integers (JSON integers, or strings of
 decimal digits) written in decimal; two labels that are one number written two ways (`1` and `1.0`) are
@@ -12,34 +14,20 @@ import collections
 import dataclasses
 import math
 import os
-import re
 
 import numpy as np
 
 from zoo.classifier import targets as label_shapes
 from zoo.classifier.targets import class_order, label_name  # the label rules, shared with the other shapes
 from zoo.classifier.model import SINGLE_LABEL
-from zoo.data import cache, datasets, files
+from zoo.data import cache, datasets, files, spec as dataset_spec
 from zoo.data.sources import Sources
 from zoo.data.datasets import DatasetError
+from zoo.data.spec import Columns  # the columns, label shape, classes and bad-row policy a spec reads
 
 FORMS = ("csv", "tsv", "jsonl", "folder")
 SHOWN_LABELS = 5
 UNLABELLED = "unsup"  # aclImdb's train/unsup: 50,000 reviews without a label, beside its class folders
-
-
-@dataclasses.dataclass(frozen=True)
-class Columns:
-    """Which columns (csv, tsv) or keys (jsonl) hold the text and the label, what to do with bad rows, and
-    which labels (or class folders) to use: `classes`, in that order, rows of other labels left out."""
-
-    text: str = "text"
-    label: str = "label"
-    bad_rows: str = "error"
-    classes: tuple | None = None
-    problem_type: str = SINGLE_LABEL  # regression, multi_label_classification: labels read by zoo.classifier.targets
-    label_separator: str = "|"  # multi_label_classification: what splits a csv:, tsv: (or jsonl: string) label
-    text_pair: str | None = None  # a second text's column (text pairs: rows are (text, text pair)), or None
 
 
 def check_label_forms(names, what):
@@ -91,21 +79,23 @@ class Examples:
         return [text for text in self.strings() if rng.random() < share]
 
 
-def load(name, split, columns=Columns(), class_names=None, max_examples=None, seed=0):
-    """The `split` of dataset `name`. With `class_names` (a trained model's), labels are numbered in that
-    order and one the model does not know is refused; else the split's own labels are the classes. With
+def load(dataset, split, columns=None, class_names=None, max_examples=None, seed=0):
+    """The `split` of `dataset`: a zoo.data.spec.DatasetSpec (a run's, read with its columns), or a dataset string
+    read with `columns` (Columns(): text and label). With `class_names` (a trained model's), labels are numbered
+    in that order and one the model does not know is refused; else the split's own labels are the classes. With
     `columns.classes`, only those labels (or class folders) are read, in that order.
     Every row is read once here, so a bad one is refused (file:line) before any work starts."""
-    spec = files.parse(name, FORMS)
-    label_shapes.check_problem_type(columns.problem_type, spec, name)
-    classes = _classes(columns.classes, spec, name)
-    if columns.text_pair and (spec is None or spec.form == "folder"):
+    spec = dataset_spec.given(dataset, FORMS, columns or Columns())
+    columns = spec.columns
+    label_shapes.check_problem_type(spec)
+    classes = _classes(columns.classes, spec)
+    if columns.text_pair and spec.form in (None, "folder"):
         raise DatasetError(f"--text_pair_column={columns.text_pair} reads a second text from csv:, tsv: or jsonl: "
-                           f"files; {name} holds one text a row: leave it out, or give your pairs as such files.")
-    if spec is None:
-        return _built_in(name, split, class_names, max_examples, seed)
-    files.check_split(spec, split)
-    files.say_held_out(spec, split)
+                           f"files; {spec} holds one text a row: leave it out, or give your pairs as such files.")
+    if not spec.files:
+        return _built_in(spec.name, split, class_names, max_examples, seed)
+    dataset_spec.check_split(spec, split)
+    dataset_spec.say_held_out(spec, split)
     what = f"--dataset={spec} ({split})"
     if classes is not None and class_names is not None and set(classes) != set(class_names):
         raise DatasetError(f"--classes={_joined(classes)} are not the classes the run trained on "
@@ -123,10 +113,10 @@ def load(name, split, columns=Columns(), class_names=None, max_examples=None, se
                                "text must come from a column of its own. Name the second text's column.")
         files.check_columns(spec, split, (columns.text, columns.label, columns.text_pair))
     if columns.problem_type != SINGLE_LABEL:
-        return _load_targets(spec, split, columns, class_names, classes, max_examples, seed)
+        return _load_targets(spec, split, class_names, classes, max_examples, seed)
     bad = files.BadRows(columns.bad_rows)
     counts, left_out, text_bytes = collections.Counter(), collections.Counter(), 0
-    for text, label, _ in _rows(spec, split, columns, bad, classes):
+    for text, label, _ in _rows(spec, split, bad, classes):
         if classes is not None and label not in classes:
             left_out[label] += 1
             continue
@@ -144,7 +134,7 @@ def load(name, split, columns=Columns(), class_names=None, max_examples=None, se
         _check_training_classes(known, counts, what)
     unknown = [name for name in counts if name not in known]
     if unknown:
-        where = next(row[2] for row in _rows(spec, split, columns, files.BadRows("skip"), classes)
+        where = next(row[2] for row in _rows(spec, split, files.BadRows("skip"), classes)
                      if row[1] in unknown)
         raise DatasetError(f"{where}: label {unknown[0]!r} is not one of the classes training saw {list(known)}"
                            f"{f' ({len(unknown)} unknown labels in all)' if len(unknown) > 1 else ''}.")
@@ -157,29 +147,30 @@ def load(name, split, columns=Columns(), class_names=None, max_examples=None, se
 
     def read():
         index = 0
-        for text, label, _ in _rows(spec, split, columns, files.BadRows("skip"), classes):
+        for text, label, _ in _rows(spec, split, files.BadRows("skip"), classes):
             if label not in ids:  # left out by --classes
                 continue
             if keep is None or index in keep:
                 yield text, ids[label]
             index += 1
 
-    paths = files.paths(spec, split)
-    sources = Sources(lambda: _all_files(spec, files.paths(spec, split), classes))
+    paths = dataset_spec.paths(spec, split)
+    sources = Sources(lambda: _all_files(spec, dataset_spec.paths(spec, split), classes))
     key = {"files": sources.digest, "spec": str(spec), "split": split,
            "columns": dataclasses.asdict(columns), "max_examples": max_examples, "seed": seed, "classes": known,
-           "held_out": files.holds_out(spec)}
+           "held_out": dataset_spec.holds_out(spec)}
     skipped = bad.count if columns.bad_rows == "skip" else 0
     return Examples(read, len(keep) if keep is not None else count, known, key, paths, text_bytes, skipped, sources)
 
 
-def _load_targets(spec, split, columns, names, classes, max_examples, seed):
+def _load_targets(spec, split, names, classes, max_examples, seed):
     """A regression or multi-label split (zoo.classifier.targets): its rows iterate as (text, row number), the
     number indexing `Examples.targets`, which holds the kept rows' labels in order."""
+    columns = spec.columns
     bad = files.BadRows(columns.bad_rows)
     read_label = label_shapes.reader(columns.problem_type, columns.label_separator)
     labels, text_bytes = [], 0
-    for text, label, _ in _rows(spec, split, columns, bad, read_label=read_label):
+    for text, label, _ in _rows(spec, split, bad, read_label=read_label):
         labels.append(label)
         text_bytes += text_size(text)
     bad.check(f"{spec} ({split})")
@@ -193,16 +184,17 @@ def _load_targets(spec, split, columns, names, classes, max_examples, seed):
     kept = None if keep is None else set(keep.tolist())
 
     def read():
-        rows = _rows(spec, split, columns, files.BadRows("skip"), read_label=read_label)
+        rows = _rows(spec, split, files.BadRows("skip"), read_label=read_label)
         kept_rows = (text for index, (text, _, _) in enumerate(rows) if kept is None or index in kept)
         return ((text, index) for index, text in enumerate(kept_rows))
 
-    sources = Sources(lambda: _all_files(spec, files.paths(spec, split)))
+    sources = Sources(lambda: _all_files(spec, dataset_spec.paths(spec, split)))
     key = {"files": sources.digest, "spec": str(spec), "split": split, "columns": dataclasses.asdict(columns),
-           "max_examples": max_examples, "seed": seed, "classes": targets.names, "held_out": files.holds_out(spec)}
+           "max_examples": max_examples, "seed": seed, "classes": targets.names,
+           "held_out": dataset_spec.holds_out(spec)}
     skipped = bad.count if columns.bad_rows == "skip" else 0
-    return Examples(read, len(labels), targets.names, key, files.paths(spec, split), text_bytes, skipped, sources,
-                    targets)
+    return Examples(read, len(labels), targets.names, key, dataset_spec.paths(spec, split), text_bytes, skipped,
+                    sources, targets)
 
 
 def text_size(text):
@@ -214,12 +206,12 @@ def _joined(names):
     return ",".join(names)
 
 
-def _classes(given, spec, name):
+def _classes(given, spec):
     """--classes as a tuple of class names (labels by the label rule; folder names as they are), or None."""
     if not given:
         return None
-    if spec is None:
-        raise DatasetError(f"--classes picks the labels of your own files (csv:, tsv:, jsonl:, folder:); {name} "
+    if not spec.files:
+        raise DatasetError(f"--classes picks the labels of your own files (csv:, tsv:, jsonl:, folder:); {spec} "
                            "has its own classes: leave --classes out.")
     classes = tuple(given) if spec.form == "folder" else tuple(label_name(c) for c in given)
     repeated = sorted({c for c in classes if classes.count(c) > 1})
@@ -232,17 +224,18 @@ def _check_class_folders(spec, classes):
     """Training on folder:: a class folder named unsup (aclImdb's unlabelled reviews) is refused unless --classes
     names the classes; a class folder that an evaluation split (validation or test folders) lacks is said now,
     with the --classes that leaves it out, not only when that split is evaluated."""
-    trained = classes or sorted({name for path in files.paths(spec, "train") for name in files.class_folders(path)})
+    trained = classes or sorted({name for path in dataset_spec.paths(spec, "train")
+                                 for name in files.class_folders(path)})
     if classes is None and UNLABELLED in trained:
         labelled = [name for name in trained if name != UNLABELLED]
         raise DatasetError(f"--dataset={spec}: the class folder {UNLABELLED!r} holds unlabelled texts (aclImdb's "
                            f"train/unsup), not a class. Pass --classes={_joined(labelled)} to leave it out, or "
                            f"--classes={_joined(trained)} to train it as a class.")
     for split in ("validation", "test"):
-        if not spec.has_splits or (split == "validation" and files.holds_out(spec)):
+        if not spec.has_splits or (split == "validation" and dataset_spec.holds_out(spec)):
             continue
         try:
-            found = {name for path in files.paths(spec, split) for name in files.class_folders(path)}
+            found = {name for path in dataset_spec.paths(spec, split) for name in files.class_folders(path)}
         except DatasetError:  # the pattern has no such split
             continue
         absent, present = [n for n in trained if n not in found], [n for n in trained if n in found]
@@ -264,7 +257,7 @@ def _check_training_classes(known, counts, what):
 def _say_left_out(spec, split, classes, left_out):
     """Says which labels --classes left out of the split (class folders not read, or rows counted)."""
     if spec.form == "folder" and classes is not None:
-        for path in files.paths(spec, split):
+        for path in dataset_spec.paths(spec, split):
             others = [name for name in files.class_folders(path) if name not in classes]
             if others:
                 print(f"Left out the class folder(s) {', '.join(others)} of {path}: not in --classes="
@@ -302,9 +295,10 @@ def class_label(label, column):
                   f"label {label!r} is neither a string nor an integer")
 
 
-def _rows(spec, split, columns, bad, classes=None, read_label=class_label):
+def _rows(spec, split, bad, classes=None, read_label=class_label):
     """(text, label, where) of every good row, its label as `read_label` reads it (a class name, or
     zoo.classifier.targets' number or label set); bad ones go to `bad`. Folders not in `classes` are not read."""
+    columns = spec.columns
     text_column, label_column = ("text", "label") if spec.form == "folder" else (columns.text, columns.label)
     for row in files.rows(spec, split, bad, classes=classes if spec.form == "folder" else None):
         text, label = row.values.get(text_column), row.values.get(label_column)
@@ -338,13 +332,12 @@ def _built_in(name, split, class_names, max_examples, seed):
     return Examples(pairs, len(data.texts), data.class_names, key, text_bytes=None)
 
 
-def check_split(name, split):
-    """Refuses early (before any training) a split that dataset `name` does not have."""
-    spec = files.parse(name, FORMS)
-    if spec is None:
-        datasets.check_split(name, split)
+def check_split(spec, split):
+    """Refuses early (before any training) a split that the dataset (a zoo.data.spec.DatasetSpec) does not have."""
+    if spec.files:
+        dataset_spec.check_split(spec, split)
     else:
-        files.check_split(spec, split)
+        datasets.check_split(spec.name, split)
 
 
 def token_rows(examples, preprocessor, tokenizer_key):

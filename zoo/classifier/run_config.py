@@ -1,13 +1,16 @@
 """The typed config of a sentiment (classification) run: its data, model, training and setup, one frozen
 object made by `zoo.core.config` from a preset, a file, dotted overrides and shortcut flags, and written
-whole into the run's config.json."""
+whole into the run's config.json. Its `dataset_spec` is data.dataset parsed, once, with the columns and the
+label shape to read it with (zoo.data.spec)."""
 
 import dataclasses
+import functools
 from typing import ClassVar
 
 from zoo.classifier import model as classifier
+from zoo.classifier.data import FORMS
 from zoo.core import checks, config
-from zoo.data import datasets, files, tokenizer
+from zoo.data import datasets, files, spec as dataset_spec, tokenizer
 from zoo.core.config import ConfigError
 from zoo.training.config import TrainConfig
 from zoo.training.setup import SetupConfig
@@ -63,6 +66,21 @@ class SentimentRunConfig:
                               "(model.problem_type) has none: leave it out.")
         if self.setup.init_from is None:  # the run trains its own tokenizer (else the encoder's vocabulary)
             tokenizer.check_vocab_size("model.vocab_size", self.model.vocab_size)
+        self.dataset_spec  # parsed now: a form this recipe does not read is refused with the config
+
+    @functools.cached_property
+    def dataset_spec(self):
+        """data.dataset parsed (zoo.data.spec.DatasetSpec; None without one), as `spec_of` reads it."""
+        return spec_of(self.data, self.model.problem_type)
+
+
+def spec_of(data, problem_type):
+    """The DatasetSpec of a SentimentData: its dataset, read with its columns, classes and bad-row policy, labels
+    read as `problem_type` (model.problem_type). The one place a sentiment run's dataset string is parsed (its
+    config's, and --mode=eval's)."""
+    columns = dataset_spec.Columns(data.text_column, data.label_column, data.bad_rows, data.classes, problem_type,
+                                   data.label_separator, data.text_pair_column)
+    return dataset_spec.parse(data.dataset, FORMS, columns)
 
 
 def base(preset, init_from=None, encoder=None, published=False):

@@ -139,9 +139,10 @@ def say_read(labels, known, unseen, what, outside=None):
               f"counts them in metrics.json, unseen_labels): {listed}{' ...' if len(unseen) > 5 else ''}.", flush=True)
 
 
-def check_problem_type(problem_type, spec, name):
-    """Regression and multi-label read the user's csv:, tsv: and jsonl: files: a built-in dataset and folder:
-    hold one class a text."""
-    if problem_type in (REGRESSION, MULTI_LABEL) and (spec is None or spec.form == "folder"):
-        raise DatasetError(f"--problem_type={problem_type} reads your own csv:, tsv: or jsonl: files; --dataset={name} "
+def check_problem_type(spec):
+    """Regression and multi-label (the zoo.data.spec.DatasetSpec's columns.problem_type) read the user's csv:, tsv:
+    and jsonl: files: a built-in dataset and folder: hold one class a text."""
+    problem_type = spec.columns.problem_type
+    if problem_type in (REGRESSION, MULTI_LABEL) and spec.form in (None, "folder"):
+        raise DatasetError(f"--problem_type={problem_type} reads your own csv:, tsv: or jsonl: files; --dataset={spec} "
                            "has one class a text (single_label_classification).")

@@ -1,9 +1,5 @@
-"""The user's own files as datasets: `FORM:PATTERN` (csv:, tsv:, jsonl:, folder:, text:), read row by row.
-
-A PATTERN may hold globs (`*`, `**`), `.gz` files and `{split}` (train, validation, test); translation's
-`text:` form also holds `{lang}`. Without `{split}`, or with it but no validation files, validation is a
-seeded 1 in HELD_OUT_EVERY of the training rows, left out of training, as IMDB's held-out share. Rows are
-read streaming, never a whole file:
+"""The rows of the user's own files: a zoo.data.spec.DatasetSpec's files (`FORM:PATTERN`: csv:, tsv:, jsonl:,
+folder:, text:), a split's matched by zoo.data.spec, read row by row, streaming, never a whole file:
 
 - csv: Python's `csv` module (RFC 4180: quoted commas, doubled quotes, newlines inside quoted fields),
   a header row naming the columns, UTF-8 with or without a BOM, CRLF or LF line ends;
@@ -19,7 +15,6 @@ Every row carries where it came from (`file:line`), so a bad one is named; `BadR
 import codecs
 import csv
 import dataclasses
-import glob
 import gzip
 import io
 import functools
@@ -29,104 +24,12 @@ import stat
 import zlib
 
 from zoo.data.datasets import DatasetError
+from zoo.data.spec import in_split, paths
 
-FORMS = ("csv", "tsv", "jsonl", "folder", "text")
-SPLITS = ("train", "validation", "test")
-HELD_OUT_EVERY = 20
-HELD_OUT_SEED = 0  # the held-out rows are a function of their position alone: eval finds the same ones
 SHOWN_BAD_ROWS = 5
 BAD_ROWS = ("error", "skip")
 
 csv.field_size_limit(2**31 - 1)  # a long review is one field; the module's default stops at 128 KiB
-
-
-@dataclasses.dataclass(frozen=True)
-class FileSpec:
-    """A `FORM:PATTERN` dataset name, parsed."""
-
-    form: str
-    pattern: str
-
-    @property
-    def has_splits(self):
-        return "{split}" in self.pattern
-
-    def __str__(self):
-        return f"{self.form}:{self.pattern}"
-
-
-def parse(name, forms):
-    """The FileSpec of `name` when it names files (`FORM:PATTERN`), else None (a built-in or tfds: name).
-    A form this recipe does not read is refused, naming those it does."""
-    form, colon, pattern = (name or "").partition(":")
-    if not colon or form not in FORMS:
-        return None
-    if form not in forms:
-        raise DatasetError(f"--dataset={name}: this recipe reads {', '.join(f + ':' for f in forms)} files, "
-                           f"not {form}:.")
-    if not pattern:
-        raise DatasetError(f"--dataset={name} names no files: give a path or glob after '{form}:'.")
-    return FileSpec(form, pattern)
-
-
-def _matches(spec, split, **fields):
-    """The files (or, for folder:, the folders) that `split`'s pattern matches, sorted, and the pattern."""
-    pattern = spec.pattern.replace("{split}", split) if spec.has_splits else spec.pattern
-    for name, value in fields.items():
-        pattern = pattern.replace("{" + name + "}", value)
-    pattern = os.path.expanduser(pattern)
-    wanted = os.path.isdir if spec.form == "folder" else os.path.isfile
-    return sorted(p for p in glob.glob(pattern, recursive=True) if wanted(p)), pattern
-
-
-def holds_out(spec, **fields):
-    """Whether validation is a held-out share of the training rows: without {split}, or with {split} and no
-    validation files (aclImdb's train and test folders)."""
-    return not spec.has_splits or not _matches(spec, "validation", **fields)[0]
-
-
-def paths(spec, split, **fields):
-    """The files (or, for folder:, the folders) of `split`, sorted (train's for a held-out validation); none is
-    an error naming the pattern."""
-    if split == "validation" and holds_out(spec, **fields):
-        split = "train"
-    found, pattern = _matches(spec, split, **fields)
-    if not found:
-        kind = "folder" if spec.form == "folder" else "file"
-        raise DatasetError(f"{pattern} matches no {kind} (--dataset={spec}, split {split!r}): check the path, "
-                           "or the {split} field's files (train, validation, test).")
-    return found
-
-
-def check_split(spec, split, **fields):
-    """A split the files do not have is refused: a test split needs {split} in the pattern."""
-    if split not in SPLITS:
-        raise DatasetError(f"split={split!r} is not one of {SPLITS}.")
-    if not spec.has_splits and split == "test":
-        raise DatasetError(f"--dataset={spec} has no test split: without {{split}} in its pattern every file is "
-                           f"training data and validation is a held-out 1 in {HELD_OUT_EVERY} of its rows. Use "
-                           "--eval_split=validation, or name the files with {split} (train, validation, test).")
-    if spec.has_splits:
-        paths(spec, split, **fields)
-
-
-def say_held_out(spec, split, **fields):
-    """Says in the log that validation is train's held-out share when {split} finds no validation files."""
-    if spec.has_splits and split in ("train", "validation") and holds_out(spec, **fields):
-        print(f"No validation files match {_matches(spec, 'validation', **fields)[1]}: validation is a held-out "
-              f"1 in {HELD_OUT_EVERY} of the train split's rows (seeded), left out of training.", flush=True)
-
-
-def held_out(index):
-    """Whether row `index` (counted over all files, in order) is in the validation share."""
-    return zlib.crc32(f"{HELD_OUT_SEED}:{index}".encode()) % HELD_OUT_EVERY == 0
-
-
-def in_split(spec, split, **fields):
-    """A predicate on a row's index: which rows of `split`'s files belong to it."""
-    if split == "test" or not holds_out(spec, **fields):
-        return lambda index: True
-    return held_out if split == "validation" else (lambda index: not held_out(index))
 
 
 class BadRows:

@@ -1,6 +1,6 @@
 """The language model's text: a built-in corpus (ptb, tinyshakespeare, wikitext103, enwik8) or the user's
 files (text: one line a row; csv: and jsonl: a text column, each row a line), one split at a time, read as
-lines. Its token ids come from `token_stream`: tokenized once into zoo.data.cache, the rows laid end to
+lines: `load` takes the run's zoo.data.spec.DatasetSpec (LMRunConfig.dataset_spec). Its token ids come from `token_stream`: tokenized once into zoo.data.cache, the rows laid end to
 end as the corpus's one stream, read from disk a window at a time.
 
 Files whose validation is held out of the training text (no {split} in the pattern, or no validation files)
@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from zoo.data import cache, files
+from zoo.data import cache, files, spec as dataset_spec
 from zoo.language_model import corpora
 from zoo.data.sources import Sources, folder_files_digest
 from zoo.data.datasets import DatasetError
@@ -25,7 +25,7 @@ FORMS = ("text", "csv", "jsonl")
 FILE_LEVELS = (*LEVELS, "subword")
 # The held-out share: 1 in HELD_OUT_EVERY of the lines, as whole blocks of at least MIN_BLOCK_CHARACTERS
 # (about), at most MAX_BLOCKS of them spread through the text (a corpus's topics drift along it).
-HELD_OUT_EVERY = files.HELD_OUT_EVERY
+HELD_OUT_EVERY = dataset_spec.HELD_OUT_EVERY
 MIN_BLOCK_CHARACTERS = 1_000_000
 MAX_BLOCKS = 10
 HELD_OUT_RULE = "blocks"  # in the token cache's key: entries made under the earlier scattered lines differ
@@ -55,10 +55,13 @@ class Corpus:
         return [line for line in self if share >= 1 or rng.random() < share]
 
 
-def load(name, split, level=None, text_column="text", bad_rows="error"):
-    """The `split` of corpus `name`. A built-in corpus has its own level; files take `level` (default subword)."""
-    spec = files.parse(name, FORMS)
-    if spec is None:
+def load(dataset, split, level=None, text_column="text", bad_rows="error"):
+    """The `split` of `dataset`: a zoo.data.spec.DatasetSpec (a run's, its columns.text the text's column), or a
+    dataset string read with `text_column`. A built-in corpus has its own level; files take `level` (default
+    subword)."""
+    spec = dataset_spec.given(dataset, FORMS, dataset_spec.Columns(text=text_column))
+    text_column, name = spec.columns.text, spec.name
+    if not spec.files:
         corpus = corpora.load_corpus(name, split)
         if level is not None and level != corpus.level:
             raise DatasetError(f"{name} is a {corpus.level}-level corpus: leave --level out, or give "
@@ -71,10 +74,10 @@ def load(name, split, level=None, text_column="text", bad_rows="error"):
     level = level or "subword"
     if level not in FILE_LEVELS:
         raise DatasetError(f"--level={level!r} is not one of {FILE_LEVELS}.")
-    files.check_split(spec, split)
+    dataset_spec.check_split(spec, split)
     if spec.form != "text":
         files.check_columns(spec, split, (text_column,))
-    paths = files.paths(spec, split)
+    paths = dataset_spec.paths(spec, split)
     bad = files.BadRows(bad_rows)
     size = count = 0
     for line in _lines(spec, split, text_column, bad):
@@ -83,10 +86,10 @@ def load(name, split, level=None, text_column="text", bad_rows="error"):
     bad.check(f"{spec} ({split})")
     if size == 0:
         raise DatasetError(f"--dataset={spec} has no text in its {split} split.")
-    sources = Sources(lambda: files.paths(spec, split))
+    sources = Sources(lambda: dataset_spec.paths(spec, split))
     key = {"files": sources.digest, "spec": str(spec), "split": split, "column": text_column}
     lines = lambda: _lines(spec, split, text_column, files.BadRows("skip"))  # noqa: E731
-    if split in ("train", "validation") and files.holds_out(spec):
+    if split in ("train", "validation") and dataset_spec.holds_out(spec):
         lines, size = _held_out_split(lines, split, count, size, spec)
         key["held_out"] = HELD_OUT_RULE
     corpus = Corpus(lines, level, key, size, paths, sources=sources)
@@ -117,11 +120,10 @@ def _held_out_split(lines, split, count, size, spec):
     return kept, size // HELD_OUT_EVERY if wanted else size - size // HELD_OUT_EVERY
 
 
-def default_split(name):
-    """The split evaluated when none is asked for: test, or the held-out share (validation) of files without
-    {split}, which have no test split."""
-    spec = files.parse(name, FORMS)
-    return "validation" if spec is not None and not spec.has_splits else "test"
+def default_split(dataset):
+    """The split evaluated when none is asked for (zoo.data.spec.default_split) of `dataset`: a DatasetSpec, or a
+    dataset string (zoo.sweeps reads it of a config's data.dataset)."""
+    return dataset_spec.default_split(dataset_spec.given(dataset, FORMS))
 
 
 def _text_lines(text):
@@ -144,12 +146,12 @@ def _lines(spec, split, text_column, bad):
         yield text if text.endswith("\n") else text + "\n"
 
 
-def check_split(name, split):
-    spec = files.parse(name, FORMS)
-    if spec is None:
-        corpora.load_corpus(name, split)  # a missing or damaged file fails now
+def check_split(spec, split):
+    """Refuses early a split the dataset (a zoo.data.spec.DatasetSpec) does not have."""
+    if spec.files:
+        dataset_spec.check_split(spec, split)
     else:
-        files.check_split(spec, split)
+        corpora.load_corpus(spec.name, split)  # a missing or damaged file fails now
 
 
 def build_vocabulary(corpus, vocab_size=None, seed=0):

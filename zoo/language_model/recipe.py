@@ -8,7 +8,7 @@ import os
 import time
 
 from zoo.core.progress import Progress
-from zoo.data import datasets
+from zoo.data import datasets, spec as dataset_spec
 from zoo.language_model import corpora as lm_corpora
 from zoo.language_model import data as lm_data, inference as lm_inference, preprocessor as lm_preprocessing
 from zoo.language_model import model as lm, word_embedding
@@ -82,12 +82,12 @@ def prepare(settings, strategy):
     """The training run (`driver.Prepared`): its config and vocabulary, the training text laid out as
     batch_size streams read segment after segment, and the Task (its memory carried from step to step)."""
     shared = settings.run
-    data = shared.config.data
+    data, spec = shared.config.data, shared.config.dataset_spec
     # Every line read now: a bad one is refused before anything is written.
-    corpus = lm_data.load(data.dataset, "train", data.level, data.text_column, data.bad_rows)
+    corpus = lm_data.load(spec, "train", data.level, bad_rows=data.bad_rows)
     run_settings.check_same_files(shared.model_dir, RECIPE, LMRunConfig, corpus.key.get("files"))
     if shared.evaluating and corpus.paths:  # its bad rows too, before any write
-        lm_data.load(data.dataset, settings.eval_split, corpus.level, data.text_column, data.bad_rows)
+        lm_data.load(spec, settings.eval_split, corpus.level, bad_rows=data.bad_rows)
     asked = dataclasses.replace(shared.config, data=dataclasses.replace(data, level=corpus.level))
     words = plan_words(shared.model_dir, asked.model, corpus, asked.train.seed)  # a bad vectors file: before any write
     if words is not None:
@@ -97,14 +97,13 @@ def prepare(settings, strategy):
     if words is not None:
         derived["word_vectors"] = words.derived
     if corpus.paths:  # validation as train's contiguous blocks, or files of its own: a resumed run must agree
-        derived["held_out"] = "blocks" if lm_data.files.holds_out(lm_data.files.parse(data.dataset, lm_data.FORMS)) \
-            else None
+        derived["held_out"] = "blocks" if dataset_spec.holds_out(spec) else None
     config = run_config.model
     replicas = strategy.num_replicas_in_sync
     ids = lm_data.token_stream(corpus, vocabulary, lm_data.vocabulary_key(shared.model_dir))
     ids.check_ids(config.vocab_size)
     if shared.evaluating and corpus.paths:  # a held-out share too short to evaluate is refused before training
-        held_out = lm_data.load(data.dataset, settings.eval_split, corpus.level, data.text_column, "skip")
+        held_out = lm_data.load(spec, settings.eval_split, corpus.level, bad_rows="skip")
         evaluation_streams(lm_data.token_stream(held_out, vocabulary, lm_data.vocabulary_key(shared.model_dir)),
                            settings.eval_batch_size, config.segment_length, settings.eval_split)
     streams = lm_preprocessing.stream_layout(ids, shared.train.batch_size)
@@ -171,8 +170,8 @@ def evaluation_streams(ids, batch_size, segment_length, split):
 def run_eval(model_dir, split, eval_memory_length, batch_size, average=1, bad_rows="error"):
     run_dir = RunDir(model_dir)
     trained = run_dir.typed(run_dir.require_run(RECIPE), RECIPE, LMRunConfig).config
-    split = split or lm_data.default_split(trained.data.dataset)
-    corpus = lm_data.load(trained.data.dataset, split, trained.data.level, trained.data.text_column, bad_rows)
+    split = split or lm_data.default_split(trained.dataset_spec)
+    corpus = lm_data.load(trained.dataset_spec, split, trained.data.level, bad_rows=bad_rows)
     ids = None
     trained_memory = trained.model.memory_length
     memories = {"train_memory": trained_memory, "no_memory": 0}
@@ -247,11 +246,11 @@ def finish(config, base, given, model_dir, mode):
     if mode != "config" and not dataset:
         raise ValueError(f"--dataset is required to train (one of {sorted(lm_corpora.CORPORA)}, or your own files: "
                          "text:, csv:, jsonl:), or data.dataset in the config.")
-    if dataset and dataset not in lm_corpora.CORPORA and lm_data.files.parse(dataset, lm_data.FORMS) is None:
+    if dataset and dataset not in lm_corpora.CORPORA and not config.dataset_spec.files:
         raise datasets.DatasetError(f"Unknown language-modelling dataset {dataset!r}: use one of "
                                     f"{sorted(lm_corpora.CORPORA)}, or your own files (text:PATTERN, csv:, jsonl:).")
     if config.data.level is not None and dataset in lm_corpora.CORPORA:
-        lm_data.load(dataset, "validation", config.data.level)  # a built-in corpus has its own level
+        lm_data.load(config.dataset_spec, "validation", config.data.level)  # a built-in corpus has its own level
     return config
 
 
@@ -264,10 +263,11 @@ def make_settings(run, **options):
                          "(attention's scores grow with segment_length x (segment_length + memory_length)).")
     if run.training:
         data = run.config.data
-        settings = dataclasses.replace(settings, eval_split=data.eval_split or lm_data.default_split(data.dataset),
+        spec = run.config.dataset_spec
+        settings = dataclasses.replace(settings, eval_split=data.eval_split or lm_data.default_split(spec),
                                        bad_rows=data.bad_rows)
         if run.evaluating:  # a missing or damaged evaluation file fails now, not after training
-            lm_data.check_split(data.dataset, settings.eval_split)
+            lm_data.check_split(spec, settings.eval_split)
     return settings
 
 

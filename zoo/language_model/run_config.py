@@ -1,12 +1,13 @@
 """The typed config of a language-modelling (Transformer-XL) run: its data, model, training and setup, made
 by `zoo.core.config` from a preset, a file, dotted overrides and shortcut flags, and written whole into the
-run's config.json."""
+run's config.json. Its `dataset_spec` is data.dataset parsed, once (zoo.data.spec)."""
 
 import dataclasses
+import functools
 from typing import ClassVar
 
 from zoo.core import checks, config
-from zoo.data import datasets, files
+from zoo.data import datasets, files, spec as dataset_spec
 from zoo.core.config import ConfigError
 from zoo.language_model import corpora, model as lm, subword
 from zoo.language_model.data import FILE_LEVELS, FORMS
@@ -55,13 +56,20 @@ class LMRunConfig:
             if getattr(self.model, name) > MAX_POSITIONS:
                 raise ConfigError(f"model.{name}={getattr(self.model, name)} must be at most {MAX_POSITIONS:,} tokens "
                                   "(attention's scores grow with segment_length x (segment_length + memory_length)).")
+        self.dataset_spec  # parsed now: a form this recipe does not read is refused with the config
         self.check_word_vectors()
+
+    @functools.cached_property
+    def dataset_spec(self):
+        """data.dataset parsed (zoo.data.spec.DatasetSpec, its columns.text data.text_column; None without one): the
+        one place an LM run's dataset string is parsed."""
+        return dataset_spec.parse(self.data.dataset, FORMS, dataset_spec.Columns(text=self.data.text_column))
 
     def check_word_vectors(self):
         """Word vectors are a word's: model.word_vectors needs word-level text (a built-in corpus's own level, your
         files' data.level; not known without a dataset, or for a name finish() refuses)."""
         data = self.data
-        files_named = (data.dataset or "").partition(":")[0] in FORMS
+        files_named = self.dataset_spec is not None and self.dataset_spec.files
         level = data.level or corpora.LEVELS.get(data.dataset) or ("subword" if files_named else None)
         if self.model.word_vectors is None or level in (None, "word"):
             return

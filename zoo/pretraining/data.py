@@ -7,16 +7,17 @@ Corpus names (`--corpus`, comma-separated, mixed):
   text:<glob>       UTF-8 files: one document per non-empty line, or per file (document_per_file)
   csv:, jsonl:      a document per row, its --text_column (zoo.data.files reads all three forms)
   tfds:<name>       the text feature of a TensorFlow Datasets set's train split
-No test split is ever read.
+No test split is ever read. A run's config parses each name once (PretrainRunConfig.corpus_specs, zoo.data.spec).
 """
 
+import dataclasses
 import hashlib
 import re
 import tarfile
 
 import numpy as np
 
-from zoo.data import cache, datasets, files
+from zoo.data import cache, datasets, files, spec as dataset_spec
 from zoo.data.sources import Sources
 from zoo.data.datasets import DatasetError, Source
 
@@ -97,26 +98,29 @@ class Documents:
         return [d for i, d in enumerate(self) if keep[i] and (share >= 1 or rng.random() < share)]
 
 
-def load_corpora(names, document_per_file=False, text_column="text", bad_rows="error"):
-    """The documents of the corpora `names`, corpus after corpus, each in its own order. Files are read once
+def load_corpora(corpora, document_per_file=False, text_column="text", bad_rows="error"):
+    """The documents of `corpora` (zoo.data.spec.DatasetSpecs, a run's, each its columns.text the text's column;
+    or corpus names, read with `text_column`), corpus after corpus, each in its own order. Files are read once
     here (a bad row is refused before any work) and again whenever the documents are iterated."""
-    if not names:
+    if not corpora:
         raise DatasetError("--corpus is empty: name at least one corpus (e.g. imdb_unsup,imdb).")
+    columns = dataset_spec.Columns(text=text_column)
+    corpora = [dataset_spec.given(corpus, FORMS, columns) for corpus in corpora]
     parts, specs, skipped = [], [], 0
-    for name in names:
-        spec = files.parse(name, FORMS)
-        if spec is None:
+    for spec in corpora:
+        name = spec.name
+        if not spec.files:
             found = load_documents(name)
             read = (lambda found: lambda: iter(found))(found)
             count, size = len(found), sum(map(len, found))
         else:
             if spec.form != "text":
-                files.check_columns(spec, "train", (text_column,))
+                files.check_columns(spec, "train", (spec.columns.text,))
             bad = files.BadRows(bad_rows)
-            read = (lambda spec: lambda: _file_documents(spec, document_per_file, text_column,  # noqa: E731
+            read = (lambda spec: lambda: _file_documents(spec, document_per_file,  # noqa: E731
                                                          files.BadRows("skip")))(spec)
             count = size = 0
-            for document in _file_documents(spec, document_per_file, text_column, bad):
+            for document in _file_documents(spec, document_per_file, bad):
                 count, size = count + 1, size + len(document)
             bad.check(str(spec))
             skipped += bad.count if bad_rows == "skip" else 0
@@ -124,25 +128,27 @@ def load_corpora(names, document_per_file=False, text_column="text", bad_rows="e
         if not count:
             raise DatasetError(f"Corpus {name!r} holds no document.")
         parts.append((read, count, size))
-    sources = Sources(lambda: [p for spec in specs for p in files.paths(spec, "train")]) if specs else None
-    key = {"corpus": list(names), "document_per_file": document_per_file, "text_column": text_column,
+    sources = Sources(lambda: [p for spec in specs for p in dataset_spec.paths(spec, "train")]) if specs else None
+    key = {"corpus": [spec.name for spec in corpora], "document_per_file": document_per_file,
+           "text_column": corpora[0].columns.text,
            "files": sources.digest if sources is not None else None}
     documents = Documents(parts, key, sources)
     documents.skipped = skipped
     return documents
 
 
-def _file_documents(spec, document_per_file, text_column, bad):
+def _file_documents(spec, document_per_file, bad):
     """A file corpus's documents: text: one per non-empty line (stripped), or per file; csv:, jsonl: a row's
-    `text_column`. Every file is training data (pretraining holds out its own share)."""
+    text column. Every file is training data (pretraining holds out its own share)."""
+    text_column = spec.columns.text
     if spec.form == "text" and document_per_file:
-        for path in files.paths(spec, "train"):
+        for path in dataset_spec.paths(spec, "train"):
             with files.reading(path), files.open_text(path) as f:
                 text = f.read().strip()
             if text:
                 yield text
         return
-    spec = files.FileSpec(spec.form, spec.pattern.replace("{split}", "train"))
+    spec = dataclasses.replace(spec, pattern=spec.pattern.replace("{split}", "train"))
     for row in files.rows(spec, "train", bad, whole=True):
         text = row.values.get(text_column if spec.form != "text" else "text")
         if not isinstance(text, str):

@@ -57,7 +57,7 @@ def base_config(preset, init_from, given, model_dir):
 def documents_of(config, bad_rows="error"):
     """(documents, held-out mask) of a run's config: its corpora, split by its seed and eval fraction."""
     data = config.data
-    documents = pretraining_data.load_corpora(list(data.corpus), data.document_per_file, data.text_column, bad_rows)
+    documents = pretraining_data.load_corpora(config.corpus_specs, data.document_per_file, bad_rows=bad_rows)
     return documents, pretraining_data.held_out_mask(documents.count, data.eval_fraction, config.train.seed)
 
 

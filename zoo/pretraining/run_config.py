@@ -1,15 +1,17 @@
 """The typed config of a pretraining run: its corpora, model (encoder and objective), training and setup,
 made by `zoo.core.config` from a preset, a file, dotted overrides and shortcut flags, and written whole into
-the run's config.json."""
+the run's config.json. Its `corpus_specs` are data.corpus parsed, once (zoo.data.spec)."""
 
 import dataclasses
+import functools
 from typing import ClassVar
 
 from zoo.classifier.model import ClassifierConfig
 from zoo.core import checks, config
-from zoo.data import files, tokenizer, word_tokenizer
+from zoo.data import files, spec as dataset_spec, tokenizer, word_tokenizer
 from zoo.core.config import ConfigError
 from zoo.pretraining import model as pretraining
+from zoo.pretraining.data import FORMS
 from zoo.training.config import TrainConfig
 from zoo.training.setup import SetupConfig
 
@@ -82,6 +84,14 @@ class PretrainRunConfig:
         elif self.setup.init_from is None:  # the run trains its own SentencePiece model (else the checkpoint's)
             tokenizer.check_vocab_size("model.encoder.vocab_size", self.model.encoder.vocab_size,
                                        (pretraining.MASK_TOKEN,))
+        self.corpus_specs  # parsed now: a form this recipe does not read is refused with the config
+
+    @functools.cached_property
+    def corpus_specs(self):
+        """data.corpus parsed, each name a zoo.data.spec.DatasetSpec (its columns.text data.text_column): the one
+        place a pretraining run's corpus names are parsed."""
+        columns = dataset_spec.Columns(text=self.data.text_column)
+        return tuple(dataset_spec.parse(name, FORMS, columns) for name in self.data.corpus)
 
 
 def check_word_ids(model):

@@ -44,15 +44,11 @@ class Settings:
     eval_split: str = SentimentData.eval_split  # the split evaluated (a training run's: data.eval_split)
     text: str | None = None  # the text to explain (mode explain)
     text_pair: str | None = None  # its second text, for a run on text pairs (mode explain)
-    columns: classifier_data.Columns | None = None  # the evaluated files' columns; None: the trained run's
+    # The evaluated files' columns as SentimentData fields (text_column, label_column, bad_rows, classes,
+    # text_pair_column); None: the trained run's.
+    columns: dict | None = None
     predictions: str | None = None  # a JSON-lines file of each evaluated text's label, prediction and probabilities
     overwrite_predictions: bool = False  # replace an existing file at `predictions` that the zoo did not write
-
-
-def columns_of(data, model):
-    """The classifier_data.Columns of a SentimentData, reading labels as the ClassifierConfig's problem_type."""
-    return classifier_data.Columns(data.text_column, data.label_column, data.bad_rows, data.classes,
-                                   model.problem_type, data.label_separator, data.text_pair_column)
 
 
 def label_field(data, rows, problem_type, stats=None):
@@ -103,11 +99,11 @@ def prepare(settings, strategy):
     texts, and the Task; with setup.init_from, the encoder starts from the pretrained run's or checkpoint's weights."""
     shared = settings.run
     config = shared.config
-    data = classifier_data.load(config.data.dataset, "train", settings.columns, max_examples=config.data.max_examples,
+    data = classifier_data.load(config.dataset_spec, "train", max_examples=config.data.max_examples,
                                 seed=config.train.seed)  # every row read: a bad one is refused before any write
     train_config = run_settings.with_epochs(config.train, shared.epochs, data.count)  # refused before any write
     if shared.evaluating and data.paths:  # its bad rows and unknown labels too, before any write
-        classifier_data.load(config.data.dataset, settings.eval_split, settings.columns, data.class_names)
+        classifier_data.load(config.dataset_spec, settings.eval_split, class_names=data.class_names)
     digest = data.key["files"] if data.paths else None
     run_settings.check_same_files(shared.model_dir, RECIPE, SentimentRunConfig, digest)
     problem_type = config.model.problem_type
@@ -230,15 +226,16 @@ def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=N
     """The `split`'s figures by model.problem_type (docs/sentiment.md): accuracy, loss, macro-F1, each class's
     precision, recall, F1 and support and the confusion matrix; regression's mse, rmse, mae, pearson and spearman;
     multi-label's micro and macro F1, subset accuracy and each label's precision, recall, F1 and support. Printed
-    and written to metrics.json; with `predictions`, each text's prediction to that file."""
+    and written to metrics.json; with `predictions`, each text's prediction to that file. `dataset` and `columns`
+    (SentimentData fields) name other files or columns than the run's."""
     loaded = load_trained(model_dir, average)
     trained, problem_type, derived = loaded.record.config.data, loaded.config.problem_type, loaded.record.derived
     dataset = dataset or trained.dataset
     # Default: the columns the run trained with; labels are always read as the run's.
-    columns = columns or columns_of(trained, loaded.config)
-    columns = dataclasses.replace(columns, problem_type=problem_type, label_separator=trained.label_separator,
-                                  text_pair=pair_column(columns.text_pair, trained.text_pair_column))
-    data = classifier_data.load(dataset, split, columns, class_names=derived["class_names"])
+    given = dict(columns or {})
+    given["text_pair_column"] = pair_column(given.get("text_pair_column"), trained.text_pair_column)
+    evaluated = dataclasses.replace(trained, dataset=dataset, **given)
+    data = classifier_data.load(run_config.spec_of(evaluated, problem_type), split, class_names=derived["class_names"])
     framing = preprocessor(loaded)
     rows = classifier_data.token_rows(data, framing, tokenizer.files_key(model_dir))
     rows.check_ids(loaded.config.vocab_size)
@@ -405,10 +402,9 @@ def make_settings(run, **options):
     check_predictions(settings, run)
     if run.training:
         data = run.config.data
-        settings = dataclasses.replace(settings, dataset=data.dataset, eval_split=data.eval_split,
-                                       columns=columns_of(data, run.config.model))
+        settings = dataclasses.replace(settings, dataset=data.dataset, eval_split=data.eval_split, columns=None)
         if run.evaluating:
-            classifier_data.check_split(data.dataset, data.eval_split)
+            classifier_data.check_split(run.config.dataset_spec, data.eval_split)
     return settings
 
 

@@ -1,5 +1,5 @@
-"""The translator's sentence pairs: a built-in dataset (multi30k, tfds:NAME) or the user's files
-(see zoo.data.files):
+"""The translator's sentence pairs: a built-in dataset (multi30k, tfds:NAME) or the user's files, as the run's
+zoo.data.spec.DatasetSpec names them (TranslateRunConfig.dataset_spec), their rows read by zoo.data.files:
 
 - `text:corpus/{split}.{lang}`: aligned line files, one per language, line n of one the translation of
   line n of the other (fairseq-preprocess's and Hugging Face's run_translation's plain-text layout);
@@ -21,7 +21,7 @@ import re
 
 import numpy as np
 
-from zoo.data import cache, files
+from zoo.data import cache, files, spec as dataset_spec
 from zoo.data.sources import Sources
 from zoo.data.datasets import DatasetError
 from zoo.translation import corpora
@@ -78,22 +78,22 @@ class Pairs:
                      sizes, self.sources)
 
 
-def load(name, split, source, target, bad_rows="error"):
-    """The `split` of dataset `name` as `Pairs` (source -> target). Files are read once here, so that a bad
-    row, or aligned files of different lengths, are refused before any work starts; training reads them again
-    (once a side, into the token cache)."""
-    spec = files.parse(name, FORMS)
-    if spec is None:
-        data = corpora.load_translation(name, split, source, target)
+def load(dataset, split, source, target, bad_rows="error"):
+    """The `split` of `dataset` (a zoo.data.spec.DatasetSpec, or a dataset string) as `Pairs` (source -> target).
+    Files are read once here, so that a bad row, or aligned files of different lengths, are refused before any work
+    starts; training reads them again (once a side, into the token cache)."""
+    spec = dataset_spec.given(dataset, FORMS)
+    if not spec.files:
+        data = corpora.load_translation(spec.name, split, source, target)
         chars = [sum(map(len, data.sources)), sum(map(len, data.targets))]
-        key = {"dataset": name, "split": split, "source": source, "target": target}
+        key = {"dataset": spec.name, "split": split, "source": source, "target": target}
         return Pairs(lambda: zip(data.sources, data.targets), len(data.sources), chars, key,
                      data.sources[0] if data.sources else "")
     if source == target:
         raise DatasetError(f"--source and --target are both {source!r}: choose two languages.")
     for language in (source, target) if spec.form == "text" else ("",):
-        files.check_split(spec, split, lang=language)
-    files.say_held_out(spec, split, **({"lang": source} if spec.form == "text" else {}))
+        dataset_spec.check_split(spec, split, lang=language)
+    dataset_spec.say_held_out(spec, split, **({"lang": source} if spec.form == "text" else {}))
     if spec.form == "text" and "{lang}" not in spec.pattern:
         raise DatasetError(f"--dataset={spec}: aligned text files need {{lang}} in their pattern, one file per "
                            f"language (e.g. text:corpus/{{split}}.{{lang}} for corpus/train.{source} and "
@@ -151,11 +151,11 @@ def _blank_side(pair, source, target):
 
 
 def _aligned(spec, split, source, target, bad):
-    sides = [files.paths(spec, split, lang=language) for language in (source, target)]
+    sides = [dataset_spec.paths(spec, split, lang=language) for language in (source, target)]
     if len(sides[0]) != len(sides[1]):
         raise DatasetError(f"--dataset={spec} ({split}): {len(sides[0])} {source} files but {len(sides[1])} "
                            f"{target} files; each language needs one file per part.")
-    keep = files.in_split(spec, split, lang=source)
+    keep = dataset_spec.in_split(spec, split, lang=source)
     index = 0
     for source_path, target_path in zip(*sides):
         left, right = _raw_lines(source_path), _raw_lines(target_path)
@@ -180,9 +180,9 @@ def _aligned(spec, split, source, target, bad):
 
 
 def _tsv(spec, split, source, target, bad):
-    keep = files.in_split(spec, split)
+    keep = dataset_spec.in_split(spec, split)
     index = 0
-    for path in files.paths(spec, split):
+    for path in dataset_spec.paths(spec, split):
         first = True
         order = (0, 1)
         for line, where in _raw_lines(path, strip=False):  # a pair's TAB kept where one side is blank
@@ -225,13 +225,19 @@ def _is_header(fields, source, target, where):
 def _paths(spec, split, source, target):
     """The files of a split: each language's for aligned text files, else the TSV files."""
     languages = (source, target) if spec.form == "text" else ("",)
-    return [p for language in languages for p in files.paths(spec, split, lang=language)]
+    return [p for language in languages for p in dataset_spec.paths(spec, split, lang=language)]
 
 
-def check_split(name, split, source, target):
-    """Refuses early a split that the files do not have (a built-in dataset is checked by the recipe)."""
-    spec = files.parse(name, FORMS)
-    if spec is None:
+def held_out(spec, source):
+    """Whether validation is a held-out share of the training pairs (zoo.data.spec.holds_out; aligned text files
+    are matched by their `source` side's)."""
+    return dataset_spec.holds_out(spec, **({"lang": source} if spec.form == "text" else {}))
+
+
+def check_split(spec, split, source, target):
+    """Refuses early a split that the files (a zoo.data.spec.DatasetSpec) do not have (a built-in dataset is
+    checked by the recipe)."""
+    if not spec.files:
         return
     for language in (source, target) if spec.form == "text" else ("",):
-        files.check_split(spec, split, lang=language)
+        dataset_spec.check_split(spec, split, lang=language)

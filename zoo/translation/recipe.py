@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from zoo.data import batching, files, tokenizer, word_tokenizer
+from zoo.data import batching, spec as dataset_spec, tokenizer, word_tokenizer
 from zoo.translation import corpora as translation_corpora
 from zoo.core import disk
 from zoo.translation import data as translation_data, model as translation, preprocessor as translation_preprocessing
@@ -93,12 +93,12 @@ def tokenizers_key(model_dir, config):
 def prepare(settings, strategy):
     """The training run (`driver.Prepared`): its record and tokenizers, the batch plan over the
     training pairs (batches of at most max_tokens tokens) and the Task."""
-    shared, names = settings.run, settings.run.config.data
-    data = translation_data.load(names.dataset, "train", names.source, names.target, names.bad_rows)
+    shared, names, spec = settings.run, settings.run.config.data, settings.run.config.dataset_spec
+    data = translation_data.load(spec, "train", names.source, names.target, names.bad_rows)
     data = data.subsample(names.max_examples, shared.train.seed)
     digest = data.key.get("files")  # your own files' digest, as load read them (None for a built-in dataset)
     if shared.evaluating and digest:  # its bad rows and line counts too, before any write
-        translation_data.load(names.dataset, settings.eval_split, names.source, names.target, names.bad_rows)
+        translation_data.load(spec, settings.eval_split, names.source, names.target, names.bad_rows)
     run_settings.check_same_files(shared.model_dir, RECIPE, TranslateRunConfig, digest)
     plans = plan_words(shared.model_dir, shared.config, data)  # a bad vectors file: before any write
     asked = dataclasses.replace(shared.config, model=translation_words.with_vectors(shared.config.model, plans))
@@ -108,8 +108,7 @@ def prepare(settings, strategy):
         derived["word_vectors"] = {side: plan.derived for side, plan in plans.items()}
     if digest:  # your own files: a resumed run must find the same contents
         derived["files"] = {"digest": digest, "bad_rows_skipped": data.skipped}
-        spec = files.parse(names.dataset, translation_data.FORMS)
-        derived["held_out"] = files.holds_out(spec, **({"lang": names.source} if spec.form == "text" else {}))
+        derived["held_out"] = translation_data.held_out(spec, names.source)
     config = run_config.model
     sources, targets = translation_data.token_rows(data, tokenizers, tokenizers_key(shared.model_dir, config),
                                                    config.max_length)
@@ -177,19 +176,19 @@ def translate_corpus(loaded, sources, decode, batch_size, jit_compile=False, sea
 
 
 def default_split(dataset):
-    """The split evaluated when --eval_split is not given: test, or for files without {split} (which have no
-    test split) their held-out share, validation."""
-    spec = files.parse(dataset, translation_data.FORMS)
-    return "validation" if spec is not None and not spec.has_splits else "test"
+    """The split evaluated when --eval_split is not given (zoo.data.spec.default_split): test, or for files without
+    {split} (which have no test split) their held-out share, validation. `dataset`: a DatasetSpec, or a dataset
+    string (zoo.sweeps reads it of a config's data.dataset)."""
+    return dataset_spec.default_split(dataset_spec.given(dataset, translation_data.FORMS))
 
 
 def run_eval(model_dir, split, decode, batch_size, jit_compile=False, average=1, bad_rows="error"):
     import sacrebleu
 
     loaded = load_trained(model_dir, average)
-    run = loaded.record.config.data
-    split = split or default_split(run.dataset)
-    data = translation_data.load(run.dataset, split, run.source, run.target, bad_rows)
+    run, spec = loaded.record.config.data, loaded.record.config.dataset_spec
+    split = split or default_split(spec)
+    data = translation_data.load(spec, split, run.source, run.target, bad_rows)
     references = list(data.texts(1))  # sacrebleu scores lists of texts; an evaluation split is small
     began = time.time()
     hypotheses = translate_corpus(loaded, list(data.texts(0)), decode, batch_size, jit_compile, description=split)
@@ -286,14 +285,14 @@ def make_settings(run, **options):
     checked now."""
     settings = Settings(run, **options)
     if run.training:
-        data = run.config.data
-        settings = dataclasses.replace(settings, eval_split=data.eval_split or default_split(data.dataset),
+        data, spec = run.config.data, run.config.dataset_spec
+        settings = dataclasses.replace(settings, eval_split=data.eval_split or default_split(spec),
                                        bad_rows=data.bad_rows, jit_compile=run.config.train.jit_compile)
         if data.dataset == "multi30k":  # checks the pair, and a damaged evaluation file, before training
             for split in {"validation", settings.eval_split if run.evaluating else "validation"}:
                 translation_corpora.load_translation("multi30k", split, data.source, data.target)
         elif run.evaluating:
-            translation_data.check_split(data.dataset, settings.eval_split, data.source, data.target)
+            translation_data.check_split(spec, settings.eval_split, data.source, data.target)
     return settings
 
 

@@ -1,15 +1,18 @@
 """The typed config of a translation run: its data, model, training and setup, made by `zoo.core.config`
-from a preset, a file, dotted overrides and shortcut flags, and written whole into the run's config.json."""
+from a preset, a file, dotted overrides and shortcut flags, and written whole into the run's config.json. Its
+`dataset_spec` is data.dataset parsed, once (zoo.data.spec)."""
 
 import dataclasses
+import functools
 from typing import ClassVar
 
 from zoo.core import checks, config
-from zoo.data import files, tokenizer
+from zoo.data import files, spec as dataset_spec, tokenizer
 from zoo.core.config import ConfigError
 from zoo.training.config import TrainConfig
 from zoo.training.setup import SetupConfig
 from zoo.translation import model as translation
+from zoo.translation.data import FORMS
 
 @dataclasses.dataclass(frozen=True)
 class TranslationData:
@@ -52,6 +55,13 @@ class TranslateRunConfig:
             raise ConfigError(f"train.max_tokens={self.train.max_tokens} cannot hold one pair of up to "
                               f"model.max_length={self.model.max_length} tokens: give at least {self.model.max_length}, "
                               "or a smaller model.max_length.")
+        self.dataset_spec  # parsed now: a form this recipe does not read is refused with the config
+
+    @functools.cached_property
+    def dataset_spec(self):
+        """data.dataset parsed (zoo.data.spec.DatasetSpec; None without one): the one place a translation run's
+        dataset string is parsed."""
+        return dataset_spec.parse(self.data.dataset, FORMS)
 
 
 def base(preset=None, init_from=None, given=None, model_dir=None):

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from zoo.classifier import data
-from zoo.data import files
+from zoo.data import spec as dataset_spec
 from zoo.data.datasets import DatasetError
 
 
@@ -47,7 +47,7 @@ def test_classes_pick_labels_in_their_order_and_say_what_is_left_out(tmp_path, c
     picked = data.load(name, "train", data.Columns(classes=("pos", "neg")))
     assert picked.class_names == ("pos", "neg") and picked.count == sum(1 for _ in picked) < 20
     assert {picked.class_names[label] for _, label in picked} == {"neg", "pos"}
-    unsup = sum(1 for i in range(40) if i % 4 > 1 and not files.held_out(i))  # the train split's unsup rows
+    unsup = sum(1 for i in range(40) if i % 4 > 1 and not dataset_spec.held_out(i))  # the train split's unsup rows
     assert f"Left out {unsup} row(s) of {name} (train) whose label is not in --classes=pos,neg: 'unsup' ({unsup})" \
         in capsys.readouterr().out
     with pytest.raises(DatasetError, match="has no row labelled 'neutral'"):
@@ -62,11 +62,11 @@ def test_aclimdb_tree_trains_on_the_classes_given_and_holds_out_validation(tmp_p
     write_tree(tmp_path, {"train/neg": 30, "train/pos": 30, "train/unsup": 20, "test/neg": 3, "test/pos": 3})
     (tmp_path / "train" / "urls_neg.txt").write_text("not a class")
     name, columns = f"folder:{tmp_path}/{{split}}", data.Columns(classes=("neg", "pos"))
-    data.check_split(name, "validation")
+    data.check_split(dataset_spec.parse(name, data.FORMS), "validation")
     train = data.load(name, "train", columns)
     validation = data.load(name, "validation", columns, class_names=train.class_names)
     test = data.load(name, "test", columns, class_names=train.class_names)
-    held = sum(files.held_out(i) for i in range(60))
+    held = sum(dataset_spec.held_out(i) for i in range(60))
     assert train.class_names == ("neg", "pos") and (train.count, validation.count, test.count) == (60 - held, held, 6)
     assert not {text for text, _ in train} & {text for text, _ in validation}
     out = capsys.readouterr().out

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from zoo.classifier import data as classifier_data
-from zoo.data import files
+from zoo.data import files, spec as dataset_spec
 from zoo.data.datasets import DatasetError
 
 COLUMNS = classifier_data.Columns("body", "team")
@@ -37,7 +37,7 @@ def test_csv_quirks_read_as_written(tmp_path):
     """Quoted commas, doubled quotes, a newline inside a field, a BOM, CRLF, emoji and CJK."""
     rows = [(1, 'He said "hi", then left', "a"), (2, "two\r\nlines 😀", "b"), (3, "中文 text", "a")]
     write_csv(str(tmp_path / "t.csv"), rows)
-    expected = [(text, label) for index, (_, text, label) in enumerate(rows) if not files.held_out(index)]
+    expected = [(text, label) for index, (_, text, label) in enumerate(rows) if not dataset_spec.held_out(index)]
     assert pairs(f"csv:{tmp_path}/t.csv", "train") == expected
 
 
@@ -48,7 +48,7 @@ def test_glob_of_gz_shards_in_order(tmp_path):
         write_csv(str(tmp_path / f"part-{shard}.csv.gz"), rows, bom=shard == 1, newline="\n")
         expected += [(text, label) for _, text, label in rows]
     data = classifier_data.load(f"csv:{tmp_path}/part-*.csv.gz", "train", COLUMNS)
-    kept = [pair for index, pair in enumerate(expected) if not files.held_out(index)]
+    kept = [pair for index, pair in enumerate(expected) if not dataset_spec.held_out(index)]
     assert [(t, data.class_names[label]) for t, label in data] == kept
     held = classifier_data.load(f"csv:{tmp_path}/part-*.csv.gz", "validation", COLUMNS, class_names=data.class_names)
     assert held.count == len(expected) - len(kept) > 0
@@ -60,9 +60,9 @@ def test_splits_and_no_test_split(tmp_path):
     name = f"csv:{tmp_path}/{{split}}.csv"
     assert [t for t, _ in pairs(name, "validation")] == ["validation one", "validation two"]
     with pytest.raises(DatasetError, match="test.csv matches no file"):
-        classifier_data.check_split(name, "test")
+        classifier_data.check_split(dataset_spec.parse(name, classifier_data.FORMS), "test")
     with pytest.raises(DatasetError, match="has no test split"):
-        classifier_data.check_split(f"csv:{tmp_path}/train.csv", "test")
+        classifier_data.check_split(dataset_spec.parse(f"csv:{tmp_path}/train.csv", classifier_data.FORMS), "test")
 
 
 def test_labels_any_strings_or_integers(tmp_path):
@@ -149,6 +149,6 @@ def test_a_header_naming_a_column_twice_is_refused_naming_it(tmp_path, form, hea
     path.write_text(header + "\n" + "".join(separator.join(["x", f"t{i}", "ab"[i % 2]]) + "\n" for i in range(8)))
     with pytest.raises(DatasetError, match=r"t\.%s: its header names 'text' more than once" % form):
         classifier_data.load(f"{form}:{path}", "train", classifier_data.Columns())
-    spec = files.parse(f"{form}:{path}", files.FORMS)
+    spec = dataset_spec.parse(f"{form}:{path}", dataset_spec.FORMS)
     with pytest.raises(DatasetError, match="'text' more than once"):
         list(files.rows(spec, "train", files.BadRows()))

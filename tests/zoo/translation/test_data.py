@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import data_path_peak
-from zoo.data import cache, files
+from zoo.data import cache, spec as dataset_spec
 from zoo.data.datasets import DatasetError
 from zoo.runs.run_dir import Tokenizers
 from zoo.translation import data, preprocessor
@@ -48,7 +48,7 @@ def test_without_a_split_in_the_pattern_one_in_twenty_is_held_out(tmp_path):
     write_aligned(tmp_path, "all", SOURCES, TARGETS)
     train = list(data.load(f"text:{tmp_path}/all.{{lang}}", "train", "de", "en"))
     validation = list(data.load(f"text:{tmp_path}/all.{{lang}}", "validation", "de", "en"))
-    held = [i for i in range(60) if files.held_out(i)]
+    held = [i for i in range(60) if dataset_spec.held_out(i)]
     assert validation == [(SOURCES[i], TARGETS[i]) for i in held] and len(train) == 60 - len(held)
 
 
@@ -73,7 +73,7 @@ def test_tsv_shards_a_header_and_bad_rows(tmp_path):
     pairs = data.load(f"tsv:{tmp_path}/*.tsv*", "train", "de", "en", bad_rows="skip")
     # a.tsv.gz's header puts English first; b.tsv has none, so its first column is the --source (de) one.
     read = [("hallo", "hello"), ("dog", "Hund")]
-    assert list(pairs) == [pair for i, pair in enumerate(read) if not files.held_out(i)]
+    assert list(pairs) == [pair for i, pair in enumerate(read) if not dataset_spec.held_out(i)]
     assert pairs.skipped == 2
 
 
@@ -194,10 +194,10 @@ def test_a_tsv_header_naming_another_language_is_refused(tmp_path):
 def test_a_split_pattern_without_validation_files_holds_out_a_share_of_train(tmp_path, capsys):
     write_aligned(tmp_path, "train", SOURCES, TARGETS)
     name = f"text:{tmp_path}/{{split}}.{{lang}}"
-    data.check_split(name, "validation", "de", "en")
+    data.check_split(dataset_spec.parse(name, data.FORMS), "validation", "de", "en")
     train = list(data.load(name, "train", "de", "en"))
     validation = list(data.load(name, "validation", "de", "en"))
-    held = [i for i in range(60) if files.held_out(i)]
+    held = [i for i in range(60) if dataset_spec.held_out(i)]
     assert validation == [(SOURCES[i], TARGETS[i]) for i in held]
     assert train == [(SOURCES[i], TARGETS[i]) for i in range(60) if i not in held]
     assert "No validation files match" in capsys.readouterr().out
