@@ -6,13 +6,23 @@ The grid tunes on `--dataset`'s validation split (sst2_tune: every 20th SST-2 tr
 reports `--report_dataset`'s `--report_split` (SST-2's dev set, GLUE's test labels being hidden) for the best
 trial and the defaults' trial, read from each trial's `--mode=eval` (metrics.json's eval_<dataset>_<split>).
 A finished sweep folder is reused (the sweep resumes and runs nothing), so the report can be made again.
+`--init_from=minilm` fine-tunes the published all-MiniLM-L6-v2 (benchmarks.common.minilm) in every trial instead
+of a `--preset` from scratch; the defaults' trial is then the published-checkpoint defaults' point.
+
+`--workers=N` measures instead what N workers buy: the same sweep command run in <sweep_dir>_1worker by one
+process, then in <sweep_dir>_<N>workers by N processes started together (each a fresh folder), wall times compared.
 
   python -m benchmarks.sweep --space=spaces/sst2_grid.yaml --sweep_dir=runs/sweeps/sst2_grid --epochs=1
+  python -m benchmarks.sweep --space=spaces/minilm_sst2.yaml --sweep_dir=runs/sweeps/minilm_sst2 --init_from=minilm \
+      --max_examples=8000 --extra=--max_length=128,--warmup_steps=25
+  python -m benchmarks.sweep --space=spaces/sst2_grid.yaml --sweep_dir=runs/sweeps/workers --workers=2 \
+      --extra=--train_steps=150
 """
 
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -26,16 +36,30 @@ flags.DEFINE_string("sweep_dir", "runs/sweeps/sst2_grid", "The sweep's folder (r
 flags.DEFINE_string("dataset", "sst2_tune", "What every trial trains and is judged on (its validation split).")
 flags.DEFINE_string("report_dataset", "sst2", "The data the best and the defaults' trials are reported on, once.")
 flags.DEFINE_string("report_split", "validation", "Its split.")
-flags.DEFINE_string("preset", "small", "The model preset of every trial.")
+flags.DEFINE_string("preset", "small", "The model preset of every trial (not with --init_from).")
+flags.DEFINE_string("init_from", None, "Fine-tune this checkpoint in every trial; `minilm`: the published "
+                    "all-MiniLM-L6-v2 (benchmarks.common.minilm).")
 flags.DEFINE_float("epochs", 1.0, "Training passes of every trial.")
+flags.DEFINE_integer("max_examples", None, "Train every trial on this many examples (a seeded choice).")
+flags.DEFINE_integer("workers", None, "Measure N workers against one on the grid instead (fresh folders).")
 flags.DEFINE_list("extra", [], "More recipe flags for every trial, e.g. --extra=--max_length=64.")
 FLAGS = flags.FLAGS
 
 
-def sweep_command():
+def init_from():
+    if FLAGS.init_from == "minilm":
+        from benchmarks.common.minilm import minilm_folder
+
+        return os.path.relpath(minilm_folder())
+    return FLAGS.init_from
+
+
+def sweep_command(sweep_dir=None):
+    start = [f"--init_from={init_from()}"] if FLAGS.init_from else [f"--preset={FLAGS.preset}"]
+    sample = [f"--max_examples={FLAGS.max_examples}"] if FLAGS.max_examples else []
     return [sys.executable, "-m", "recipes.sweep", "--recipe=sentiment", f"--space={FLAGS.space}",
-            f"--sweep_dir={FLAGS.sweep_dir}", f"--dataset={FLAGS.dataset}", f"--preset={FLAGS.preset}",
-            f"--epochs={FLAGS.epochs:g}", *FLAGS.extra]
+            f"--sweep_dir={sweep_dir or FLAGS.sweep_dir}", f"--dataset={FLAGS.dataset}", *start,
+            f"--epochs={FLAGS.epochs:g}", *sample, *FLAGS.extra]
 
 
 def read_results():
@@ -48,7 +72,7 @@ def defaults_trial(rows, fields):
     from recipes.shortcuts import value_of
     from zoo.sentiment.recipe import SENTIMENT
 
-    config = SENTIMENT.base(FLAGS.preset, None, {}, None)
+    config = SENTIMENT.base(None if FLAGS.init_from else FLAGS.preset, init_from(), {}, None)
     wanted = {field: value_of(config, field) for field in fields}
     for row in rows:
         if all(float(row[field]) == float(value) for field, value in wanted.items()):
@@ -68,8 +92,39 @@ def report_accuracy(trial):
         return json.load(f)[key]["accuracy"]
 
 
+def compare_workers(count):
+    """Wall time of the grid by one worker, then by `count` workers started together, each in a fresh folder."""
+    walls = {}
+    for workers in (1, count):
+        folder = f"{FLAGS.sweep_dir}_{workers}worker{'s' if workers > 1 else ''}"
+        shutil.rmtree(folder, ignore_errors=True)
+        command = sweep_command(folder)
+        print("$ " + " ".join(command) + (f"  (x{workers}, together)" if workers > 1 else ""), flush=True)
+        started = time.time()
+        processes = [subprocess.Popen(command) for _ in range(workers)]
+        if any(process.wait() for process in processes):
+            raise SystemExit(f"a worker of {folder} failed")
+        walls[workers] = (time.time() - started, folder)
+    rows = []
+    for workers, (wall, folder) in walls.items():
+        with open(os.path.join(folder, "results.csv"), newline="") as f:
+            done = [row for row in csv.DictReader(f) if row["status"] == "done"]
+        each = sum(float(row["seconds"]) for row in done) / len(done)
+        rows.append(f"| {workers} | {len(done)} | {wall / 60:.1f} min | {each:.0f} s | "
+                    f"{walls[1][0] / wall:.2f}x |")
+    body = (f"The same grid ({FLAGS.space}) from a fresh folder, by one worker, then by {count} started together on "
+            f"this machine; a trial's time is its own wall time (its share of the cores when workers overlap).\n\n"
+            "| workers | trials done | sweep wall time | mean trial time | speed-up |\n|---|---|---|---|---|\n"
+            + "\n".join(rows) + "\n\n- each worker: `python " + " ".join(sweep_command(FLAGS.sweep_dir + "_N")[1:])
+            + "`")
+    write_section(f"Sweep: {count} workers against one", body)
+    print(body)
+
+
 def main(argv):
     del argv
+    if FLAGS.workers:
+        return compare_workers(FLAGS.workers)
     started = time.time()
     print("$ " + " ".join(sweep_command()), flush=True)
     subprocess.run(sweep_command(), check=True)
@@ -86,11 +141,13 @@ def main(argv):
     header = "| trial | " + " | ".join(fields) + f" | {metric} | time |\n|" + "---|" * (len(fields) + 3)
     report = [f"| best ({best['trial']}) | {float(best[metric]):.2%} | **{report_accuracy(best['trial']):.2%}** |"]
     if default is not None:
-        report.append(f"| the preset's defaults ({default['trial']}) | {float(default[metric]):.2%} | "
+        report.append(f"| the {'published-checkpoint' if FLAGS.init_from else 'preset'}'s defaults ({default['trial']}) | {float(default[metric]):.2%} | "
                       f"**{report_accuracy(default['trial']):.2%}** |")
     split = f"{FLAGS.report_dataset} {FLAGS.report_split}"
-    body = (f"{len(done)} of {len(rows)} trials done; each trial trains on {FLAGS.dataset} for {FLAGS.epochs:g} "
-            f"epoch(s), judged on its validation split ({metric}).\n\n{header}\n" + "\n".join(lines)
+    start = f"fine-tunes {init_from()}" if FLAGS.init_from else f"trains the {FLAGS.preset} preset"
+    sample = f" ({FLAGS.max_examples:,} examples)" if FLAGS.max_examples else ""
+    body = (f"{len(done)} of {len(rows)} trials done; each trial {start} on {FLAGS.dataset}{sample} for "
+            f"{FLAGS.epochs:g} epoch(s), judged on its validation split ({metric}).\n\n{header}\n" + "\n".join(lines)
             + f"\n\nReported once on {split}, which no trial was judged on:\n\n| trial | {metric} | {split} |\n"
             "|---|---|---|\n" + "\n".join(report)
             + f"\n\nSweep wall time {wall / 60:.1f} min, its trials' {trial_seconds / 60:.1f} min: the sweep's own "
