@@ -205,10 +205,12 @@ def draw_pairs(sentences, count, rng):
     for i in range(count):
         first = sentences[rng.integers(len(sentences))]
         same = i % 2 == 0
-        pool = [s for s in by_label[first[1] if same else 1 - first[1]] if s[0] != first[0]]
-        if not pool:
+        pool = by_label[first[1] if same else 1 - first[1]]
+        if len(pool) < (2 if same else 1):  # another sentence of its sentiment, or one of the other
             raise ValueError(f"No second sentence for a pair with {first[0]!r}: too few sentences of a sentiment.")
         second = pool[rng.integers(len(pool))]
+        while second[0] == first[0]:
+            second = pool[rng.integers(len(pool))]
         rows.append({"sentence_a": first[0], "sentence_b": second[0], "label": "same" if same else "different"})
     return [rows[i] for i in rng.permutation(len(rows))]
 
@@ -429,7 +431,9 @@ HOW = {
              "`different`, half of each; {train:,} training and {validation:,} validation pairs drawn from SST-2 "
              f"train's distinct phrases of at least {PAIR_MIN_WORDS} words (GLUE's train holds phrases of its "
              f"sentences; a seeded {PAIR_HELD_OUT:.0%} of them held out for the validation pairs), {{test:,}} test "
-             "pairs from the 872 dev sentences, which no training pair holds; `--text_pair_column`.",
+             "pairs from the 872 dev sentences, which no training pair holds; `--text_pair_column`. Agreement is an "
+             "exclusive or of the two sentiments: the linear peer reaches it only through the words the two texts "
+             "share (the product and the difference).",
     "multilabel": f"Multi30k: the German sentence in; as labels, which of the {LABEL_COUNT} most frequent English "
                   "nouns of a hand list (by the number of train.en sentences holding them) its English translation "
                   "holds as whole lowercase words; rows holding none are left out (the zoo refuses an empty label "

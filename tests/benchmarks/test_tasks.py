@@ -138,6 +138,14 @@ def test_pairs_are_balanced_labelled_by_agreement_and_test_holds_only_dev_senten
     assert all(len(text.split()) >= tasks.PAIR_MIN_WORDS for text in sides["train"] | sides["validation"])
 
 
+def test_pairs_need_a_second_sentence_of_each_sentiment():
+    rng = np.random.default_rng(0)
+    rows = tasks.draw_pairs([("good", 1), ("bad", 0), ("fine", 1), ("awful", 0)], 40, rng)
+    assert {row["label"] for row in rows} == {"same", "different"}
+    with pytest.raises(ValueError, match="too few sentences"):
+        tasks.draw_pairs([("good", 1), ("bad", 0)], 2, rng)
+
+
 def test_the_zoo_reads_the_pair_files(tmp_path):
     splits = tasks.make_pairs(fake_sst2(), {"train": 40, "validation": 10, "test": 30})
     dataset = written("pairs", splits, str(tmp_path))
