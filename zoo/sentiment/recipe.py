@@ -6,7 +6,6 @@ zoo.pretraining, which itself builds on the classifier's encoder."""
 
 import dataclasses
 import os
-import typing
 
 import numpy as np
 
@@ -19,6 +18,8 @@ from zoo.data import batching, tokenizer, word_embedding, word_tokenizer
 from zoo.pretraining import pretrained, published
 from zoo.runs import outputs
 from zoo.runs.run_dir import RunDir
+from zoo.sentiment.explaining import run_explain
+from zoo.sentiment.figures import FIGURES
 from zoo.training import driver, run_settings
 from zoo.training.config import Task
 from zoo.training.distribute import is_chief
@@ -162,57 +163,6 @@ def plan_words(model_dir, model, data, seed):
     return plan
 
 
-class Figures(typing.NamedTuple):
-    """An evaluation's figures: `scalars` (TensorBoard's too), `details`, the printed `text` and the
-    --predictions `lines` (a function: they are written only when asked)."""
-
-    scalars: dict
-    details: dict
-    text: str
-    lines: typing.Callable
-
-
-def single_label_figures(outputs, data, loaded):
-    names = loaded.record.derived["class_names"]
-    labels, probabilities = outputs["label"], outputs["probabilities"]
-    report = metrics.classification_report(labels, probabilities.argmax(-1), names)
-    scalars = {"accuracy": report["accuracy"], "loss": float(outputs["loss"].mean()), "macro_f1": report["macro_f1"]}
-    text = (f"accuracy {scalars['accuracy']:.4f}, loss {scalars['loss']:.4f}, macro-F1 {scalars['macro_f1']:.4f}",
-            metrics.format_report(report))
-    details = {key: report[key] for key in ("per_class", "macro_avg", "weighted_avg", "confusion_matrix")}
-    return Figures(scalars, details, "\n".join(text),
-                   lambda: metrics.predictions_lines(data.texts(), labels, probabilities, names))
-
-
-def regression_figures(outputs, data, loaded):
-    stats = loaded.record.derived["targets"]
-    labels, scores = data.targets.values, outputs["score"] * stats["std"] + stats["mean"]  # the labels' units
-    report = metrics.regression_report(labels, scores)
-    scalars = {key: value for key, value in report.items() if value is not None}  # a constant side: no correlation
-    scalars["loss"] = float(outputs["loss"].mean())
-    text = ", ".join(f"{key} {value:.4f}" if value is not None else f"{key} undefined" for key, value in report.items())
-    return Figures(scalars, report, text, lambda: metrics.score_lines(data.texts(), labels, scores))
-
-
-def multi_label_figures(outputs, data, loaded):
-    names, threshold = loaded.record.derived["class_names"], loaded.config.threshold
-    labels, probabilities = data.targets.values, outputs["probabilities"]
-    predicted = probabilities >= threshold
-    report = metrics.multi_label_report(labels, predicted, names)
-    scalars = {key: report[key] for key in ("micro_f1", "macro_f1", "subset_accuracy")}
-    scalars["loss"] = float(outputs["loss"].mean())
-    details = {**{key: report[key] for key in ("per_label", "micro_avg", "macro_avg")}, "threshold": threshold,
-               "unseen_labels": data.targets.unseen}
-    text = (", ".join(f"{key} {value:.4f}" for key, value in scalars.items()) + f" (threshold {threshold})\n"
-            + metrics.format_multi_label(report))
-    return Figures(scalars, details, text,
-                   lambda: metrics.label_set_lines(data.texts(), labels, probabilities, predicted, names))
-
-
-FIGURES = {classifier.SINGLE_LABEL: single_label_figures, classifier.REGRESSION: regression_figures,
-           classifier.MULTI_LABEL: multi_label_figures}
-
-
 def pair_column(given, trained):
     """The evaluated files' second-text column: the one given (--mode=eval --text_pair_column), else the run's;
     a run trained on single texts takes none."""
@@ -280,62 +230,6 @@ def server(loaded, settings):
                   "model": dataclasses.asdict(loaded.config), "class_names": derived["class_names"],
                   **({"targets": derived["targets"]} if "targets" in derived else {})},
     )
-
-
-def run_explain(model_dir, text, average=1, text_pair=None):
-    """Attention pictures of `text`, and each token's share of the answer by erasure (zoo.classifier.explain):
-    the likeliest class's probability, a regression's score, or a multi-label's likeliest label's probability."""
-    import tensorflow as tf
-
-    from zoo.classifier import explain
-
-    loaded = load_trained(model_dir, average)
-    framing = preprocessor(loaded)
-    if framing.pairs != (text_pair is not None):
-        raise ValueError("This run was trained on text pairs: give the second text too, --text_pair=\"...\"."
-                         if framing.pairs else "--text_pair: this run reads one text each; leave it out.")
-    inputs = framing(tf.constant([text]), *([tf.constant([text_pair])] if framing.pairs else []))
-    token_ids = inputs["token_ids"] if framing.pairs else inputs
-    tokens = [loaded.tokenizer.id_to_token(int(i)) for i in token_ids[0].numpy()]
-    scores = classifier.attention_scores(loaded.model, inputs)
-    directory = os.path.join(model_dir, "explain")
-    paths = explain.save_attention_maps([s[0] for s in scores], tokens, directory)
-    heatmap = os.path.join(directory, "positional_encoding.png")
-    config = loaded.config
-    paths.append(explain.plot_positional_encoding(min(config.max_length, 128), config.hidden_dim, heatmap))
-    answer, value, explained = explained_value(loaded, token_ids)
-    path = explain.leave_one_out(value, token_ids.numpy(), tokens, explained, directory)
-    print(f"{answer}; pictures: {', '.join(paths)}; each token's share of {explained} (erased one at a time): {path}")
-    return [*paths, path]
-
-
-def explained_value(loaded, token_ids):
-    """The answer to `token_ids` (1, seq) as text, and what explanation attributes: a function of ids (rows, seq)
-    -> (rows,) numbers, and its name: a regression's score, else the likeliest class's (or label's) probability."""
-    import tensorflow as tf
-
-    config, derived = loaded.config, loaded.record.derived
-
-    def answers(ids):
-        inputs = preprocessor(loaded).inputs_of(tf.constant(ids))  # a pair's segments read from its separator
-        return classifier.answers(config.problem_type, tf.cast(loaded.model(inputs, training=False), tf.float32))
-
-    if config.problem_type == classifier.REGRESSION:
-        stats = derived["targets"]
-
-        def score(ids):
-            return answers(ids)["score"].numpy() * stats["std"] + stats["mean"]
-
-        return f"score {score(token_ids)[0]:.4f}", score, "the score"
-    names = derived["class_names"]
-    probabilities = answers(token_ids)["probabilities"].numpy()[0]
-    top = int(np.argmax(probabilities))
-    if config.problem_type == classifier.SINGLE_LABEL:
-        answer = f"{names[top]} ({probabilities[top]:.3f})"
-    else:
-        chosen = [f"{n} ({p:.3f})" for n, p in zip(names, probabilities) if p >= config.threshold]
-        answer = f"labels: {', '.join(chosen) or 'none'} (threshold {config.threshold})"
-    return answer, lambda ids: answers(ids)["probabilities"].numpy()[:, top], f"the probability of {names[top]!r}"
 
 
 def encoder_of(init_from, model_dir):
