@@ -20,11 +20,11 @@ user would try first, in the same program, on tasks this program makes from the 
 Each task's rows: the peer (scikit-learn, fitted on the train split alone, not tuned), the zoo from scratch
 (`--preset=small`) and the zoo fine-tuned from all-MiniLM-L6-v2 (`--init_from`, benchmarks.common.minilm; the
 `bench` extra), each `recipes.sentiment --mode=train_and_eval --eval_split=test` in a fresh run folder under
---run_dir (an earlier one is removed: the time is a whole run's). Each task writes its own BENCHMARKS.md section,
-`Task shapes: <task>`, from --run_dir's results.json, so an arm run again alone keeps the others' rows.
+--bench_dir (an earlier one is removed: the time is a whole run's). Each task writes its own BENCHMARKS.md section,
+`Task shapes: <task>`, from --bench_dir's results.json, so an arm run again alone keeps the others' rows.
 
   python -m benchmarks.tasks
-  python -m benchmarks.tasks --tasks=pairs --arms=peer,minilm
+  python -m benchmarks.tasks --shapes=pairs --arms=peer,minilm
   python -m benchmarks.tasks --quick   # a smoke run: tiny data, a few steps, BENCHMARKS.md untouched
 """
 
@@ -43,17 +43,17 @@ from benchmarks.common.report import ROOT, write_section
 
 TASKS = ["regression", "pairs", "multilabel"]
 ARMS = ["peer", "scratch", "minilm"]
-flags.DEFINE_list("tasks", TASKS, f"Tasks to run: {', '.join(TASKS)}.")
+flags.DEFINE_list("shapes", TASKS, f"Tasks to run: {', '.join(TASKS)}.")
 flags.DEFINE_list("arms", ARMS, "Rows to run: peer (the scikit-learn model), scratch (the zoo's small preset from "
                   "scratch), minilm (the zoo fine-tuned from all-MiniLM-L6-v2).")
 flags.DEFINE_string("data_dir", None, "Where the tasks' files are written (default runs/tasks_data, "
                     "runs/tasks_data_quick with --quick).")
-flags.DEFINE_string("run_dir", None, "Where the zoo's runs and results.json go (default runs/bench_tasks, "
+flags.DEFINE_string("bench_dir", None, "Where the zoo's runs and results.json go (default runs/bench_tasks, "
                     "runs/bench_tasks_quick with --quick).")
 flags.DEFINE_bool("quick", False, "A smoke run: tiny tasks (QUICK_SIZES), --quick_steps training steps a zoo run; "
                   "prints its tables and writes nothing in BENCHMARKS.md.")
 flags.DEFINE_integer("quick_steps", 5, "Training steps of each zoo run with --quick.")
-flags.DEFINE_bool("write", True, "Write the sections into BENCHMARKS.md (never with --quick).")
+flags.DEFINE_bool("write_sections", True, "Write the sections into BENCHMARKS.md (never with --quick).")
 FLAGS = flags.FLAGS
 
 SEED = 0
@@ -487,25 +487,25 @@ def table(task, results, made, quick=False):
         lines.append(f"| {name} | {figures} | {duration(row['train_seconds'])} | {duration(row['seconds'])} |")
         if "command" in row:
             commands.append(f"- {ARM_NAMES[arm]} ({row.get('day', 'undated')}): `{row['command']}`")
-    data_command = "python -m benchmarks.tasks --tasks=" + task + " --arms=" + (" --quick" if quick else "")
+    data_command = "python -m benchmarks.tasks --shapes=" + task + " --arms=" + (" --quick" if quick else "")
     lines += ["", f"The files are this program's (`{data_command}` makes them alone). The zoo's runs:", *commands]
     return "\n".join(lines)
 
 
 def main(argv):
     del argv
-    unknown = (set(FLAGS.tasks) - set(TASKS)) | (set(FLAGS.arms) - set(ARMS))
+    unknown = (set(FLAGS.shapes) - set(TASKS)) | (set(FLAGS.arms) - set(ARMS))
     if unknown:
-        raise app.UsageError(f"Unknown --tasks or --arms {sorted(unknown)}: tasks {TASKS}, arms {ARMS}.")
+        raise app.UsageError(f"Unknown --shapes or --arms {sorted(unknown)}: tasks {TASKS}, arms {ARMS}.")
     quick = FLAGS.quick
     suffix = "_quick" if quick else ""
     data_dir = os.path.abspath(FLAGS.data_dir or os.path.join(ROOT, "runs", f"tasks_data{suffix}"))
-    run_dir = os.path.abspath(FLAGS.run_dir or os.path.join(ROOT, "runs", f"bench_tasks{suffix}"))
+    run_dir = os.path.abspath(FLAGS.bench_dir or os.path.join(ROOT, "runs", f"bench_tasks{suffix}"))
     os.makedirs(run_dir, exist_ok=True)
     results_path = os.path.join(run_dir, "results.json")
     results = json.load(open(results_path)) if os.path.exists(results_path) else {}
     sizes = QUICK_SIZES if quick else SIZES
-    for task in FLAGS.tasks:
+    for task in FLAGS.shapes:
         folder = os.path.join(data_dir, task)
         began = time.time()
         made = build(task, folder, sizes[task])
@@ -522,7 +522,7 @@ def main(argv):
             with open(results_path, "w") as f:
                 json.dump(results, f, indent=1)
         body = table(task, {arm: entry[arm] for arm in ARMS if arm in entry}, entry["made"], quick)
-        if FLAGS.arms and FLAGS.write and not quick:
+        if FLAGS.arms and FLAGS.write_sections and not quick:
             write_section(SECTIONS[task], body)
         print(body, flush=True)
 
