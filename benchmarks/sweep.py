@@ -57,9 +57,11 @@ def init_from():
 def sweep_command(sweep_dir=None):
     start = [f"--init_from={init_from()}"] if FLAGS.init_from else [f"--preset={FLAGS.preset}"]
     sample = [f"--max_examples={FLAGS.max_examples}"] if FLAGS.max_examples else []
+    # --extra=--train_steps=N sets the trials' length instead of --epochs (the recipe takes one of them)
+    length = [] if any(f.startswith("--train_steps=") for f in FLAGS.extra) else [f"--epochs={FLAGS.epochs:g}"]
     return [sys.executable, "-m", "recipes.sweep", "--recipe=sentiment", f"--space={FLAGS.space}",
             f"--sweep_dir={sweep_dir or FLAGS.sweep_dir}", f"--dataset={FLAGS.dataset}", *start,
-            f"--epochs={FLAGS.epochs:g}", *sample, *FLAGS.extra]
+            *length, *sample, *FLAGS.extra]
 
 
 def read_results():
