@@ -1,8 +1,9 @@
 """A sweep's figures, written into its folder from the study whenever a trial ends (each file atomically, one
 worker at a time):
 
-- results.csv and results.md: one row a trial: its values, the metric, the steps its checkpoints reached, the wall
-  seconds of the attempt that ended it, its status (done, failed, running, waiting) and a failed trial's error;
+- results.csv and results.md: one row a trial folder: its values, the metric, the steps its checkpoints reached,
+  `seconds` (its training time as its metrics.json records it, `train.seconds`: of the attempt that reached its
+  last step; blank when it trained none), its status (done, failed, running, waiting) and a failed trial's error;
 - plot.png: the metric against each searched field (the best trial starred);
 - best: the best trial's folder and its metric, `trial-001 validation.accuracy=0.8211`.
 """
@@ -13,7 +14,7 @@ import io
 import os
 
 from zoo.core import disk
-from zoo.sweeps import study as studies
+from zoo.sweeps import claims, folder as folders, study as studies
 
 STATUS = {"COMPLETE": "done", "FAIL": "failed", "RUNNING": "running", "WAITING": "waiting", "PRUNED": "pruned"}
 BEST_FILE = "best"
@@ -37,14 +38,19 @@ class Results:
     def finished(self):
         return sum(row["status"] in ("done", "failed") for row in self.rows)
 
+    def failed(self):
+        return [row for row in self.rows if row["status"] == "failed"]
+
 
 def collect(study, space):
-    """The Results of the study's trials, in their order."""
+    """The Results of the study's trial folders, in their order: each folder's latest Optuna trial (a failed
+    trial run again is one row)."""
+    outcomes = study.user_attrs
     rows = []
-    for trial in study.get_trials(deepcopy=False):
-        values = {**trial.system_attrs.get("fixed_params", {}), **trial.params}  # a waiting grid point's too
-        attrs = trial.user_attrs
-        rows.append({"trial": studies.trial_name(trial.number), **{name: values.get(name) for name in space.fields},
+    for name, trial in claims.latest(study).items():
+        values = {**trial.system_attrs.get("fixed_params", {}), **trial.params}  # a waiting trial's too
+        attrs = outcomes.get(f"{studies.OUTCOME}{trial.number}") or trial.user_attrs  # the earlier form's
+        rows.append({"trial": name, **{field: values.get(field) for field in space.fields},
                      space.metric: trial.value, "steps": attrs.get("steps"), "seconds": attrs.get("seconds"),
                      "status": STATUS.get(trial.state.name, trial.state.name.lower()), "error": attrs.get("error")})
     done = [row for row in rows if row["status"] == "done"]
@@ -55,12 +61,26 @@ def collect(study, space):
 
 def write(sweep_dir, results, space):
     """results.csv, results.md, plot.png and best, refreshed."""
-    with studies.locked(sweep_dir):
+    with folders.locked(sweep_dir):
         disk.write_atomically(os.path.join(sweep_dir, "results.csv"), csv_text(results).encode(), "the results")
         disk.write_atomically(os.path.join(sweep_dir, "results.md"), markdown(results, space).encode(), "the results")
         disk.write_atomically(os.path.join(sweep_dir, "plot.png"), plot(results, space), "the plot")
         if results.best is not None:
             disk.write_atomically(os.path.join(sweep_dir, BEST_FILE), best_line(results).encode(), "the best trial")
+
+
+def summary(sweep_dir, results):
+    """The line a worker ends with: how many trials finished, how, and the best one."""
+    done = sum(row["status"] == "done" for row in results.rows)
+    failed = len(results.failed())
+    counts = f"{results.finished()} of {len(results.rows)} trials finished ({done} done, {failed} failed)"
+    if results.finished() < len(results.rows):
+        counts += "; the others are run by other workers"
+    best = results.best
+    if best is None:
+        return f"Sweep {sweep_dir}: {counts}; no best yet."
+    return (f"Sweep {sweep_dir}: {counts}; best {best['trial']} {results.metric} {shown(best[results.metric])} "
+            f"({os.path.join(sweep_dir, best['trial'])}).")
 
 
 def best_line(results):

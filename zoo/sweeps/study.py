@@ -1,32 +1,36 @@
 """A sweep's state: its Optuna study, in a journal file in the sweep folder (`study.journal`, Optuna's
 JournalFileBackend, which several processes and, on a shared file system, several machines append to under
-its own lock) or in the database `--storage` names (an RDB URL: sqlite:///..., postgresql://...).
+its own lock) or in the database `--storage` names (an RDB URL: sqlite:///..., postgresql://...). The study's
+name is the one the folder's record holds (zoo.sweeps.folder), so a copied folder continues its own study.
 
-Every trial is in the study from the start: a grid's points, enqueued with their values, or a random or
-bayesian search's max_trials trials, enqueued empty and given their values by the sampler when they start. A
-worker takes a waiting trial by moving it to RUNNING, which the storage lets one worker do (Optuna's own
-`Study.ask` pops enqueued trials the same way), so no point runs twice and no search runs more trials than
-asked, however many workers share it (Optuna's GridSampler alone can hand one point to two workers).
+Every trial is in the study from the start, enqueued: a grid's points and a random search's draws (all made at
+the start from one stream seeded by the space's seed) with their values, a bayesian search's trials empty, given
+their values by Optuna's TPESampler as they start. Only Optuna's public API is used: a worker takes the next
+waiting trial with `Study.ask` (which moves it to RUNNING, in one worker alone), draws its values there
+(`fixed_distributions`), and ends it with `Study.tell(number, ...)`; no search runs more trials than enqueued,
+since a worker asks only while a trial waits, under the sweep folder's lock.
 
 While a worker runs a trial it holds the trial's claim, an exclusive flock(2) on `claims/trial-007.lock` in the
 sweep folder. The kernel lets go of a dead process's locks (over NFS, the server, once the client is gone), so
-a RUNNING trial whose claim can be taken was cut (kill -9, a crash, a reboot): the next worker takes it and runs
-it again in the same folder, where the run resumes from its checkpoints. Optuna's heartbeats and
-RetryFailedTrialCallback would instead fail the cut trial and start a copy under a new number, in a new folder,
-from step 0.
+a RUNNING trial whose claim can be taken was cut (kill -9, a crash, a reboot): the next worker takes it under
+its own number, with its values (`FrozenTrial.params`), and runs it again in its folder, where the run resumes
+from its checkpoints. A failed trial is run again (--retry_failed) as a trial enqueued with its values for its
+own folder (the user attribute `folder`): a finished Optuna trial cannot be reopened.
 """
 
-import contextlib
-import fcntl
+import dataclasses
+import math
 import os
 import warnings
 
-from zoo.core import config as cfg
+import numpy as np
 
-JOURNAL = "study.journal"
-LOCK = "sweep.lock"  # held while the study is made and while the results are written
-CLAIMS = "claims"
+from zoo.core import config as cfg
+from zoo.sweeps import folder as folders, journal
+
+JOURNAL = folders.JOURNAL
 STARTUP_SHARE = 3  # a bayesian search samples its first max_trials // STARTUP_SHARE trials at random (2 .. 10)
+OUTCOME = "outcome-"  # the study's user attribute `outcome-N`: Optuna trial N's steps, seconds and error
 
 
 def optuna_module():
@@ -42,9 +46,15 @@ def trial_name(number):
     return f"trial-{number:03d}"
 
 
+def folder_of(trial):
+    """The trial folder of an Optuna trial (a FrozenTrial or the Trial of `ask`): its own number's, or the one
+    it was enqueued again for."""
+    return trial.user_attrs.get("folder") or trial_name(trial.number)
+
+
 def open_storage(sweep_dir, storage=None):
-    """The study's storage: the journal file `storage` names (default sweep_dir/study.journal), or the database
-    of an RDB URL."""
+    """The study's storage: the journal file `storage` names (default sweep_dir/study.journal, checked and a cut
+    last line set aside: zoo.sweeps.journal), or the database of an RDB URL."""
     optuna = optuna_module()
     if storage and "://" in storage:
         try:
@@ -54,43 +64,63 @@ def open_storage(sweep_dir, storage=None):
                              f"{str(error).splitlines()[0] if str(error) else ''}): give an RDB URL such as "
                              "sqlite:///sweeps/a.db or postgresql://user@host/db, or a journal file's path.") from None
     path = storage or os.path.join(sweep_dir, JOURNAL)
+    journal.check(path, "--storage")
     return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(path))
 
 
-def study_name(sweep_dir):
-    """The study's name in its storage: the sweep folder's name (a database may hold several sweeps)."""
-    return os.path.basename(os.path.realpath(sweep_dir))
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    """A sweep's study: the sweep folder, the study's name and its (Optuna) storage."""
 
+    folder: str
+    name: str
+    storage: object
 
-@contextlib.contextmanager
-def locked(sweep_dir):
-    """The sweep folder's lock, waited for: one worker at a time makes the study or writes the results."""
-    with open(os.path.join(sweep_dir, LOCK), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    def study(self, sampler=None):
+        return optuna_module().load_study(study_name=self.name, storage=self.storage, sampler=sampler)
+
+    @property
+    def identity(self):
+        """What the sweep was made with (the space and the settings every trial shares); None while it is made."""
+        return self.study().user_attrs.get("sweep")
 
 
 def find(sweep_dir, storage=None):
-    """The sweep's study if it has one yet, else None; nothing is written unless a journal exists already."""
-    optuna = optuna_module()
-    journal = storage is None or "://" not in storage
-    if journal and not os.path.exists(storage or os.path.join(sweep_dir, JOURNAL)):
+    """The sweep's study (a Sweep) if it has one yet, else None. A folder holding files no sweep wrote is refused
+    (zoo.sweeps.folder.FolderError). Nothing is written, but a journal's cut last line set aside."""
+    record = folders.read_record(sweep_dir)
+    if record is not None:
+        return _load(sweep_dir, storage, record["study"])
+    names = [name for name in folders.entries(sweep_dir) if name != folders.LOCK]
+    if not names:
         return None
+    foreign = [name for name in names if not folders.ours(name)]
+    # The earlier form: no record, the study named after the folder (its workers all made sweep.lock).
+    earlier = None
+    if not foreign and os.path.exists(os.path.join(sweep_dir, folders.LOCK)):
+        earlier = _load(sweep_dir, storage, os.path.basename(os.path.realpath(sweep_dir)))
+    if earlier is None or earlier.identity is None:
+        folders.refuse_foreign(sweep_dir, foreign or names)
+    return earlier
+
+
+def _load(sweep_dir, storage, name):
+    if (storage is None or "://" not in storage) and not os.path.exists(storage or os.path.join(sweep_dir, JOURNAL)):
+        return None
+    opened = open_storage(sweep_dir, storage)
     try:
-        return optuna.load_study(study_name=study_name(sweep_dir), storage=open_storage(sweep_dir, storage))
+        optuna_module().load_study(study_name=name, storage=opened)
     except KeyError:
         return None
+    return Sweep(sweep_dir, name, opened)
 
 
-def check_same(study, identity, sweep_dir):
+def check_same(sweep, identity, sweep_dir):
     """Refuses to go on with a sweep begun with another space or other settings, naming each difference."""
-    recorded = study.user_attrs.get("sweep")
+    recorded = sweep.identity
     if recorded is None:
-        raise ValueError(f"The study {study.study_name!r} in the storage of {sweep_dir} is not a zoo sweep's: give "
-                         "another --sweep_dir (the study takes the folder's name) or --storage.")
+        raise ValueError(f"The study {sweep.name!r} in the storage of {sweep_dir} is not a zoo sweep's: give "
+                         "another --sweep_dir or --storage.")
     differ = cfg.differences(recorded, identity)
     if differ:
         raise ValueError(f"{sweep_dir} holds a sweep of another space or other settings ({'; '.join(differ)}): "
@@ -98,28 +128,73 @@ def check_same(study, identity, sweep_dir):
 
 
 def start(sweep_dir, storage, space, identity):
-    """The sweep's study: made with every trial enqueued (its identity recorded), or found and checked to be the
-    same sweep. Several workers starting at once make it once (the sweep folder's lock)."""
-    optuna = optuna_module()
-    os.makedirs(sweep_dir, exist_ok=True)
-    with locked(sweep_dir):
-        found = find(sweep_dir, storage)
-        if found is not None:
+    """The sweep's study: made with every trial enqueued (the folder's record written first, the identity
+    last), or found and checked to be the same sweep. Several workers starting at once make it once (the sweep
+    folder's lock). A folder of another's files, or another sweep's, is refused before anything is written."""
+    found = find(sweep_dir, storage)
+    if found is not None and found.identity is not None:
+        check_same(found, identity, sweep_dir)
+    with folders.locked(sweep_dir):
+        found, record = find(sweep_dir, storage), folders.read_record(sweep_dir)
+        if found is not None and found.identity is not None:
             check_same(found, identity, sweep_dir)
+            if record is None:  # the earlier form, recorded now: a copy of it continues its study too
+                folders.write_record(sweep_dir, found.name)
             return found
-        direction = "maximize" if space.goal == "max" else "minimize"
-        study = optuna.create_study(study_name=study_name(sweep_dir), storage=open_storage(sweep_dir, storage),
-                                    direction=direction, sampler=sampler(space, 0))
-        study.set_user_attr("sweep", identity)
-        points = space.points() if space.method == "grid" else [{}] * space.max_trials
-        for point in points:
-            study.enqueue_trial(point)
-        return study
+        if found is not None:  # cut while it was being made: made again
+            optuna_module().delete_study(study_name=found.name, storage=found.storage)
+        elif record is not None and folders.trial_folders(sweep_dir):
+            where = f"--storage={storage}" if storage else os.path.join(sweep_dir, JOURNAL)
+            raise folders.FolderError(f"{sweep_dir} holds trials of the study {record['study']!r}, which {where} "
+                                      "does not hold: give the --storage the sweep was started with (none when "
+                                      "its journal was the folder's study.journal).")
+        name = record["study"] if record is not None else folders.new_name(sweep_dir)
+        if record is None:
+            folders.write_record(sweep_dir, name)
+        return _make(sweep_dir, storage, name, space, identity)
+
+
+def _make(sweep_dir, storage, name, space, identity):
+    optuna = optuna_module()
+    opened = open_storage(sweep_dir, storage)
+    study = optuna.create_study(study_name=name, storage=opened,
+                                direction="maximize" if space.goal == "max" else "minimize")
+    points = {"grid": space.points, "random": lambda: draws(space)}.get(space.method, lambda: [{}] * space.max_trials)
+    for point in points():
+        study.enqueue_trial(point)
+    study.set_user_attr("sweep", identity)  # last: a study without it was cut while it was made
+    return Sweep(sweep_dir, name, opened)
+
+
+def draws(space):
+    """A random search's trials' values ([{field: value}]), drawn at the start from one stream seeded by the
+    space's seed: every trial, whichever worker runs it, and the same again for the same seed."""
+    rng = np.random.default_rng(space.seed)
+    return [{name: draw(values, rng) for name, values in space.fields.items()} for _ in range(space.max_trials)]
+
+
+def draw(values, rng):
+    """One value of a list (each as likely) or of a Range: uniform, or uniform in the logarithm."""
+    if isinstance(values, tuple):
+        return values[int(rng.integers(len(values)))]
+    low, high = float(values.low), float(values.high)
+    if values.step is not None:
+        value = low + int(rng.integers(math.floor((high - low) / values.step + 1e-9) + 1)) * values.step
+        return int(round(value)) if values.whole else round(value, 12)
+    if values.whole and not values.log:
+        return int(rng.integers(int(low), int(high) + 1))
+    if values.log:
+        ends = (low - 0.5, high + 0.5) if values.whole else (low, high)  # each whole number its share
+        value = math.exp(rng.uniform(math.log(ends[0]), math.log(ends[1])))
+    else:
+        value = float(rng.uniform(low, high))
+    return min(max(int(round(value)), int(low)), int(high)) if values.whole else min(max(value, low), high)
 
 
 def sampler(space, number):
-    """The sampler that gives trial `number` its values: seeded by the space's seed and the trial's number, so a
-    search draws the same points however many workers run it. A grid's values are fixed when enqueued."""
+    """The sampler that gives trial `number` its values when it was enqueued without them (a bayesian search's;
+    a random search's of the earlier form): seeded by the space's seed and the trial's number, so two workers
+    drawing at once do not draw alike."""
     optuna = optuna_module()
     seed = space.seed + number
     if space.method == "bayesian":
@@ -130,86 +205,20 @@ def sampler(space, number):
     return optuna.samplers.RandomSampler(seed=seed)
 
 
-def claim_next(study, sweep_dir):
-    """The next trial for this worker, held (`Claim`): a cut trial (RUNNING, its claim free) first, then a
-    waiting one; None when every trial is finished or held by another worker."""
-    optuna = optuna_module()
-    running, waiting = optuna.trial.TrialState.RUNNING, optuna.trial.TrialState.WAITING
-    storage = study._storage  # noqa: SLF001 - the storage's own API: taking a waiting trial is atomic there
-    trials = study.get_trials(deepcopy=False, states=(running, waiting))
-    for trial in sorted(trials, key=lambda t: (t.state != running, t.number)):
-        trial_id = trial._trial_id  # noqa: SLF001 - a FrozenTrial's id in its storage
-        if trial.state == waiting:
-            try:
-                if not storage.set_trial_state_values(trial_id, running):
-                    continue  # another worker took it first
-            except optuna.exceptions.UpdateFinishedTrialError:
-                continue
-        handle = hold(os.path.join(sweep_dir, CLAIMS), trial_name(trial.number))
-        if handle is None:
-            continue  # its worker is at work
-        if storage.get_trial(trial_id).state != running:  # finished while this worker looked
-            handle.close()
-            continue
-        return Claim(study, trial.number, trial_id, handle, resumed=trial.state == running)
-    return None
-
-
-def hold(folder, name):
-    """An open file holding the exclusive flock of `folder/name.lock`, or None while another process holds it."""
-    os.makedirs(folder, exist_ok=True)
-    handle = open(os.path.join(folder, f"{name}.lock"), "a")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.close()
-        return None
-    return handle
-
-
-class Claim:
-    """A trial this worker runs, held until `release`: its number, and whether it was cut before (`resumed`)."""
-
-    def __init__(self, study, number, trial_id, handle, resumed):
-        self.study, self.number, self.trial_id, self.handle, self.resumed = study, number, trial_id, handle, resumed
-        self.trial = None
-
-    @property
-    def name(self):
-        return trial_name(self.number)
-
-    def point(self, space):
-        """The trial's values ({field: value}): a grid's as enqueued, else drawn by the space's sampler (a trial
-        cut after it drew them keeps them)."""
-        optuna = optuna_module()
-        study = optuna.load_study(study_name=self.study.study_name, storage=self.study._storage,  # noqa: SLF001
-                                  sampler=sampler(space, self.number))
-        self.trial = optuna.trial.Trial(study, self.trial_id)
-        return {name: suggest(self.trial, name, values, space.method) for name, values in space.fields.items()}
-
-    def tell(self, outcome, folder):
-        """Records the trial's outcome (zoo.sweeps.trials.Outcome): complete with its metric, or failed."""
-        optuna = optuna_module()
-        attrs = {"folder": folder, "steps": outcome.steps, "seconds": round(outcome.seconds, 3),
-                 "error": outcome.error}
-        for key, value in attrs.items():
-            self.trial.set_user_attr(key, value)
-        if outcome.error is None:
-            self.trial.study.tell(self.trial, outcome.value)
+def distributions(space):
+    """{field: Optuna distribution}: a list's values, a grid's range's points, or a range."""
+    dists = optuna_module().distributions
+    found = {}
+    for name, values in space.fields.items():
+        if isinstance(values, tuple) or space.method == "grid":
+            found[name] = dists.CategoricalDistribution(list(values) if isinstance(values, tuple) else values.grid())
+        elif values.whole:
+            found[name] = dists.IntDistribution(int(values.low), int(values.high), log=values.log,
+                                                step=int(values.step or 1))
         else:
-            self.trial.study.tell(self.trial, state=optuna.trial.TrialState.FAIL)
-
-    def release(self):
-        self.handle.close()
-
-
-def suggest(trial, name, values, method):
-    """The trial's value of the field `name`: one of a list, or in a Range (a grid's ranges are lists of points)."""
-    if isinstance(values, tuple) or method == "grid":
-        return trial.suggest_categorical(name, list(values) if isinstance(values, tuple) else values.grid())
-    if values.whole:
-        return trial.suggest_int(name, int(values.low), int(values.high), step=int(values.step or 1), log=values.log)
-    return trial.suggest_float(name, float(values.low), float(values.high), step=values.step, log=values.log)
+            found[name] = dists.FloatDistribution(float(values.low), float(values.high), log=values.log,
+                                                  step=values.step)
+    return found
 
 
 def describe(space):
@@ -217,4 +226,3 @@ def describe(space):
     if space.method == "grid":
         return f"a grid of {space.trials} points"
     return f"{space.method} search, {space.max_trials} trials"
-

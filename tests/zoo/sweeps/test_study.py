@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from zoo.sweeps import space as spaces, study as studies
+from zoo.sweeps import claims, space as spaces, study as studies
 from zoo.sweeps.trials import Outcome
 
 GRID = spaces.read({"method": "grid", "metric": "validation.accuracy",
@@ -20,35 +20,35 @@ RANDOM = spaces.read({"method": "random", "metric": "validation.accuracy", "max_
 def test_a_grid_is_enqueued_and_each_point_taken_once(tmp_path):
     study = studies.start(str(tmp_path), None, GRID, {"space": GRID.as_data()})
     taken = []
-    while (claim := studies.claim_next(study, str(tmp_path))) is not None:
-        taken.append((claim.number, tuple(claim.point(GRID).values())))
-        claim.tell(Outcome(0.5 + claim.number / 100, 6, 1.0), claim.name)
+    while (claim := claims.take(study, GRID)) is not None:
+        taken.append((claim.number, tuple(claim.values.values())))
+        claim.tell(Outcome(0.5 + claim.number / 100, 6, 1.0))
         claim.release()
     assert [number for number, _ in taken] == list(range(6))
     assert [point for _, point in taken] == [tuple(p.values()) for p in GRID.points()]
     again = studies.start(str(tmp_path), None, GRID, {"space": GRID.as_data()})  # found, not made again
-    assert len(again.trials) == 6 and studies.claim_next(again, str(tmp_path)) is None
+    assert len(again.study().trials) == 6 and claims.take(again, GRID) is None
 
 
 def test_a_cut_trial_is_taken_again_under_its_number_and_keeps_its_values(tmp_path):
     study = studies.start(str(tmp_path), None, RANDOM, {"space": RANDOM.as_data()})
-    first = studies.claim_next(study, str(tmp_path))
-    point = first.point(RANDOM)
-    second = studies.claim_next(study, str(tmp_path))  # the first is held: the next waiting one
+    first = claims.take(study, RANDOM)
+    point = first.values
+    second = claims.take(study, RANDOM)  # the first is held: the next waiting one
     assert (first.number, second.number, second.resumed) == (0, 1, False)
     second.release()
     first.release()  # as a worker killed mid-trial lets go: the trial stays RUNNING
-    again = studies.claim_next(study, str(tmp_path))
+    again = claims.take(study, RANDOM)
     assert (again.number, again.resumed) == (0, True)
-    assert again.point(RANDOM) == point
+    assert again.values == point
 
 
 def test_random_points_depend_on_the_seed_and_the_number_alone(tmp_path):
     drawn = []
     for folder, order in (("a", 1), ("b", -1)):  # the second sweep draws its trials' values last first
         study = studies.start(str(tmp_path / folder), None, RANDOM, {"space": RANDOM.as_data()})
-        claims = [studies.claim_next(study, str(tmp_path / folder)) for _ in range(3)]
-        points = {claim.number: claim.point(RANDOM) for claim in claims[::order]}
+        taken = [claims.take(study, RANDOM) for _ in range(3)][::order]
+        points = {claim.number: claim.values for claim in taken}
         drawn.append([points[number] for number in range(3)])
     assert drawn[0] == drawn[1] and len({point["model.dropout"] for point in drawn[0]}) == 3
 
@@ -63,10 +63,9 @@ def test_another_sweeps_folder_is_refused_naming_the_difference(tmp_path):
 def work(sweep_dir, space, taken):
     """One worker: takes trials until none is left, each told a made-up value a moment later."""
     study = studies.start(sweep_dir, None, space, {"space": space.as_data()})
-    while (claim := studies.claim_next(study, sweep_dir)) is not None:
-        claim.point(space)
+    while (claim := claims.take(study, space)) is not None:
         time.sleep(0.02)
-        claim.tell(Outcome(0.5, 6, 0.02), claim.name)
+        claim.tell(Outcome(0.5, 6, 0.02))
         claim.release()
         taken.append(claim.number)
 
@@ -84,19 +83,19 @@ def test_two_workers_share_a_grid_each_point_once(tmp_path):
         worker.join()
     assert sorted(taken[0] + taken[1]) == list(range(12)) and taken[0] and taken[1]
     study = studies.find(str(tmp_path))
-    assert len(study.trials) == 12 and all(trial.state.name == "COMPLETE" for trial in study.trials)
+    trials = study.study().trials
+    assert len(trials) == 12 and all(trial.state.name == "COMPLETE" for trial in trials)
 
 
 def test_an_rdb_url_holds_the_study(tmp_path):
     url = f"sqlite:///{tmp_path / 'sweeps.db'}"
     sweep_dir = str(tmp_path / "a")
     study = studies.start(sweep_dir, url, GRID, {"space": GRID.as_data()})
-    while (claim := studies.claim_next(study, sweep_dir)) is not None:
-        claim.point(GRID)
-        claim.tell(Outcome(0.5, 6, 0.02), claim.name)
+    while (claim := claims.take(study, GRID)) is not None:
+        claim.tell(Outcome(0.5, 6, 0.02))
         claim.release()
     assert not os.path.exists(os.path.join(sweep_dir, studies.JOURNAL))
     found = studies.find(sweep_dir, url)
-    assert found.study_name == "a" and [trial.state.name for trial in found.trials] == ["COMPLETE"] * 6
+    assert found.name.startswith("a-") and [trial.state.name for trial in found.study().trials] == ["COMPLETE"] * 6
     with pytest.raises(ValueError, match=r"--storage=postgres://nobody cannot be opened"):
         studies.open_storage(sweep_dir, "postgres://nobody")

@@ -1,0 +1,97 @@
+"""A study journal (Optuna's JournalFileBackend: one JSON record a line, appended under its lock file) checked
+before Optuna reads it, so that damage is one line naming the file instead of Optuna's own words:
+
+- a path that is a folder, or in no folder, is refused;
+- a file whose complete lines are not all the journal's JSON records (random bytes, a CSV, another program's
+  file) is refused, naming the line;
+- a last line cut short (what a kill during a write leaves: Optuna writes each batch of records in one write)
+  is set aside into `<journal>.damaged-N` and the journal goes on from the records before it. Optuna's own lock
+  is held while this is decided, so a line another worker is writing at that moment is not taken for a cut one.
+"""
+
+import json
+import os
+
+from zoo.sweeps.folder import FolderError
+
+DAMAGED = ".damaged-"
+
+
+def check(path, flag):
+    """Checks the journal file `path` (given by `flag`, e.g. "--storage"), repairing a cut last line."""
+    if os.path.isdir(path):
+        raise FolderError(f"{flag}={path} is a folder: name the study's journal file (made if missing), or an RDB "
+                          "URL such as sqlite:///sweeps/a.db.")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FolderError(f"{flag}={path} is in {folder}, which is not a folder: name a journal file in a folder "
+                          "that exists.")
+    if not os.path.isfile(path):
+        if os.path.exists(path):
+            raise FolderError(f"{flag}={path} is not a file: name the study's journal file.")
+        return
+    with open(path, "rb") as f:
+        data = f.read()
+    _check_lines(path, flag, data)
+    if data and not data.endswith(b"\n"):
+        _set_aside_cut_line(path)
+
+
+def _check_lines(path, flag, data):
+    """Refuses `data` (the file's bytes) unless each complete line is a journal record, and a cut last line the
+    beginning of one."""
+    lines = data.split(b"\n")
+    complete, tail = lines[:-1], lines[-1]
+    for number, line in enumerate(complete, 1):
+        why = _not_a_record(line)
+        if why:
+            _refuse(path, flag, number, why)
+    if tail and not tail.startswith(b"{"):
+        _refuse(path, flag, len(complete) + 1, "not the beginning of a JSON record")
+
+
+def _not_a_record(line):
+    try:
+        record = json.loads(line)
+    except UnicodeDecodeError:
+        return "not text"
+    except ValueError:
+        return "not a JSON record"
+    if not isinstance(record, dict) or "op_code" not in record:
+        return "not one of Optuna's journal records"
+    return None
+
+
+def _refuse(path, flag, number, why):
+    if number == 1:
+        raise FolderError(f"{path} is not an Optuna study journal (line 1 is {why}): name a journal file the sweep "
+                          f"wrote, or a new one, with {flag} (or give another --sweep_dir).")
+    raise FolderError(f"{path} is damaged at line {number} ({why}): it is the sweep's study. Restore it from a copy, "
+                      "or start the sweep again in a new --sweep_dir.")
+
+
+def _set_aside_cut_line(path):
+    """Moves the journal's last line, cut short, into `<path>.damaged-N`, under Optuna's lock of the journal."""
+    from zoo.sweeps.study import optuna_module
+
+    lock = optuna_module().storages.journal.JournalFileSymlinkLock(path)  # JournalFileBackend's default lock
+    lock.acquire()
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        if not data or data.endswith(b"\n"):
+            return  # another worker was writing that line, and has finished it
+        keep = data.rfind(b"\n") + 1
+        number = 1
+        while os.path.exists(f"{path}{DAMAGED}{number}"):
+            number += 1
+        aside = f"{path}{DAMAGED}{number}"
+        with open(aside, "xb") as f:
+            f.write(data[keep:])
+        os.truncate(path, keep)
+        records = data.count(b"\n")
+        print(f"{path} ended in a line cut short ({len(data) - keep} bytes, what a kill during a write leaves): "
+              f"set aside in {aside}; the study goes on from the {records} records before it (a trial whose end "
+              "that line recorded is taken up again in its folder).", flush=True)
+    finally:
+        lock.release()
