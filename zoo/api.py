@@ -118,7 +118,7 @@ def train(recipe, model_dir, config=None, *, preset=None, mode="train_and_eval",
 
 
 def sweep(recipe, sweep_dir, space, config=None, *, preset=None, overrides=(), storage=None, epochs=None,
-          **shortcuts):
+          retry_failed=False, **shortcuts):
     """Runs a hyper-parameter search of `recipe` runs in `sweep_dir`, in this process (docs/sweep.md): each trial a
     run folder `sweep_dir/trial-NNN` trained and evaluated as zoo.train would, until no trial is left; returns the
     sweep's zoo.sweeps.results.Results (`best`: the best trial's row). Started again, it resumes the sweep; started
@@ -131,10 +131,12 @@ def sweep(recipe, sweep_dir, space, config=None, *, preset=None, overrides=(), s
             field may not be given in `overrides` or as a shortcut.
         storage: the study's: a journal file (default sweep_dir/study.journal) or an RDB URL (sqlite:///a.db,
             postgresql://...).
+        retry_failed: run the sweep's failed trials again, each in its own folder.
 
     A bad space, field or value raises zoo.core.config.ConfigError (a ValueError) naming it before anything is
-    written; a trial that fails is recorded as failed and the sweep goes on; Ctrl-C stops the trial under way with
-    its checkpoint saved and raises KeyboardInterrupt."""
+    written, as does a `sweep_dir` holding files no sweep wrote; a trial that fails is recorded as failed and the
+    sweep goes on; once every trial has failed, zoo.sweeps.worker.SweepFailed (a ValueError) gives the error they
+    share; Ctrl-C stops the trial under way with its checkpoint saved and raises KeyboardInterrupt."""
     from zoo.sweeps import trials, worker
     from zoo.training.stopping import Stopped
 
@@ -144,9 +146,11 @@ def sweep(recipe, sweep_dir, space, config=None, *, preset=None, overrides=(), s
     space = space if isinstance(space, Mapping) else path_argument("space", space, "a space file (YAML)")
     storage = None if storage is None else path_argument("storage", storage, "a journal file, or an RDB URL")
     epochs = None if epochs is None else inputs.finite("epochs", epochs, 0, above=True)
+    if not isinstance(retry_failed, bool):
+        raise TypeError(f"retry_failed={inputs.shown(retry_failed)} must be True or False.")
     fixed = trials.Fixed(RECIPES[recipe], preset, config, tuple(override_list(overrides)), shortcuts, epochs)
     try:
-        return worker.run(fixed, space, sweep_dir, storage)
+        return worker.run(fixed, space, sweep_dir, storage, retry_failed)
     except Stopped as stop:
         raise KeyboardInterrupt(str(stop)) from stop
 
