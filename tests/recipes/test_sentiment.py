@@ -45,6 +45,8 @@ def test_train_and_eval_writes_config_metrics_checkpoints_and_summaries(trained)
     with open(os.path.join(model_dir, "config.json")) as f:
         config = json.load(f)
     assert config["recipe"] == "sentiment" and config["train"]["train_steps"] == 30
+    assert config["derived"]["preset"] == "tiny"  # issue 58: which preset the run started from
+    assert config["train"]["precision_reason"].startswith("auto: ")  # this machine's choice, said as such
     with open(os.path.join(model_dir, "metrics.json")) as f:
         metrics = json.load(f)
     assert metrics["train"]["step"] == 30 and metrics["eval_validation"]["examples"] == 872
@@ -114,10 +116,15 @@ def test_an_export_of_averaged_checkpoints_serves_the_mean_model(trained, tmp_pa
     assert json.loads((copy / "metrics.json").read_text())["eval_validation"]["average_checkpoints"] == 2
 
 
-def test_a_second_export_is_a_new_version(trained, probe_recipe):
+def test_an_unchanged_checkpoint_is_not_exported_twice(trained, probe_recipe):
     model_dir, export_dir, _ = trained
     result = probe_recipe("sentiment", "--mode=export", f"--model_dir={model_dir}", f"--export_dir={export_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(v for v in os.listdir(export_dir)) == ["1"]
+    assert f"{os.path.join(export_dir, '1')} already holds step 30" in result.stdout
+    other = probe_recipe("sentiment", "--mode=export", "--average_checkpoints=2", f"--model_dir={model_dir}",
+                         f"--export_dir={export_dir}")  # other weights: a new version
+    assert other.returncode == 0, other.stderr[-3000:]
     assert sorted(v for v in os.listdir(export_dir)) == ["1", "2"]
 
 

@@ -37,6 +37,7 @@ def test_train_runs_in_this_process_and_returns_the_model(tmp_path, no_child_pro
         record = json.load(f)
     assert {k: record["model"][k] for k in config["model"]} == config["model"]
     assert record["train"]["train_steps"] == 4 and record["data"]["max_examples"] == 200
+    assert record["derived"]["preset"] == "tiny"  # the preset the run started from (issue 58)
     # TensorFlow has started in this process: another CPU split is refused before anything is written.
     with pytest.raises(ValueError, match="setup.cpu_replicas=2 asks for 2 CPU devices, but TensorFlow already runs"):
         zoo.train("sentiment", model_dir=tmp_path / "mirrored", **QUICK, strategy="mirrored", cpu_replicas=2)

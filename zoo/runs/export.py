@@ -7,9 +7,12 @@ TensorFlow does not register, e.g. TF Text's, and the import that provides
 them). The version is written under a dot-folder TF Serving ignores, then
 renamed into place in one step; the dot-folder of an export that was killed is
 removed by the next export. `find_version` and `load_version` read an export back (zoo.load).
+The manifest also records a digest of what was exported (`source_digest`), so that exporting an unchanged
+checkpoint again finds its version (`unchanged_version`) instead of writing a duplicate.
 """
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -32,6 +35,34 @@ _STAGING_NAME = re.compile(rf"{re.escape(STAGING)}(?:(?P<host>.+)-)?(?P<pid>\d+)
 def next_version(export_dir):
     versions = [int(n) for n in os.listdir(export_dir) if n.isdigit()] if os.path.isdir(export_dir) else []
     return max(versions, default=0) + 1
+
+
+def source_digest(model_dir, average=1, metadata=None):
+    """A digest of what an export of `model_dir` would hold: the run's config.json, the index files of the
+    newest `average` readable checkpoints (which hold each tensor's checksum) and the export's `metadata` (its
+    serving options: decoding, threshold ...), or None without a checkpoint."""
+    from zoo.runs import checkpoints  # noqa: PLC0415 - the run folder's, imported where asked
+
+    try:
+        found = checkpoints.newest_readable_paths(model_dir, average, log=lambda _: None)
+    except (FileNotFoundError, checkpoints.CheckpointError):
+        return None
+    digest = hashlib.sha256(json.dumps(metadata, sort_keys=True, default=str).encode())
+    for path in [os.path.join(model_dir, "config.json"), *(f"{path}.index" for path, _ in found)]:
+        with contextlib.suppress(OSError), open(path, "rb") as f:
+            digest.update(os.path.basename(path).encode() + b"\0" + f.read())
+    return digest.hexdigest()
+
+
+def unchanged_version(export_dir, digest):
+    """The newest version of `export_dir` when its manifest records `digest` (the same checkpoint exported
+    before), else None."""
+    newest = find_version(export_dir) if digest and os.path.isdir(export_dir) else None
+    try:
+        with open(os.path.join(newest, MANIFEST)) as f:
+            return newest if json.load(f).get("source_digest") == digest else None
+    except (TypeError, OSError, ValueError, AttributeError):
+        return None
 
 
 def find_version(path):
@@ -160,7 +191,7 @@ def write_warmup_requests(version_dir, model_name, signature_name, inputs):
         writer.write(log.SerializeToString())
 
 
-def export(module, signatures, export_dir, warmup_inputs, metadata=None):
+def export(module, signatures, export_dir, warmup_inputs, metadata=None, source=None):
     """Saves `module` as a new integer version of `export_dir` and returns its path.
 
     A write the file system refuses (a full disk, a path through a file ...) is one
@@ -172,6 +203,7 @@ def export(module, signatures, export_dir, warmup_inputs, metadata=None):
         export_dir: the model's folder in TF Serving's layout.
         warmup_inputs: dict input name -> example values for `serving_default`.
         metadata: JSON-able dict stored in the manifest (config, class names ...).
+        source: `source_digest` of what is exported, kept in the manifest.
     """
     created = not os.path.isdir(export_dir)
     staging = os.path.join(export_dir, f"{STAGING}{socket.gethostname()}-{os.getpid()}")
@@ -180,7 +212,7 @@ def export(module, signatures, export_dir, warmup_inputs, metadata=None):
         remove_abandoned(export_dir)
         shutil.rmtree(staging, ignore_errors=True)
         _write_version(module, signatures, staging, os.path.basename(os.path.normpath(export_dir)), warmup_inputs,
-                       metadata)
+                       metadata, source)
         return _rename_to_next_version(staging, export_dir)
     except BaseException as error:
         shutil.rmtree(staging, ignore_errors=True)
@@ -194,7 +226,7 @@ def export(module, signatures, export_dir, warmup_inputs, metadata=None):
         raise refused from None
 
 
-def _write_version(module, signatures, staging, model_name, warmup_inputs, metadata):
+def _write_version(module, signatures, staging, model_name, warmup_inputs, metadata, source=None):
     """Writes a whole version into the folder `staging`: the SavedModel, warm-up requests and manifest."""
     tf.saved_model.save(module, staging, signatures=signatures)
     write_warmup_requests(staging, model_name, "serving_default", warmup_inputs)
@@ -209,6 +241,7 @@ def _write_version(module, signatures, staging, model_name, warmup_inputs, metad
             "before loading."
         ),
         "metadata": metadata or {},
+        "source_digest": source,
     }
     with open(os.path.join(staging, MANIFEST), "w") as f:
         json.dump(manifest, f, indent=2)

@@ -146,6 +146,10 @@ class RunDir:
         existing = self.read_record(recipe, type(config))
         if existing is not None:
             check_resumable(existing.derived, derived)
+            # The preset the run started from, as first recorded (absent from older records): not a resume's.
+            derived = {key: value for key, value in derived.items() if key != "preset"}
+            if "preset" in existing.derived:
+                derived["preset"] = existing.derived["preset"]
         if write:
             self._write_json(CONFIG_FILE, record.as_record(recipe, config, derived))
 

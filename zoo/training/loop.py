@@ -235,6 +235,9 @@ class Trainer:
         step, loss, tokens_per_second, total_tokens, began = start, float("nan"), 0.0, 0, time.time()
         steady_tokens, steady_seconds = 0, 0.0  # every interval after the first (and not profiled)
         profile = self._profile_window(start)
+        # The first call of the loop traces it and fills the input's buffers: seconds before the first step line.
+        self._log(f"Training steps {start + 1}-{config.train_steps}; the first {config.log_every} include tracing "
+                  "the training step ...")
         while step < config.train_steps:
             to_checkpoint = config.checkpoint_every - step % config.checkpoint_every
             n = min(config.log_every, to_checkpoint, config.train_steps - step)
@@ -294,6 +297,13 @@ class Trainer:
                 raise Stopped(signum, step, peer=not own)
         self._remove_worker_copy()
         seconds = time.time() - began
+        # Stopping the input pipeline (its prefetching and shuffling threads) can take many seconds on a large
+        # dataset, which would otherwise pass in silence after the last step's line.
+        self._log(f"Trained to step {step} in {seconds:.0f}s; stopping the input pipeline ...")
+        tic = time.time()
+        del iterator, dataset, loop
+        if time.time() - tic > 5:
+            self._log(f"Input pipeline stopped in {time.time() - tic:.0f}s.")
         steady = steady_tokens / steady_seconds if steady_seconds else total_tokens / seconds
         return {"step": step, "loss": loss, "tokens_per_second": total_tokens / seconds,
                 "steady_tokens_per_second": steady, "seconds": seconds}

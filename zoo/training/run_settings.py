@@ -48,6 +48,7 @@ class RunSettings:
     batch_size: int | None = None  # evaluation's batch as asked (a recipe's default otherwise)
     average_checkpoints: int = 1  # the modes that load the model load the mean of the newest this many
     seed: int = 0  # sampling's, in the modes that generate (training's is config.train.seed)
+    preset: str | None = None  # the preset config.json records (`recorded_preset`)
 
     def __post_init__(self):
         if self.batch_size is not None and self.batch_size < 1:
@@ -108,17 +109,31 @@ def resolve(recipe, preset=None, source=None, overrides=(), given=None, model_di
     asked = cfg.follow(recipe.config_class,
                        cfg.merge(*layers, cfg.nested(override_fields(overrides)), cfg.nested(fields)))
     train, setup = (asked.get(name) if isinstance(asked.get(name), dict) else {} for name in ("train", "setup"))
-    if "mixed_precision" in given or "mixed_precision" not in train:
-        resumed = RunDir(model_dir).trained_dtype() if model_dir else None
-        try:
-            dtype, reason = precision.choose(given.get("mixed_precision", UNSET["train.mixed_precision"]), resumed,
-                                             tpu=setup.get("strategy") == "tpu")
-        except ValueError as error:  # the dtype asked for: named as the field it sets
-            raise cfg.ConfigError(f"train.{error}") from None
-        asked = cfg.merge(asked, {"train": {"mixed_precision": dtype, "precision_reason": reason}})
+    # The dtype is decided here once: a shortcut's, else a config's (file, mapping, override), else auto. A
+    # config's own precision_reason (a copied config.json's) is not this run's, so it is said anew.
+    wanted = given.get("mixed_precision", train.get("mixed_precision", UNSET["train.mixed_precision"]))
+    resumed = RunDir(model_dir).trained_dtype() if model_dir and wanted == "auto" else None
+    try:
+        dtype, reason = precision.choose(wanted, resumed, tpu=setup.get("strategy") == "tpu")
+    except ValueError as error:  # the dtype asked for: named as the field it sets
+        raise cfg.ConfigError(f"train.{error}") from None
+    if wanted != "auto" and "mixed_precision" not in given:
+        reason = "set in the config (train.mixed_precision)"
+    asked = cfg.merge(asked, {"train": {"mixed_precision": dtype, "precision_reason": reason}})
     base = recipe.base(preset, setup.get("init_from"), given, model_dir)
     config = cfg.from_dict(recipe.config_class, cfg.merge(cfg.to_dict(base), asked))
     return recipe.finish(config, base, given, model_dir, mode) if recipe.finish is not None else config
+
+
+def recorded_preset(preset, source, config):
+    """The preset config.json records as the one the run started from: the one asked for; else, with no config
+    file or mapping, the recipes' default (small) unless setup.init_from's checkpoint gave the model's shape;
+    else None (the config source gave the model)."""
+    if preset is not None:
+        return preset
+    if source is not None and source != []:
+        return None
+    return None if getattr(config.setup, "init_from", None) else "small"
 
 
 def override_fields(overrides):

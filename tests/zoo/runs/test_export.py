@@ -45,3 +45,29 @@ def test_the_staging_folder_of_a_killed_export_is_removed_and_a_running_ones_kep
     finally:
         running.kill()
         running.wait()
+
+
+def test_an_unchanged_checkpoint_is_found_in_the_newest_version_and_a_changed_one_is_not(tmp_path):
+    """Issue 58: exporting the same checkpoint twice wrote a duplicate version 2."""
+    import json
+
+    import tensorflow as tf
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text('{"recipe": "sentiment"}')
+    weights = tf.Variable([1.0, 2.0])
+    tf.train.Checkpoint(w=weights).write(str(run / "ckpt-5"))
+    digest = export.source_digest(str(run), metadata={"threshold": 0.5})
+    assert digest and digest == export.source_digest(str(run), metadata={"threshold": 0.5})
+    assert digest != export.source_digest(str(run), metadata={"threshold": 0.6})  # other serving settings
+    version = tmp_path / "export" / "1"
+    version.mkdir(parents=True)
+    (version / "saved_model.pb").write_bytes(b"")
+    (version / export.MANIFEST).write_text(json.dumps({"source_digest": digest}))
+    assert export.unchanged_version(str(tmp_path / "export"), digest) == str(version)
+    weights.assign([1.0, 3.0])
+    tf.train.Checkpoint(w=weights).write(str(run / "ckpt-6"))  # trained on: the newest checkpoint changed
+    changed = export.source_digest(str(run), metadata={"threshold": 0.5})
+    assert changed != digest and export.unchanged_version(str(tmp_path / "export"), changed) is None
+    assert export.source_digest(str(tmp_path / "empty")) is None  # no checkpoint: nothing to compare

@@ -76,3 +76,19 @@ def test_a_train_config_asked_for_auto_holds_this_machines_choice_and_why():
     config = TrainConfig(mixed_precision="auto")
     assert (config.mixed_precision, config.precision_reason) == precision.choose("auto")
     assert config.mixed_precision in ("float32", "bfloat16")
+
+
+def test_a_fresh_run_from_a_copied_config_says_its_dtype_came_from_the_config(tmp_path):
+    """Issue 58: a config.json of a resumed run held 'the run being resumed' as its reason; a fresh run from it
+    said the same."""
+    from zoo.api import RECIPES
+    from zoo.training.run_settings import resolve
+
+    copied = {"data": {"dataset": "sst2"}, "train": {"mixed_precision": "float32", "precision_reason": "auto: the run being resumed trained in it"}}
+    config = resolve(RECIPES["sentiment"], source=copied, model_dir=str(tmp_path / "fresh"))
+    assert (config.train.mixed_precision, config.train.precision_reason) == (
+        "float32", "set in the config (train.mixed_precision)")
+    auto = resolve(RECIPES["sentiment"], source={**copied, "train": {"mixed_precision": "auto"}})
+    assert (auto.train.mixed_precision, auto.train.precision_reason) == precision.choose("auto")
+    flag = resolve(RECIPES["sentiment"], source=copied, given={"mixed_precision": "bfloat16"})
+    assert (flag.train.mixed_precision, flag.train.precision_reason) == ("bfloat16", "asked for (--mixed_precision)")
