@@ -4,14 +4,10 @@ dataclasses themselves (tests/zoo/test_configs.py fails when the page is stale):
     python -m zoo.configs > docs/configuration.md
 """
 
-from zoo.classifier.run_config import SentimentRunConfig
+from zoo.api import RECIPES
 from zoo.core import config as cfg
-from zoo.language_model.run_config import LMRunConfig
-from zoo.pretraining.run_config import PretrainRunConfig
-from zoo.translation.run_config import TranslateRunConfig
 
-RUN_CONFIGS = {"sentiment": SentimentRunConfig, "translate": TranslateRunConfig, "lm": LMRunConfig,
-               "pretrain": PretrainRunConfig}
+RUN_CONFIGS = {name: recipe.config_class for name, recipe in RECIPES.items()}  # asked of the recipe registry
 
 HEAD = """# Configuration
 

@@ -173,8 +173,9 @@ def _float(value, name):
     return float(value)
 
 
-def read_file(path):
-    """The mapping a YAML or JSON config file holds (UTF-8, at most MAX_FILE_BYTES)."""
+def read_file(path, holds="a mapping of fields (data:, model:, train:, setup:)"):
+    """The mapping a YAML or JSON config file holds (UTF-8, at most MAX_FILE_BYTES); `holds` says what it must hold
+    (a sweep's space file reads as a config file does)."""
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)
@@ -200,8 +201,7 @@ def read_file(path):
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path} must hold a mapping of fields (data:, model:, train:, setup:), not "
-                          f"{type(data).__name__}.")
+        raise ConfigError(f"{path} must hold {holds}, not {type(data).__name__}.")
     return data
 
 

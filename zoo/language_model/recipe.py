@@ -287,4 +287,8 @@ LM = driver.Recipe(
     modes={"generate": lambda settings: run_generate(settings.run.model_dir, settings.prompt, settings.generation,
                                                      settings.run.seed, settings.run.average_checkpoints)},
     finish=finish,
+    # The figures `report` writes at each data.level, of the memory the run trained with.
+    figures=driver.Figures({level: tuple(report(1.0, 1, level)) for level in lm_data.FILE_LEVELS},
+                           lambda config: config.data.eval_split or lm_data.default_split(config.data.dataset),
+                           kind="data.level", within="train_memory"),
 )

@@ -212,6 +212,8 @@ def finish(config, base, given, model_dir, mode):
     return config
 
 
+MASKED_FIGURES = ("masked_accuracy", "masked_perplexity")  # run_eval's of the held-out documents
+
 PRETRAIN = driver.Recipe(
     name=RECIPE,
     config_class=PretrainRunConfig,
@@ -225,4 +227,8 @@ PRETRAIN = driver.Recipe(
     evaluate=lambda settings: run_eval(settings.run.model_dir, settings.run.batch_size or 64,
                                        settings.run.average_checkpoints),
     finish=finish,
+    # ELECTRA's replaced-token detection is scored beside the masked tokens (pretraining.summarize).
+    figures=driver.Figures({"mlm": MASKED_FIGURES, "electra": (*MASKED_FIGURES, "detection_accuracy", "replaced_recall",
+                                                               "detection_loss")},
+                           lambda config: "held_out", kind="model.objective"),
 )

@@ -316,6 +316,11 @@ def check_predictions(settings, run):
                        settings.overwrite_predictions)
 
 
+# What run_eval writes to metrics.json by model.problem_type (zoo.sentiment.figures), the figures a sweep ranks by.
+FIGURE_NAMES = {classifier.SINGLE_LABEL: ("accuracy", "macro_f1", "loss"),
+                classifier.REGRESSION: ("mse", "rmse", "mae", "pearson", "spearman", "loss"),
+                classifier.MULTI_LABEL: ("micro_f1", "macro_f1", "subset_accuracy", "loss")}
+
 SENTIMENT = driver.Recipe(
     name=RECIPE,
     config_class=SentimentRunConfig,
@@ -332,4 +337,5 @@ SENTIMENT = driver.Recipe(
     modes={"explain": lambda settings: run_explain(settings.run.model_dir, settings.text,
                                                    settings.run.average_checkpoints, settings.text_pair)},
     finish=finish,
+    figures=driver.Figures(FIGURE_NAMES, lambda config: config.data.eval_split, kind="model.problem_type"),
 )

@@ -1,5 +1,7 @@
-"""The figures a sweep can optimize: what each recipe writes to its run's metrics.json, named SPLIT.FIGURE
+"""The figures a sweep can optimize: what a recipe's runs write to metrics.json, named SPLIT.FIGURE
 (`validation.accuracy`: the `accuracy` of the `eval_validation` section), or `train.loss` (training's last loss).
+Each recipe says which figures it writes and the split it evaluates (its zoo.training.driver.Figures): this module
+asks it, and knows no recipe by name.
 
 A figure's goal follows its kind: accuracy, F1, BLEU, chrF, recall and correlations are maximized; loss, errors
 (mse, rmse, mae), perplexity and bits per character minimized (a space file's `goal:` says otherwise)."""
@@ -8,38 +10,41 @@ import math
 
 from zoo.core import config as cfg
 
-# recipe -> the figures of its evaluation (zoo/<family>/recipe.py's run_eval); the LM's are those of the memory
-# it trained with (its section's `train_memory`), a pretraining run's those of its held-out documents.
-FIGURES = {
-    # single-label classification's; regression's (model.problem_type, docs/tasks.md); multi-label's
-    "sentiment": ("accuracy", "macro_f1", "loss", "mse", "rmse", "mae", "pearson", "spearman", "micro_f1",
-                  "subset_accuracy"),
-    "translate": ("bleu", "chrf", "loss"),
-    "lm": ("perplexity", "bits_per_character"),
-    "pretrain": ("masked_accuracy", "masked_perplexity", "detection_accuracy", "replaced_recall", "detection_loss"),
-}
-EXAMPLE_SPLIT = {"sentiment": "validation", "translate": "test", "lm": "test", "pretrain": "held_out"}
 KINDS = (("accuracy", "max"), ("f1", "max"), ("bleu", "max"), ("chrf", "max"), ("recall", "max"), ("loss", "min"),
          ("perplexity", "min"), ("bits", "min"), ("mse", "min"), ("mae", "min"), ("pearson", "max"),
          ("spearman", "max"))
 TRAIN = "train.loss"
 
 
+def recipe_of(recipe):
+    """`recipe` (a zoo.training.driver.Recipe), or the Recipe of that name in the registry (zoo.api.RECIPES)."""
+    if isinstance(recipe, str):
+        from zoo.api import RECIPES
+
+        return RECIPES[recipe]
+    return recipe
+
+
 def names(recipe):
     """The metric names of a `recipe` run, its evaluated split written SPLIT."""
-    return [f"SPLIT.{figure}" for figure in FIGURES[recipe]] + [TRAIN]
+    return [f"SPLIT.{figure}" for figure in recipe_of(recipe).figures.every()] + [TRAIN]
 
 
 def example(recipe):
-    return f"{EXAMPLE_SPLIT[recipe]}.{FIGURES[recipe][0]}"
+    """A metric of a run of the recipe's default config: its evaluated split and headline figure."""
+    recipe = recipe_of(recipe)
+    config = recipe.config_class()
+    return f"{recipe.figures.split(config)}.{recipe.figures.of(config)[0]}"
 
 
 def check(recipe, metric, where):
-    """`metric` if a `recipe` run writes it (the split is checked against each trial's config later: `split`)."""
+    """`metric` if some `recipe` run writes it (each trial's split and kind are checked against its config later:
+    `check_trials`)."""
+    recipe = recipe_of(recipe)
     split, _, figure = str(metric).rpartition(".")
-    if metric == TRAIN or (isinstance(metric, str) and split and figure in FIGURES[recipe]):
+    if metric == TRAIN or (isinstance(metric, str) and split and figure in recipe.figures.every()):
         return metric
-    raise cfg.ConfigError(f"{where}: metric={metric!r} is not a figure {recipe} runs write: name one of "
+    raise cfg.ConfigError(f"{where}: metric={metric!r} is not a figure {recipe.name} runs write: name one of "
                           f"{', '.join(names(recipe))} (SPLIT: the split each trial evaluates), e.g. "
                           f"{example(recipe)}.")
 
@@ -53,30 +58,39 @@ def goal(metric):
     raise cfg.ConfigError(f"metric={metric!r}: say whether to maximize or minimize it (goal: max, or goal: min).")
 
 
-def evaluated_split(recipe, config):
-    """The split a `recipe` run of `config` evaluates after training (None: none, for the train.loss metric)."""
-    if recipe == "pretrain":
-        return "held_out"
-    if recipe == "sentiment" or config.data.eval_split:
-        return config.data.eval_split
-    if recipe == "lm":
-        from zoo.language_model.data import default_split
-    else:
-        from zoo.translation.recipe import default_split
-    return default_split(config.data.dataset)
-
-
-def check_split(recipe, metric, config, field_values):
-    """Refuses a metric of another split than the one a trial of `config` evaluates (`field_values`: its point)."""
+def check_trial(recipe, metric, config, point):
+    """Refuses a metric a trial of `config` (at `point`, {field: value}) does not write: of another split than the
+    one it evaluates, or a figure its kind (model.problem_type ...) does not write."""
     if metric == TRAIN:
         return
-    split = metric.rpartition(".")[0]
-    evaluated = evaluated_split(recipe, config)
+    figures, at = recipe_of(recipe).figures, f" (at {shown(point)})" if point else ""
+    split, _, figure = metric.rpartition(".")
+    evaluated = figures.split(config)
     if split != evaluated:
-        point = ", ".join(f"{name}={value!r}" for name, value in field_values.items())
-        raise cfg.ConfigError(f"metric={metric} but the trials evaluate {evaluated!r}"
-                              f"{f' (at {point})' if point else ''}: name {evaluated}.{metric.rpartition('.')[2]}, "
-                              f"or set data.eval_split={split}.")
+        raise cfg.ConfigError(f"metric={metric} but the trials evaluate {evaluated!r}{at}: name "
+                              f"{evaluated}.{figure}, or set data.eval_split={split}.")
+    written = figures.of(config)
+    if figure not in written:
+        kind = f"{figures.kind}={figures.kind_of(config)}"
+        others = [str(value) for value, group in dict(figures.names).items() if figure in group]
+        where = f"; {figure} is written where {figures.kind} is {' or '.join(others)}" if others else ""
+        raise cfg.ConfigError(f"metric={metric} is not written by a run of {kind}{at}: it writes "
+                              f"{', '.join(written)}{where}. Name one of its figures (e.g. {split}.{written[0]}), or "
+                              f"set {figures.kind}.")
+
+
+def check_kinds(recipe, metric, configs):
+    """Refuses a sweep whose trials (`configs`: their configs) are runs of different kinds: each kind writes its own
+    figures (a single-label classifier's loss is a softmax cross-entropy, a multi-label one's a sigmoid's), which
+    do not rank against each other."""
+    figures = recipe_of(recipe).figures
+    kinds = dict.fromkeys(figures.kind_of(config) for config in configs)
+    kinds.pop(None, None)  # not known from the config alone (an LM's data.level before its data is read)
+    if len(kinds) > 1:
+        raise cfg.ConfigError(f"metric={metric} would rank runs of different kinds against each other: "
+                              f"{figures.kind} is {' and '.join(map(str, kinds))} in this space, and each kind writes "
+                              f"its own figures (its own loss), which do not rank against each other. Search one "
+                              f"{figures.kind} per sweep.")
 
 
 def read(recipe, metric, figures):
@@ -87,8 +101,9 @@ def read(recipe, metric, figures):
     else:
         split, _, figure = metric.rpartition(".")
         section = figures.get(f"eval_{split}") or {}
-        if recipe == "lm":
-            section = section.get("train_memory") or {}
+        within = recipe_of(recipe).figures.within
+        if within is not None:
+            section = section.get(within) or {}
     value = section.get(figure)
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         held = ", ".join(name for name, item in section.items() if isinstance(item, (int, float))) or "nothing"
@@ -96,3 +111,8 @@ def read(recipe, metric, figures):
     if not math.isfinite(value):
         raise ValueError(f"{metric} is {value}.")
     return float(value)
+
+
+def shown(point):
+    """A point as `name=value, ...`."""
+    return ", ".join(f"{name}={value!r}" for name, value in point.items())

@@ -10,16 +10,15 @@ to optimize, and, for each dotted config field searched, its values (a list) or 
       train.weight_decay: {min: 1.0e-5, max: 1.0e-1, scale: log}
 
 Read strictly (zoo.core.strict_yaml: a key given twice is refused, not kept last) and checked here for what the
-file alone can say: the keys, an empty list, min above max, a log scale from 0. Whether each value suits its
-field is the config's to say (zoo.sweeps.trials.check), with the recipe known.
+file alone can say: the keys, an empty list, min above max, a log scale from 0, a search of more than MAX_TRIALS
+trials (a grid's points counted, not built). Whether each value suits its field is the config's to say
+(zoo.sweeps.trials.check), with the recipe known.
 """
 
 import dataclasses
 import itertools
 import math
 import re
-import types
-import typing
 from collections.abc import Mapping
 
 from zoo.core import config as cfg
@@ -32,6 +31,11 @@ RANGE_KEYS = ("min", "max", "step", "scale")
 SCALES = ("linear", "log")
 EXPONENT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 MAX_CHECKED = 4096  # points whose configs are built before a random or bayesian search (else each value alone)
+# The most trials a sweep runs: a grid's points, or max_trials. Each trial is a whole training run, and a grid's every
+# point is built as a config before the first trial (about 1 ms each): more is surely a mistyped step or list.
+MAX_TRIALS = 10_000
+SPACE_FILE_HOLDS = "a mapping of a space file's keys (method:, metric:, space: ...; docs/sweep.md)"
+NUMBERS = {int: int, int | None: int, float: float, float | None: float}  # a field's type as written -> its number
 
 
 class SpaceError(cfg.ConfigError):
@@ -49,10 +53,14 @@ class Range:
     log: bool = False
     whole: bool = False
 
+    def count(self):
+        """How many values a grid takes (`grid`), counted without making them: math.inf past what a float counts."""
+        span = (self.high - self.low) / self.step
+        return math.floor(span + 1e-9) + 1 if span < 2 ** 52 else math.inf
+
     def grid(self):
         """The values a grid takes: low, low + step ... up to high."""
-        count = math.floor((self.high - self.low) / self.step + 1e-9) + 1
-        values = [self.low + k * self.step for k in range(count)]
+        values = [self.low + k * self.step for k in range(self.count())]
         return [int(round(v)) for v in values] if self.whole else [round(v, 12) for v in values]
 
     def ends(self):
@@ -80,8 +88,12 @@ class Space:
 
     @property
     def trials(self):
-        """How many trials the search runs: every point of a grid, else max_trials."""
-        return len(self.points()) if self.method == "grid" else self.max_trials
+        """How many trials the search runs: every point of a grid (counted, not made), else max_trials."""
+        return math.prod(self.sizes()) if self.method == "grid" else self.max_trials
+
+    def sizes(self):
+        """How many values each field takes in a grid."""
+        return [len(values) if isinstance(values, tuple) else values.count() for values in self.fields.values()]
 
     def points(self):
         """A grid's points, each {field: value}, the first field varying slowest."""
@@ -111,8 +123,10 @@ class Space:
 
 
 def read(source, recipe):
-    """The Space of `source` (a space file's path, or its mapping) for a `recipe` sweep ("sentiment" ...)."""
+    """The Space of `source` (a space file's path, or its mapping) for a sweep of `recipe` runs (a
+    zoo.training.driver.Recipe, or its name)."""
     where = "the space" if isinstance(source, Mapping) else str(source)
+    recipe = metrics.recipe_of(recipe)
     data = dict(source) if isinstance(source, Mapping) else _read_file(source)
     unknown = [key for key in data if key not in KEYS]
     if unknown:
@@ -122,7 +136,7 @@ def read(source, recipe):
         raise SpaceError(f"{where}: method={method!r} must be one of {', '.join(METHODS)}.")
     if "metric" not in data:
         raise SpaceError(f"{where}: no metric: name the figure to optimize, e.g. metric: "
-                         f"{metrics.example(recipe)} ({recipe} runs write {', '.join(metrics.names(recipe))}).")
+                         f"{metrics.example(recipe)} ({recipe.name} runs write {', '.join(metrics.names(recipe))}).")
     metric = metrics.check(recipe, data["metric"], where)
     goal = data["goal"] if "goal" in data else metrics.goal(metric)
     if goal not in GOALS:
@@ -138,14 +152,30 @@ def read(source, recipe):
             if isinstance(values, Range) and values.step is None:
                 raise SpaceError(f"{where}: {name}: a grid takes a list of values or a range with a step, not "
                                  f"{values.as_data()}.")
+        check_size(space, where)
         if max_trials is not None and max_trials < space.trials:
             raise SpaceError(f"{where}: max_trials={max_trials} is less than the grid's {space.trials} points, and a "
                              "grid runs every point: leave max_trials out, or give fewer values.")
+    elif max_trials > MAX_TRIALS:
+        raise SpaceError(f"{where}: max_trials={max_trials:,} is more than the {MAX_TRIALS:,} trials a sweep runs, "
+                         "each a training run: give fewer.")
     return space
 
 
+def check_size(space, where):
+    """Refuses a grid of more than MAX_TRIALS points, counted from each field's size (no point is made)."""
+    sizes = space.sizes()
+    total = math.prod(sizes)
+    if total > MAX_TRIALS:
+        counted = "more points than can be counted" if total == math.inf else f"{total:,} points"
+        shape = " x ".join("past counting" if size == math.inf else f"{size:,}" for size in sizes)
+        raise SpaceError(f"{where}: the grid has {counted} (its fields' values: {shape}), more than the {MAX_TRIALS:,} trials a "
+                         "sweep runs, each a training run: give fewer values or a larger step, or draw max_trials "
+                         "points of it with method: random.")
+
+
 def _read_file(path):
-    data = cfg.read_file(path)  # strict: UTF-8, a key given twice refused, aliases bounded
+    data = cfg.read_file(path, SPACE_FILE_HOLDS)  # strict: UTF-8, a key given twice refused, aliases bounded
     if not data:
         raise SpaceError(f"{path} is empty: a space file holds method, metric and space (docs/sweep.md).")
     return data
@@ -239,11 +269,15 @@ def with_types(space, config_class):
     refused. Fields unknown to the config are left to its own check (zoo.sweeps.trials.check), which names them."""
     fields = {}
     for name, values in space.fields.items():
-        kind = field_type(config_class, name)
-        if isinstance(values, Range) and kind is not None:  # an unknown field is the config's to name
-            if kind not in (int, float):
+        try:
+            kind = cfg.field_type(config_class, name)[1]
+        except cfg.ConfigError:  # an unknown field is the config's to name, with the nearest valid names
+            kind = None
+        if isinstance(values, Range) and kind is not None:
+            if kind not in NUMBERS:
                 raise SpaceError(f"{name} is not a number field ({getattr(kind, '__name__', kind)}): give its values "
                                  "as a list.")
+            kind = NUMBERS[kind]
             if kind is int:
                 for key, value in (("min", values.low), ("max", values.high), ("step", values.step)):
                     if value is not None and float(value) != int(value):
@@ -252,15 +286,3 @@ def with_types(space, config_class):
         fields[name] = values
     return dataclasses.replace(space, fields=fields)
 
-
-def field_type(config_class, name):
-    """The type of the dotted field `name` of `config_class` (int for `int | None`), None where there is none."""
-    kind = config_class
-    for part in name.split("."):
-        if not dataclasses.is_dataclass(kind):
-            return None
-        kind = typing.get_type_hints(kind).get(part)
-        options = [arg for arg in typing.get_args(kind) if arg is not type(None)]
-        if typing.get_origin(kind) in (typing.Union, types.UnionType) and len(options) == 1:
-            kind = options[0]
-    return kind

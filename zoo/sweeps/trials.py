@@ -1,9 +1,14 @@
 """One trial of a sweep: an ordinary run folder (`<sweep_dir>/trial-007/`) trained and evaluated in this process
 through the driver `zoo.train` and the recipes use, with the trial's point (its searched fields) over what every
 trial shares (`Fixed`), and its outcome: the metric, the steps reached, the wall time, or the one line of the
-error that ended it. Also the check of a space against the typed config before any trial (`check`)."""
+error that ended it. Also the check of a space against the typed config before any trial (`check`), and of
+what every trial shares by preparing the first one's run without training it (`prepare_first`)."""
 
+import contextlib
 import dataclasses
+import shutil
+import sys
+import tempfile
 import time
 from collections.abc import Mapping
 
@@ -11,11 +16,14 @@ from zoo.core import config as cfg
 from zoo.runs import checkpoints
 from zoo.runs.run_dir import RunDir
 from zoo.sweeps import metrics, space as spaces
+from zoo.sweeps.metrics import shown
 from zoo.training import driver, run_settings
+from zoo.training.distribute import make_strategy
 
 MODE = "train_and_eval"  # a trial evaluates: the metric is the evaluation's
 DEVICES = ("setup.strategy", "setup.cpu_replicas", "setup.tpu")  # the machine's, not hyper-parameters
 ERROR_CHARACTERS = 300  # of a failed trial's one line
+MANY = 1000  # points whose configs take a few seconds to check (about 1.5 ms each): said before it starts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,9 +69,10 @@ class Fixed:
 def check(fixed, space, where):
     """The space typed by the recipe's config and every value checked against it, before anything is written:
     each field is a config field not given by a flag or override, each list value and range end a value the
-    config takes alone, and every corner of the space (a grid's every point) a config the recipe accepts, the
-    metric a figure its trials write. Returns (the typed space, the settings of its first point). Raises a
-    ConfigError naming the field."""
+    config takes alone, every corner of the space (a grid's every point) a config the recipe accepts, the
+    metric a figure each of its trials writes, of one kind of run, and the first point's run prepared
+    (`prepare_first`). Returns (the typed space, the settings of its first point). Raises a ConfigError naming the
+    field."""
     fixed_fields = fixed.fields()
     for name in space.fields:
         if name in fixed_fields:
@@ -75,16 +84,49 @@ def check(fixed, space, where):
               for value in (values if isinstance(values, tuple) else values.ends())]
     for point in single:  # an unknown field or a wrong value named alone, before any combination
         _settings(fixed, point, where)
-    first = None
-    for point in space.corners():
+    first, kinds, corners = None, [], space.corners()
+    if len(corners) > MANY:
+        print(f"Checking the configs of the {len(corners):,} points before any trial ...", file=sys.stderr, flush=True)
+    for point in corners:
         settings = _settings(fixed, point, where, combined=len(point) > 1)
-        metrics.check_split(fixed.recipe.name, space.metric, settings.run.config, point)
+        metrics.check_trial(fixed.recipe, space.metric, settings.run.config, point)
+        kinds.append(settings.run.config)
         first = first or settings
+    metrics.check_kinds(fixed.recipe, space.metric, kinds)
     if first.run.config.setup.strategy == "multi_worker_mirrored":
         raise spaces.SpaceError("setup.strategy=multi_worker_mirrored: each worker of a sweep trains trials of its "
                                 "own; give mirrored (every device of this machine) and start one sweep worker per "
                                 "machine (docs/sweep.md).")
+    point = _first_point(space)
+    metrics.check_trial(fixed.recipe, space.metric, prepare_first(fixed, point, where), point)  # an LM's level known
     return space, first
+
+
+def _first_point(space):
+    """The first trial's point: a grid's first, else every list's first value and every range's low end."""
+    return {name: values[0] if isinstance(values, tuple) else values.ends()[0] for name, values in space.fields.items()}
+
+
+def prepare_first(fixed, point, where):
+    """The config of the trial at `point` as its run prepares it (zoo.training.driver.prepare: its data read, its
+    tokenizer or vocabulary made, its tokens cached, its batches planned), in a folder of its own, removed after,
+    and not trained. What only the data can refuse (a vocab_size above what the text makes, a missing column ...),
+    shared by every trial, is refused now in the run's own words, before the sweep folder gets a file. The token
+    cache keeps the tokens for the trial that trains on them. Its lines go to stderr: stdout is the trials'."""
+    print(f"Preparing a trial's data and tokenizer ({shown(point)}) to check what every trial shares ...",
+          file=sys.stderr, flush=True)
+    folder = tempfile.mkdtemp(prefix="zoo-sweep-check-")
+    try:
+        settings = fixed.settings(point, folder)
+        setup = settings.run.config.setup
+        with contextlib.redirect_stdout(sys.stderr):
+            return driver.prepare(fixed.recipe, settings, make_strategy(setup.strategy, setup.cpu_replicas,
+                                                                        setup.tpu)).config
+    except (ValueError, OSError) as error:  # what a run refuses in one line (recipes.driver)
+        raise cfg.ConfigError(f"{where}: the trial at {shown(point)} cannot train, nor can any trial that shares "
+                              f"its settings: {error}") from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _settings(fixed, point, where, combined=False):
@@ -95,10 +137,6 @@ def _settings(fixed, point, where, combined=False):
         raise cfg.ConfigError(f"{where}: {error}{at}") from None
     except ValueError as error:
         raise cfg.ConfigError(f"{where}: {shown(point)}: {error}") from None
-
-
-def shown(point):
-    return ", ".join(f"{name}={value!r}" for name, value in point.items())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +157,7 @@ def run(fixed, point, folder, metric):
     began = time.time()
     try:
         driver.run(fixed.recipe, fixed.settings(point, folder))
-        value = metrics.read(fixed.recipe.name, metric, RunDir(folder).read_metrics())
+        value = metrics.read(fixed.recipe, metric, RunDir(folder).read_metrics())
         return Outcome(value, steps_of(folder), time.time() - began)
     except Exception as error:  # noqa: BLE001 - a failed trial is recorded, whatever failed
         return Outcome(None, steps_of(folder), time.time() - began, error_line(error))

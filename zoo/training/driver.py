@@ -48,6 +48,37 @@ class Serving:
 
 
 @dataclasses.dataclass(frozen=True)
+class Figures:
+    """What a recipe's evaluation after training writes to metrics.json's `eval_<split>` section: the figures a sweep
+    ranks its trials by (zoo.sweeps.metrics, SPLIT.FIGURE), and the split evaluated. Which figures a run writes may
+    follow one config field, its kind (a classifier's model.problem_type: regression writes mse, not accuracy)."""
+
+    names: tuple | Mapping  # the figures, the headline first; or by kind: {the kind field's value: its figures}
+    split: Callable  # config -> the split a training run evaluates: its data.eval_split, else the recipe's default
+    kind: str | None = None  # the dotted config field whose value picks the entry of `names`
+    within: str | None = None  # the key of eval_<split> that holds them (the LM's: train_memory), None: the section
+
+    def every(self):
+        """Every figure some run of the recipe writes, in order, each once."""
+        groups = self.names.values() if isinstance(self.names, Mapping) else [self.names]
+        return tuple(dict.fromkeys(name for group in groups for name in group))
+
+    def kind_of(self, config):
+        """The value of the kind field in `config`, None where the figures have no kind or it is not yet known."""
+        if self.kind is None:
+            return None
+        value = config
+        for part in self.kind.split("."):
+            value = getattr(value, part)
+        return value
+
+    def of(self, config):
+        """The figures a run of `config` writes (every figure, where its kind is not yet known)."""
+        kind = self.kind_of(config)
+        return self.names[kind] if isinstance(self.names, Mapping) and kind in self.names else self.every()
+
+
+@dataclasses.dataclass(frozen=True)
 class Recipe:
     """What a recipe adds to the driver. `settings` is the recipe's own frozen dataclass (`settings_class`), made by
     `make_settings(RunSettings, **options)` (its modes' options: the text to explain, the search ...)."""
@@ -64,6 +95,7 @@ class Recipe:
     evaluate: Callable | None = None  # settings -> results (mode eval, train_and_eval)
     modes: Mapping[str, Callable] = dataclasses.field(default_factory=dict)  # its own modes: name -> fn(settings)
     finish: Callable | None = None  # (config, base, given, model_dir, mode) -> config: what the layers cannot check
+    figures: Figures | None = None  # what its evaluation writes to metrics.json, and the split it evaluates
 
 
 def settings(recipe, mode="train_and_eval", model_dir=None, export_dir=None, preset=None, config=None,
@@ -81,16 +113,24 @@ def settings(recipe, mode="train_and_eval", model_dir=None, export_dir=None, pre
     return recipe.make_settings(shared, **(options or {}))
 
 
-def train(recipe, settings, strategy):
-    """Trains (or resumes) the run in settings.run.model_dir; returns the training metrics (None when the run
-    had already finished). Only the chief writes the record and the metrics."""
+def prepare(recipe, settings, strategy):
+    """The training run in settings.run.model_dir made ready (`Recipe.prepare`: its data read, tokenizer made,
+    tokens cached, batches planned), not trained. A sweep prepares its first trial so before any trial runs."""
     shared = settings.run
     replicas = strategy.num_replicas_in_sync
     if shared.train.batch_size % replicas:
         raise ValueError(f"train.batch_size={shared.train.batch_size} is not divisible by the {replicas} replicas.")
     cache.check_writable()  # a cache that cannot take the tokens is refused before the run folder gets a file
     os.makedirs(shared.model_dir, exist_ok=True)
-    prepared = recipe.prepare(settings, strategy)
+    return recipe.prepare(settings, strategy)
+
+
+def train(recipe, settings, strategy):
+    """Trains (or resumes) the run in settings.run.model_dir; returns the training metrics (None when the run
+    had already finished). Only the chief writes the record and the metrics."""
+    shared = settings.run
+    replicas = strategy.num_replicas_in_sync
+    prepared = prepare(recipe, settings, strategy)
     chief = is_chief(strategy)
     run_dir = RunDir(shared.model_dir)
     derived = {**prepared.derived, "epochs": shared.epochs, "replicas": replicas, "strategy": type(strategy).__name__}

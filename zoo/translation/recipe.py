@@ -313,4 +313,6 @@ TRANSLATE = driver.Recipe(
                                                        settings.eval_batch_size,
                                                        average=settings.run.average_checkpoints)},
     finish=finish,
+    figures=driver.Figures(("bleu", "chrf", "loss"),
+                           lambda config: config.data.eval_split or default_split(config.data.dataset)),
 )
