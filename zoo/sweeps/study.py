@@ -4,7 +4,7 @@ its own lock) or in the database `--storage` names (an RDB URL: sqlite:///..., p
 name is the one the folder's record holds (zoo.sweeps.folder), so a copied folder continues its own study.
 
 Every trial is in the study from the start, enqueued: a grid's points and a random search's draws (all made at
-the start from one stream seeded by the space's seed) with their values, a bayesian search's trials empty, given
+the start from one stream seeded by the space's seed: `draws`) with their values, a bayesian search's trials empty, given
 their values by Optuna's TPESampler as they start. Only Optuna's public API is used: a worker takes the next
 waiting trial with `Study.ask` (which moves it to RUNNING, in one worker alone), draws its values there
 (`fixed_distributions`), and ends it with `Study.tell(number, ...)`; no search runs more trials than enqueued,
@@ -52,7 +52,7 @@ def folder_of(trial):
     return trial.user_attrs.get("folder") or trial_name(trial.number)
 
 
-def open_storage(sweep_dir, storage=None):
+def connect(sweep_dir, storage=None):
     """The study's storage: the journal file `storage` names (default sweep_dir/study.journal, checked and a cut
     last line set aside: zoo.sweeps.journal), or the database of an RDB URL."""
     optuna = optuna_module()
@@ -88,10 +88,10 @@ class Sweep:
 def find(sweep_dir, storage=None):
     """The sweep's study (a Sweep) if it has one yet, else None. A folder holding files no sweep wrote is refused
     (zoo.sweeps.folder.FolderError). Nothing is written, but a journal's cut last line set aside."""
-    record = folders.read_record(sweep_dir)
+    names = [name for name in folders.entries(sweep_dir) if name != folders.LOCK]
+    record = folders.read_record(sweep_dir)  # after the listing: what it lists is older than a record missing here
     if record is not None:
         return _load(sweep_dir, storage, record["study"])
-    names = [name for name in folders.entries(sweep_dir) if name != folders.LOCK]
     if not names:
         return None
     foreign = [name for name in names if not folders.ours(name)]
@@ -107,7 +107,7 @@ def find(sweep_dir, storage=None):
 def _load(sweep_dir, storage, name):
     if (storage is None or "://" not in storage) and not os.path.exists(storage or os.path.join(sweep_dir, JOURNAL)):
         return None
-    opened = open_storage(sweep_dir, storage)
+    opened = connect(sweep_dir, storage)
     try:
         optuna_module().load_study(study_name=name, storage=opened)
     except KeyError:
@@ -156,7 +156,7 @@ def start(sweep_dir, storage, space, identity):
 
 def _make(sweep_dir, storage, name, space, identity):
     optuna = optuna_module()
-    opened = open_storage(sweep_dir, storage)
+    opened = connect(sweep_dir, storage)
     study = optuna.create_study(study_name=name, storage=opened,
                                 direction="maximize" if space.goal == "max" else "minimize")
     points = {"grid": space.points, "random": lambda: draws(space)}.get(space.method, lambda: [{}] * space.max_trials)
@@ -167,27 +167,37 @@ def _make(sweep_dir, storage, name, space, identity):
 
 
 def draws(space):
-    """A random search's trials' values ([{field: value}]), drawn at the start from one stream seeded by the
-    space's seed: every trial, whichever worker runs it, and the same again for the same seed."""
+    """A random search's trials' values ([{field: value}]), all drawn at the start from one stream seeded by the
+    space's seed (the same again for the same seed, whichever worker runs each trial). Latin hypercube draws:
+    each field's values cut into max_trials equal shares (on its scale: a log range's in the logarithm, a list's
+    values as many shares each), one trial drawn uniformly within each share, the shares dealt to the trials in
+    an order shuffled for each field. Each value is still uniform, but no part of a range is left out by chance:
+    4 trials over a range land one in each of its quarters."""
     rng = np.random.default_rng(space.seed)
-    return [{name: draw(values, rng) for name, values in space.fields.items()} for _ in range(space.max_trials)]
+    count = space.max_trials
+    columns = {}
+    for name, values in space.fields.items():
+        shares = (rng.permutation(count) + rng.random(count)) / count  # one uniform draw in each share
+        columns[name] = [value_at(values, float(share)) for share in shares]
+    return [{name: column[trial] for name, column in columns.items()} for trial in range(count)]
 
 
-def draw(values, rng):
-    """One value of a list (each as likely) or of a Range: uniform, or uniform in the logarithm."""
+def value_at(values, share):
+    """The value at `share` (0 <= share < 1) along a list's values or a Range (each whole number, or each step's
+    point, its equal part; a log range's share taken in the logarithm)."""
     if isinstance(values, tuple):
-        return values[int(rng.integers(len(values)))]
+        return values[min(int(share * len(values)), len(values) - 1)]
     low, high = float(values.low), float(values.high)
-    if values.step is not None:
-        value = low + int(rng.integers(math.floor((high - low) / values.step + 1e-9) + 1)) * values.step
+    if values.step is not None or (values.whole and not values.log):
+        step = values.step or 1
+        points = math.floor((high - low) / step + 1e-9) + 1
+        value = low + min(int(share * points), points - 1) * step
         return int(round(value)) if values.whole else round(value, 12)
-    if values.whole and not values.log:
-        return int(rng.integers(int(low), int(high) + 1))
     if values.log:
-        ends = (low - 0.5, high + 0.5) if values.whole else (low, high)  # each whole number its share
-        value = math.exp(rng.uniform(math.log(ends[0]), math.log(ends[1])))
+        ends = (low - 0.5, high + 0.5) if values.whole else (low, high)  # each whole number its part
+        value = math.exp(math.log(ends[0]) + share * (math.log(ends[1]) - math.log(ends[0])))
     else:
-        value = float(rng.uniform(low, high))
+        value = low + share * (high - low)
     return min(max(int(round(value)), int(low)), int(high)) if values.whole else min(max(value, low), high)
 
 

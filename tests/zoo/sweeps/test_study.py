@@ -2,10 +2,13 @@
 cut trial (RUNNING, its claim free) taken again under its own number, and another sweep's folder refused. No
 training: the trials are told made-up values."""
 
+import dataclasses
+import math
 import os
 import threading
 import time
 
+import optuna
 import pytest
 
 from zoo.sweeps import claims, space as spaces, study as studies
@@ -98,4 +101,48 @@ def test_an_rdb_url_holds_the_study(tmp_path):
     found = studies.find(sweep_dir, url)
     assert found.name.startswith("a-") and [trial.state.name for trial in found.study().trials] == ["COMPLETE"] * 6
     with pytest.raises(ValueError, match=r"--storage=postgres://nobody cannot be opened"):
-        studies.open_storage(sweep_dir, "postgres://nobody")
+        studies.connect(sweep_dir, "postgres://nobody")
+
+
+def quarters(points, name, low, high):
+    """How many of `points`' values of `name` fall in each quarter of [low, high] on a log scale."""
+    counts = [0, 0, 0, 0]
+    for point in points:
+        counts[min(3, int(4 * math.log(point[name] / low) / math.log(high / low)))] += 1
+    return counts
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_trials_cover_every_quarter_of_a_log_range(seed):
+    """All the trials' values are drawn at the start from one stream: 16 trials fall 4 in each quarter, 4 trials
+    one in each (the issue's 4 trials over 1e-4 .. 1e-3 drawn one seed a trial all fell in 2.6e-4 .. 3.6e-4)."""
+    for trials, each in ((16, 4), (4, 1)):
+        space = spaces.read({"method": "random", "metric": "validation.accuracy", "max_trials": trials, "seed": seed,
+                             "space": {"train.learning_rate": {"min": 1e-4, "max": 1e-3, "scale": "log"},
+                                       "model.dropout": [0.0, 0.1]}}, "sentiment")
+        points = studies.draws(space)
+        assert quarters(points, "train.learning_rate", 1e-4, 1e-3) == [each] * 4
+        assert [point["model.dropout"] for point in points].count(0.0) == trials // 2
+        assert points == studies.draws(space)  # the same seed, the same trials
+    assert studies.draws(space) != studies.draws(dataclasses.replace(space, seed=seed + 100))
+
+
+def test_a_random_search_enqueues_its_draws_and_bayesian_search_keeps_tpe(tmp_path):
+    study = studies.start(str(tmp_path / "r"), None, RANDOM, {"space": RANDOM.as_data()}).study()
+    assert [trial.system_attrs["fixed_params"] for trial in study.trials] == studies.draws(RANDOM)
+    bayesian = dataclasses.replace(RANDOM, method="bayesian")
+    assert isinstance(studies.sampler(bayesian, 3), optuna.samplers.TPESampler)
+    sweep = studies.start(str(tmp_path / "b"), None, bayesian, {"space": bayesian.as_data()})
+    claim = claims.take(sweep, bayesian)
+    assert 0.0 <= claim.values["model.dropout"] <= 0.5 and claim.values == sweep.study().trials[0].params
+
+
+def test_the_sweep_uses_only_optunas_public_api():
+    """No private name of Optuna's, and no Trial built by hand, anywhere in zoo/."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "zoo")
+    for folder, _, names in os.walk(root):
+        for name in (name for name in names if name.endswith(".py")):
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                text = f.read()
+            for private in ("_storage", "_trial_id", "set_trial_state_values", "optuna.trial.Trial("):
+                assert private not in text, f"{os.path.join(folder, name)} uses {private}"
