@@ -85,7 +85,7 @@ def evaluation_speed(run_dir, dataset, context, segment_lengths, tokens, windows
     memory evaluation (memory context - T) against sliding windows of `context` tokens
     recomputed from scratch by the same weights without memory, scoring T tokens per window;
     and, once, windows scoring 1 token each (Al-Rfou et al.)."""
-    from tests.zoo._baselines import evaluate_sliding_window
+    from benchmarks.common.baselines import evaluate_sliding_window
     from zoo.language_model import corpora as lm_corpora
     from zoo.language_model.inference import evaluate_streams
     from zoo.language_model.preprocessor import stream_layout
@@ -132,7 +132,7 @@ def generation_speed(run_dir, repeats, new_tokens=300):
     import numpy as np
     import tensorflow as tf
 
-    from tests.zoo._baselines import generate_recomputing
+    from benchmarks.common.baselines import generate_recomputing
     from zoo.language_model.inference import generate
 
     # A memory long enough for the whole text, so both see the same context and must agree.

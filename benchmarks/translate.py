@@ -97,7 +97,7 @@ def choice_line(tried, test):
 
 
 def decoding_speed(model_dir, uncached_beam_sentences):
-    from tests.zoo import _baselines as baselines
+    from benchmarks.common import baselines
     from zoo.translation.recipe import load_trained, translate_corpus
     from zoo.translation import corpora as translation_corpora
     from zoo.translation.search import DecodeConfig

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.zoo._baselines import evaluate_sliding_window, generate_recomputing
+from benchmarks.common.baselines import evaluate_sliding_window, generate_recomputing
 from layers import look_ahead_mask
 from zoo.language_model import model as lm
 from zoo.language_model import inference as lm_inference

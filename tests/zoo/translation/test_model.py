@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.zoo import _baselines as baselines
+from benchmarks.common import baselines
 from zoo.data import batching
 from zoo.translation import model as translation
 from zoo.training.distribute import make_strategy

@@ -1,6 +1,6 @@
 """References for the zoo's decoding and evaluation: the same searches and scores recomputing what
-the zoo keeps in a cache or a memory. The translation and language-model tests check that the zoo's
-give the same results; benchmarks.translate and benchmarks.lm time the zoo's against them."""
+the zoo keeps in a cache or a memory. benchmarks.translate and benchmarks.lm time the zoo's against them;
+the translation and language-model tests (tests/zoo/*/test_model.py) check that the zoo's give the same results."""
 
 import numpy as np
 import tensorflow as tf
