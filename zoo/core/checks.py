@@ -57,7 +57,11 @@ def seed(config, name="seed"):
 
 def word_vectors(config, *paths):
     """Word vectors' settings (docs/word_vectors.md): freeze_word_vectors needs a file in one of the fields `paths`,
-    and min_vector_coverage is a share of the training tokens."""
+    and min_vector_coverage is a share of the training tokens; a path field given empty names no file."""
+    for name in paths:
+        if getattr(config, name) == "":
+            raise ValueError(f"{name}='' names no file: give the path of a word-vectors file (GloVe text, word2vec "
+                             "text or binary, or fastText .vec), or leave it out.")
     if config.freeze_word_vectors and not any(getattr(config, name) for name in paths):
         raise ValueError(f"freeze_word_vectors=True needs {' or '.join(paths)}: there is nothing to keep fixed.")
     if not 0.0 <= config.min_vector_coverage <= 1.0:

@@ -9,10 +9,12 @@ last DIM fields, so a word may hold spaces (glove.840B's few do).
 Every row's shape is checked, and its characters (digits, sign, point, exponent); the values of the rows the
 vocabulary uses are parsed and must be finite float32. Binary records are all checked (UTF-8 words, finite
 values), a block at a time. A bad file is one VectorsFileError naming the file and its line (binary: the
-word's number and byte offset, of the unpacked data for a gzip file).
+word's number and byte offset, of the unpacked data for a gzip file). A header whose dimension is not the rows'
+names both, and a file that is no text and has no header (random bytes, an image) is said to be no vectors file.
 """
 
 import gzip
+import os
 import re
 import zlib
 
@@ -25,20 +27,43 @@ HEADER = re.compile(rb"[ \t]*(\d+)[ \t]+(\d+)[ \t\r]*")  # word2vec's first line
 NUMBER_BYTES = b"0123456789.+-eE "  # what a text row's values are written with
 NUMBER = re.compile(rb"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|nan|inf(?:inity)?)", re.IGNORECASE)
 GZIP, ZIP, FASTTEXT_BIN = b"\x1f\x8b", b"PK\x03\x04", (793712314).to_bytes(4, "little")
+CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # bytes no text file's line holds (tab and CR may)
+KINDS = "GloVe text, word2vec text or binary, or fastText .vec"
+PROBED = 3  # binary records read with each dimension to find the one a wrong header hides
+MAX_DIM = 10_000  # the widest binary records looked for
 
 
 class VectorsFileError(ValueError):
     """A vectors file that cannot be used; the message names the file and where in it."""
 
 
-def read(path, ids):
+def read(path, ids, setting="model.word_vectors"):
     """(format, dim, vectors, found, rows, duplicates) of the file at `path` for the words of `ids` (UTF-8
     bytes -> row): vectors (len(ids), dim) float32, zeros where `found` (len(ids),) is False; rows in the file;
-    duplicates: rows of a vocabulary word after its first, which is the one kept."""
+    duplicates: rows of a vocabulary word after its first, which is the one kept. A path that names no file
+    is refused naming `setting`, the config field (or flag) that gave it."""
+    check_path(path, setting)
     with open(path, "rb") as f:
         packed = f.read(2) == GZIP
     with gzip.open(path, "rb") if packed else open(path, "rb") as stream:
         return _Reader(path, stream, ids).read(len(ids))
+
+
+def check_path(path, setting):
+    """Refuses (VectorsFileError naming `setting`) an empty path, a folder (naming a file in it to give), a path
+    that does not exist or a file that cannot be read."""
+    if not path:
+        raise VectorsFileError(f"{setting}={path!r} names no file: give the path of a word-vectors file ({KINDS}), "
+                               "or leave it out.")
+    if os.path.isdir(path):
+        inside = sorted(name for name in os.listdir(path) if os.path.isfile(os.path.join(path, name))
+                        and re.search(r"\.(txt|vec|bin)(\.gz)?\Z", name))
+        example = f", e.g. {setting}={os.path.join(path, inside[0])}" if inside else ""
+        raise VectorsFileError(f"{setting}={path} is a folder: give one word-vectors file ({KINDS}){example}.")
+    if not os.path.exists(path):
+        raise VectorsFileError(f"{setting}={path}: no such file. Give the path of a word-vectors file ({KINDS}).")
+    if not os.access(path, os.R_OK):
+        raise VectorsFileError(f"{setting}={path} cannot be read (no permission): give a file you may read.")
 
 
 class _Reader:
@@ -76,12 +101,16 @@ class _Reader:
         if header:
             count, dim = int(header[1]), int(header[2])
             body = head[len(first) + 1:]
-            form = "word2vec_text" if _text_row(body.split(b"\n", 1)[0], dim) else "word2vec_binary"
+            form = self.header_format(body, count, dim, len(first) + 1)
         else:
+            control = CONTROL.search(first)
+            if control:
+                self.fail("", f"not a word-vectors file: line 1 holds byte {first[control.start()]:#04x}, which no "
+                              f"text holds, and no word2vec header (COUNT DIM). Give {KINDS} vectors")
             count, body, form = None, head, "glove"
             dim = first.rstrip(b" \r").count(b" ")
         if dim == 0:
-            self.fail(":1", "a dimension of 0: the rows hold no values")
+            self.fail(":1", f"a dimension of 0: the rows hold no values (is it a word-vectors file? {KINDS})")
         self.vectors = np.zeros((size, dim), np.float32)
         self.found = np.zeros(size, bool)
         if form == "word2vec_binary":
@@ -94,6 +123,25 @@ class _Reader:
         if self.rows == 0:
             self.fail("", "the file holds no vectors")
         return form, dim, self.vectors, self.found, self.rows, self.duplicates
+
+    def header_format(self, body, count, dim, offset):
+        """word2vec_text or word2vec_binary, told by the line after the header (`body`, from byte `offset`); a
+        text row or binary records of another width than the header's `dim` are refused, naming both."""
+        line = body.split(b"\n", 1)[0]
+        values = _values(line.rstrip(b" \r"))
+        if values not in (0, dim) and not CONTROL.search(line) and _decodes(line):
+            self.fail(":2", f"a row of {values} values where the header (line 1) says {dim}: correct the header's "
+                            f"dimension (COUNT DIM), or give the file it belongs to")
+        if _text_row(line, dim):
+            return "word2vec_text"
+        probed = min(count, PROBED)
+        if not _records_parse(body, dim, probed):
+            width = next((d for d in range(1, MAX_DIM + 1) if d != dim and _records_parse(body, d, probed)), None)
+            if width is not None:
+                self.fail(":1", f"the header says {dim} dimensions but the binary records hold {width} (the first "
+                                f"{probed} read from byte {offset:,}): correct the header's dimension (COUNT DIM), "
+                                "or give the file it belongs to")
+        return "word2vec_binary"
 
     def keep(self, word):
         """The id of `word` (bytes) when it is a vocabulary word not seen before, else None."""
@@ -242,6 +290,32 @@ def _text_row(line, dim):
         return True
     fields = line.rstrip(b" \r").rsplit(b" ", dim)
     return len(fields) == dim + 1 and all(_is_number(field) for field in fields[1:])
+
+
+def _values(line):
+    """How many numbers end a text `line` that starts with a word (0: none, or no word before them)."""
+    fields = line.split(b" ")
+    count = next((n for n in range(len(fields)) if not _is_number(fields[-1 - n])), len(fields))
+    return count if count < len(fields) else 0
+
+
+def _records_parse(buffer, dim, count):
+    """Whether `buffer` starts with `count` binary records of `dim` values each: a word of printable UTF-8, a
+    space, `dim` finite float32 (maybe a newline before each record), all within `buffer`."""
+    pos = 0
+    for _ in range(count):
+        pos += buffer.startswith(b"\n", pos)
+        space = buffer.find(b" ", pos, pos + 1000)
+        end = space + 1 + 4 * dim
+        if space <= pos or end > len(buffer):
+            return False
+        word = buffer[pos:space]
+        if CONTROL.search(word) or b"\n" in word or not _decodes(word):
+            return False
+        if not np.isfinite(np.frombuffer(buffer, "<f4", dim, space + 1)).all():
+            return False
+        pos = end
+    return True
 
 
 def _problem(row, dim, expected):

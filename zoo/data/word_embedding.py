@@ -41,26 +41,31 @@ def count_words(texts, batch_size=4096):
 
 
 def plan_words(texts, vocab_size, vectors_path=None, min_coverage=0.0, seed=0, scaled=True,
-               coverage_setting="model.min_vector_coverage", mask=False):
+               coverage_setting="model.min_vector_coverage", mask=False, vectors_setting="model.word_vectors"):
     """The vocabulary of `texts` (at most `vocab_size` ids) and, with `vectors_path`, its initial embedding
     rescaled to the spread of layers.TokenAndPositionEmbedding's own initial one: dim ** -0.5 when `scaled`
     (tokens x sqrt(dim)), else BERT's 0.02."""
     counts = count_words(texts)
     words = word_tokenizer.build_vocabulary(counts, vocab_size, mask=mask)
-    return plan_vocabulary(words, counts, vectors_path, min_coverage, seed, scaled, coverage_setting, mask)
+    return plan_vocabulary(words, counts, vectors_path, min_coverage, seed, scaled, coverage_setting, mask,
+                           vectors_setting)
 
 
 def plan_vocabulary(words, counts, vectors_path=None, min_coverage=0.0, seed=0, scaled=True,
-                    coverage_setting="model.min_vector_coverage", mask=False):
+                    coverage_setting="model.min_vector_coverage", mask=False, vectors_setting="model.word_vectors",
+                    language=False):
     """`plan_words` of a vocabulary `words` made already: `counts` are the training tokens its coverage is
     counted over (a translation run's shared vocabulary holds both sides' words, but a side's vectors cover that
-    side's text)."""
+    side's text). `vectors_setting`: the field that named the file; `language`: refuse vectors of another language
+    by the vocabulary's words they cover too (zoo.data.word_vectors.check_language), not only the tokens."""
     if vectors_path is None:
         line = f"word vocabulary: {len(words):,} ids for {len(counts):,} distinct words, random embeddings"
         return WordPlan(words, None, {"words": len(words)}, line)
-    vectors = word_vectors.read_vectors(vectors_path, words)
+    vectors = word_vectors.read_vectors(vectors_path, words, vectors_setting)
     covered = word_vectors.coverage(vectors, counts)
     word_vectors.check_coverage(covered, min_coverage, vectors_path, coverage_setting)
+    if language:
+        word_vectors.check_language(covered, min_coverage, vectors_path, coverage_setting)
     specials = len(word_tokenizer.SPECIALS) + mask
     target_std = vectors.dim**-0.5 if scaled else 0.02
     matrix, derived, line = start(vectors, covered, seed, (0,), range(1, specials), target_std)

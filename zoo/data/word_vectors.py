@@ -16,6 +16,10 @@ from zoo.data import vectors_file
 from zoo.data.vectors_file import FORMATS, VectorsFileError  # noqa: F401 (the errors callers catch)
 
 
+DEFAULT_COVERAGE = 0.2  # the recipes' min_vector_coverage: the least share of training tokens covered
+LANGUAGE_SHARE = 0.75  # check_language's bound on the repeated words covered, at DEFAULT_COVERAGE
+
+
 class CoverageError(ValueError):
     """The vectors cover too little of the training text: likely the wrong file or language."""
 
@@ -32,14 +36,15 @@ class WordVectors:
     duplicates: int  # rows of a vocabulary word after its first, which is the one kept
 
 
-def read_vectors(path, vocabulary):
-    """The vectors `path` holds for the words of `vocabulary` (distinct strings, matched exactly)."""
+def read_vectors(path, vocabulary, setting="model.word_vectors"):
+    """The vectors `path` holds for the words of `vocabulary` (distinct strings, matched exactly); `setting`: the
+    config field that named the file, said when the path names no file."""
     path = os.fspath(path)
     ids = {}
     for i, word in enumerate(vocabulary):
         if ids.setdefault(word.encode("utf-8"), i) != i:
             raise ValueError(f"The vocabulary holds {word!r} twice (ids {ids[word.encode('utf-8')]} and {i}).")
-    form, dim, vectors, found, rows, duplicates = vectors_file.read(path, ids)
+    form, dim, vectors, found, rows, duplicates = vectors_file.read(path, ids, setting)
     return WordVectors(path, form, dim, tuple(vocabulary), vectors, found, rows, duplicates)
 
 
@@ -49,6 +54,13 @@ class Coverage:
     words: int  # the vocabulary's words that occur in the training text
     tokens_found: int
     tokens: int  # the training text's tokens, those outside the vocabulary included
+    repeated_found: int = 0
+    repeated: int = 0  # the vocabulary's words seen at least twice in the training text (a language's own words)
+
+    @property
+    def repeated_share(self):
+        """The share of the vocabulary's words seen twice or more whose word has a vector (1.0 when none is)."""
+        return self.repeated_found / self.repeated if self.repeated else 1.0
 
     @property
     def share(self):
@@ -63,13 +75,15 @@ class Coverage:
 def coverage(vectors, counts):
     """How much of the training text `vectors` covers; `counts`: each word's number of training tokens
     (a mapping word -> count over the whole text, words outside the vocabulary too)."""
-    words = words_found = tokens_found = 0
+    words = words_found = tokens_found = repeated = repeated_found = 0
     for word, found in zip(vectors.vocabulary, vectors.found):
         count = counts.get(word, 0)
         words += count > 0
         words_found += bool(found) and count > 0
         tokens_found += count if found else 0
-    return Coverage(words_found, words, tokens_found, sum(counts.values()))
+        repeated += count > 1
+        repeated_found += bool(found) and count > 1
+    return Coverage(words_found, words, tokens_found, sum(counts.values()), repeated_found, repeated)
 
 
 def check_coverage(covered, minimum, path, flag):
@@ -80,6 +94,27 @@ def check_coverage(covered, minimum, path, flag):
             f"{path}: word vectors cover {covered.share:.1%} of training tokens ({covered.words_found:,} of "
             f"{covered.words:,} words), under {minimum:.0%}: is this the right file or language? (lower the "
             f"threshold with {flag})")
+
+
+def language_bound(minimum):
+    """The least share of the vocabulary's repeated words a file of the text's language covers, for a token
+    threshold `minimum`: LANGUAGE_SHARE at the default token threshold (0.2) and above, lowered in proportion
+    under it (0 turns the check off). docs/word_vectors.md, "Coverage", gives the measurements it rests on."""
+    return LANGUAGE_SHARE * min(1.0, minimum / DEFAULT_COVERAGE)
+
+
+def check_language(covered, minimum, path, flag):
+    """Refuses vectors of another language: a file covering less than `language_bound(minimum)` of the
+    vocabulary's words seen twice or more (English GloVe 6B covers 99-100% of Multi30k's English words, at most
+    78% of its German ones, and 64% or less with 200 words or more), naming `flag`, which lowers the bound."""
+    bound = language_bound(minimum)
+    if covered.repeated_share < bound:
+        raise CoverageError(
+            f"{path}: word vectors cover {covered.share:.1%} of training tokens but only {covered.repeated_found:,} of "
+            f"the vocabulary's {covered.repeated:,} words seen twice or more ({covered.repeated_share:.1%}), under "
+            f"{bound:.0%} (vectors of the text's language cover nearly all; {LANGUAGE_SHARE:.0%} at {flag}'s "
+            f"default {DEFAULT_COVERAGE}, less under it): is this the right file or language? (lower the threshold "
+            f"with {flag})")
 
 
 def embedding_matrix(vectors, seed=0, zero_ids=(0,), random_ids=()):

@@ -110,7 +110,8 @@ def plan_words(model_dir, config, documents, held):
     training = (document for document, out in zip(documents, held) if not out)
     plan = word_embedding.plan_words(training, encoder.vocab_size, encoder.word_vectors, encoder.min_vector_coverage,
                                      config.train.seed, scaled=encoder.embedding != "normalized",
-                                     coverage_setting="--config.model.encoder.min_vector_coverage", mask=True)
+                                     coverage_setting="--config.model.encoder.min_vector_coverage", mask=True,
+                                     vectors_setting="model.encoder.word_vectors")
     record = RunDir(model_dir).read_record(RECIPE, PretrainRunConfig) if os.path.isdir(model_dir) else None
     word_embedding.check_resumed(plan, record, encoder.word_vectors, model_dir)
     print(plan.line, flush=True)

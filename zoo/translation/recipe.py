@@ -58,20 +58,25 @@ def prepare_run(model_dir, config, data, chief, plans):
     source_file, target_file = run_dir.tokenizer_files(model.shared_vocabulary, model.words)
 
     def write_tokenizers():
-        # All the training text up to train_tokenizer's limit, as before; above it a seeded share of about that
-        # much, read from the files a side at a time (train_tokenizer would need every text in memory to sample).
-        def write(sides, name, size, plan):
+        # Every side's tokenizer is made before any is written: a side refused (a vocab_size its text cannot make)
+        # leaves no other side's file behind. SentencePiece reads all the training text up to train_tokenizer's
+        # limit; above it a seeded share of about that much, read from the files a side at a time (train_tokenizer
+        # would need every text in memory to sample).
+        def make(sides, name, size, plan):
+            """A function that writes the side's tokenizer file `name`, made now."""
             if plan is not None:
-                word_tokenizer.save_vocabulary(plan.words, model_dir, name)
-                return
+                return lambda: word_tokenizer.save_vocabulary(plan.words, model_dir, name)
             texts = data.tokenizer_sample(sides, tokenizer.MAX_TRAINING_CHARACTERS, seed)
-            tokenizer.save_tokenizer(tokenizer.train_tokenizer(texts, size, False, seed), model_dir, name)
+            trained = tokenizer.train_tokenizer(texts, size, False, seed)
+            return lambda: tokenizer.save_tokenizer(trained, model_dir, name)
 
         if model.shared_vocabulary:
-            write((0, 1), source_file, model.source_vocab_size, plans.get("source"))
-            return
-        write((0,), source_file, model.source_vocab_size, plans.get("source"))
-        write((1,), target_file, model.target_vocab_size, plans.get("target"))
+            writes = [make((0, 1), source_file, model.source_vocab_size, plans.get("source"))]
+        else:
+            writes = [make((0,), source_file, model.source_vocab_size, plans.get("source")),
+                      make((1,), target_file, model.target_vocab_size, plans.get("target"))]
+        for write in writes:
+            write()
 
     derived = tuple(f"model.{side}_{name}" for side in plans for name in ("vocab_size", "embedding_dim"))
     config = run_settings.start_run(model_dir, RECIPE, config, write_tokenizers, target_file, chief, derived)

@@ -6,8 +6,9 @@ words, split by zoo.data.word_tokenizer's rule (the one the export serves), the 
 its embedding starts from the file, rescaled to the layer's own spread (zoo.data.word_embedding). A shared vocabulary
 is one vocabulary of both sides' words and one embedding, started from the one file given (for either side, or the
 same file for both); its coverage is counted over the tokens of the side the file was given for, so that English
-vectors given for a German side are refused whatever else the vocabulary holds. A side without a file keeps its
-SentencePiece tokenizer.
+vectors given for a German side are refused whatever else the vocabulary holds: by the side's tokens they cover, and
+by its words seen twice or more (zoo.data.word_vectors.check_language: English GloVe covers most German tokens, its
+function words and punctuation, but few of its words). A side without a file keeps its SentencePiece tokenizer.
 """
 
 import collections
@@ -31,7 +32,8 @@ def plan_words(model, data, seed):
 
     def plan(side, words, covered):
         return word_embedding.plan_vocabulary(words, covered, model.vectors(side), model.min_vector_coverage, seed,
-                                              coverage_setting=COVERAGE_SETTING)
+                                              coverage_setting=COVERAGE_SETTING, language=True,
+                                              vectors_setting=f"model.{side}_vectors")
 
     if model.shared_vocabulary:
         words = word_tokenizer.build_vocabulary(counts["source"] + counts["target"], model.source_vocab_size)
