@@ -15,6 +15,7 @@ import os
 from zoo.sweeps.folder import FolderError
 
 DAMAGED = ".damaged-"
+LOCK_SUFFIX = ".lock"  # JournalFileSymlinkLock's lock file: <journal>.lock
 
 
 def check(path, flag):
@@ -75,6 +76,9 @@ def _set_aside_cut_line(path):
     from zoo.sweeps.study import optuna_module
 
     lock = optuna_module().storages.journal.JournalFileSymlinkLock(path)  # JournalFileBackend's default lock
+    if os.path.lexists(path + LOCK_SUFFIX):
+        print(f"{path} ends in a line cut short: waiting for its lock {path}{LOCK_SUFFIX} (one left by a killed "
+              "worker is taken back after 30 s) ...", flush=True)
     lock.acquire()
     try:
         with open(path, "rb") as f:

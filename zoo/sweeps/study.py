@@ -4,8 +4,8 @@ its own lock) or in the database `--storage` names (an RDB URL: sqlite:///..., p
 name is the one the folder's record holds (zoo.sweeps.folder), so a copied folder continues its own study.
 
 Every trial is in the study from the start, enqueued: a grid's points and a random search's draws (all made at
-the start from one stream seeded by the space's seed: `draws`) with their values, a bayesian search's trials empty, given
-their values by Optuna's TPESampler as they start. Only Optuna's public API is used: a worker takes the next
+the start from one stream seeded by the space's seed: `draws`) with their values, a bayesian search's trials
+empty, given their values by Optuna's TPESampler as they start. Only Optuna's public API is used: a worker takes the next
 waiting trial with `Study.ask` (which moves it to RUNNING, in one worker alone), draws its values there
 (`fixed_distributions`), and ends it with `Study.tell(number, ...)`; no search runs more trials than enqueued,
 since a worker asks only while a trial waits, under the sweep folder's lock.
