@@ -2,7 +2,8 @@
 recipes.sweep): a 2x2 grid whose results agree with each trial's metrics.json and whose best trial's config.json
 trains it again bit for bit; a sweep run again reruns nothing, and refuses another space; a sweep killed with
 SIGKILL mid-trial and run again resumes the cut trial from its checkpoint; two workers share one grid, each point
-once, a failing point recorded and the sweep going on; a bad space refused with one line, nothing written. Few
+once, a failing point recorded and the sweep going on; a bad space, a missing --recipe or a setting every trial
+shares that its data refuses is one line, nothing written; --helpfull lists only the flags a sweep takes. Few
 processes are started (each imports TensorFlow): a sweep run again, and one of two workers, run in this one."""
 
 import contextlib
@@ -10,6 +11,7 @@ import csv
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -158,4 +160,43 @@ def test_a_bad_space_is_one_error_line_naming_the_field_and_nothing_is_written(t
                         "--dataset=sst2", check=False)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith(f"error: {space}: model.dropuot is not a config field")
+    assert not (tmp_path / "sweep").exists()
+
+
+def listed(help_text, name):
+    """Whether absl's help lists the flag `name`."""
+    return re.search(rf"^  --(\[no\])?{name}:", help_text, re.MULTILINE) is not None  # a wrapped line: 4 spaces
+
+
+def test_helpfull_lists_the_flags_a_sweep_takes_and_none_it_refuses():
+    with_recipe = run_recipe("sweep", "--recipe=sentiment", "--helpfull", check=False).stdout
+    for name in ("recipe", "space", "sweep_dir", "storage", "preset", "config", "epochs", "dataset", "train_steps",
+                 "vocab_size", "learning_rate"):
+        assert listed(with_recipe, name), name
+    for name in ("model_dir", "export_dir", "mode", "average_checkpoints", "predictions", "text"):
+        assert not listed(with_recipe, name), name
+    without = run_recipe("sweep", "--helpfull", check=False).stdout
+    assert "give it with --helpfull to list them" in " ".join(without.split()) and listed(without, "preset")
+    for name in ("model_dir", "export_dir", "train_steps"):
+        assert not listed(without, name), name
+
+
+def test_a_missing_recipe_is_said_as_such(tmp_path):
+    result = run_recipe("sweep", f"--space={tmp_path / 'space.yaml'}", f"--sweep_dir={tmp_path / 'sweep'}",
+                        "--dataset=sst2_tune", check=False)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("error: --recipe is required: the recipe whose runs are "
+                                                             "searched (sentiment, translate, lm, pretrain)")
+
+
+def test_a_setting_every_trial_shares_is_refused_before_any_trial(tmp_path):
+    """--preset=tiny --max_examples=2000 with the default vocab_size=8000: more pieces than SentencePiece makes of
+    2,000 sentences. Every trial would fail; the sweep is refused in the run's own words, its folder not made."""
+    space = write_space(tmp_path / "space.yaml", {"model.dropout": [0.1, 0.2]})
+    result = run_recipe("sweep", "--recipe=sentiment", f"--space={space}", f"--sweep_dir={tmp_path / 'sweep'}",
+                        "--dataset=sst2", "--preset=tiny", "--max_examples=2000", "--train_steps=150", check=False)
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {space}: the trial at model.dropout=0.1 cannot train")
+    assert "vocab_size=8000 is too large for this training text: SentencePiece can make at most 3424" in errors[0]
     assert not (tmp_path / "sweep").exists()
