@@ -64,14 +64,36 @@ class SentimentRunConfig:
         if self.model.problem_type == classifier.REGRESSION and self.data.classes:
             raise ConfigError(f"data.classes={list(self.data.classes)} picks classes, and a regression "
                               "(model.problem_type) has none: leave it out.")
+        self.check_multi_label_fields()
         if self.setup.init_from is None:  # the run trains its own tokenizer (else the encoder's vocabulary)
             tokenizer.check_vocab_size("model.vocab_size", self.model.vocab_size)
         self.dataset_spec  # parsed now: a form this recipe does not read is refused with the config
+
+    def check_multi_label_fields(self):
+        """model.threshold and data.label_separator are read by a multi-label run only: another problem type given
+        one other than its default (what a user set; a record holds the default) is refused, as data.classes is
+        for a regression, rather than recorded in config.json and never used."""
+        if self.model.problem_type == classifier.MULTI_LABEL:
+            return
+        kind = f"a {'regression' if self.model.problem_type == classifier.REGRESSION else self.model.problem_type} " \
+               "(model.problem_type)"
+        if self.model.threshold != _default(classifier.ClassifierConfig, "threshold"):
+            answer = "a number" if self.model.problem_type == classifier.REGRESSION else "its likeliest class"
+            raise ConfigError(f"model.threshold={self.model.threshold} is the probability at which a multi-label run "
+                              f"predicts a label, and {kind} answers {answer}: leave it out.")
+        if self.data.label_separator != _default(SentimentData, "label_separator"):
+            raise ConfigError(f"data.label_separator={self.data.label_separator!r} splits a multi-label run's labels, "
+                              f"and {kind} reads one label a row: leave it out.")
 
     @functools.cached_property
     def dataset_spec(self):
         """data.dataset parsed (zoo.data.spec.DatasetSpec; None without one), as `spec_of` reads it."""
         return spec_of(self.data, self.model.problem_type)
+
+
+def _default(cls, name):
+    """The default of the dataclass `cls`'s field `name`."""
+    return next(field.default for field in dataclasses.fields(cls) if field.name == name)
 
 
 def spec_of(data, problem_type):

@@ -1,9 +1,10 @@
 """The labels of a regression or a multi-label classifier (model.problem_type; docs/sentiment.md, "Problem types"),
 read from the user's csv:, tsv: and jsonl: files by zoo.classifier.data, which reads the rows and their texts.
 
-- regression: a label is a finite number: a JSON number, or a string such as `3`, `-0.25` or `1e3` (`n/a`,
-  `inf`, `nan` and `1,5` are bad rows). Training standardises the targets with its labels' mean and standard
-  deviation (`Targets.stats`, recorded in config.json's derived part); the model answers in the labels' units.
+- regression: a label is a finite number of magnitude at most MAX_LABEL (1e15): a JSON number, or a string such
+  as `3`, `-0.25` or `1e3` (`n/a`, `inf`, `nan`, `1,5` and `1e30` are bad rows). Training standardises the targets
+  with its labels' mean and standard deviation (`Targets.stats`, recorded in config.json's derived part); the model
+  answers in the labels' units.
 - multi-label: a label set is a JSON list (of strings or integers) in jsonl:, or one string split on
   data.label_separator (csv:, tsv:, or a jsonl: string). A row with no label, an empty list or an empty name
   between separators is a bad row, and so is a JSON list's name holding the separator (the same row written as
@@ -21,6 +22,9 @@ import numpy as np
 from zoo.classifier.model import MULTI_LABEL, REGRESSION
 from zoo.data.datasets import DatasetError
 
+# The largest label magnitude read: training and evaluation square the labels' errors and spread, and float32 holds
+# squares up to 3.4e38 (|x| < 1.8e19); 1e15 leaves room for sums over many rows. docs/tasks.md says it.
+MAX_LABEL = 1e15
 NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 SHOWN_SETS = 3  # the first rows' label sets said in the log
 
@@ -36,6 +40,9 @@ def number(value, column):
             f"label {value!r} is not a number (a regression's labels are finite numbers, written as 3, -0.25 or 1e3)"
     if not math.isfinite(parsed):
         return None, f"label {value!r} is not a finite number"
+    if abs(parsed) > MAX_LABEL:
+        return None, (f"label {value!r} is beyond +-{MAX_LABEL:g}, the largest magnitude a regression reads (its "
+                      "squared errors must fit float32): rescale the labels (e.g. to thousands or millions)")
     return parsed, None
 
 

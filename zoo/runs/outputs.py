@@ -10,7 +10,8 @@
 - An existing file is replaced only when the zoo wrote it (`ours(path)`: a predictions file of an earlier
   evaluation), or when the user says so (`--overwrite_predictions`, as Hugging Face's --overwrite_output_dir):
   a mistyped path never writes over a data file or any other file of the user's.
-- --model_dir and --export_dir are folders, not files; the export is not the run folder itself.
+- --model_dir and --export_dir are folders, not files; the export is not the run folder itself, nor another
+  run's folder (one holding a run's config.json).
 """
 
 import os
@@ -95,7 +96,8 @@ def check_file(flag, path, model_dir, ours, overwrite=False, overwrite_flag="--o
 
 def check_folders(model_dir, export_dir, training):
     """Refuses (ValueError naming the flag) a --model_dir or --export_dir that is a file or a temporary name, an
-    export into the run folder itself or onto its own files, and training into an export."""
+    export into the run folder itself, into another run's folder or onto a run's own files, and training into an
+    export."""
     for flag, path in (("--model_dir", model_dir), ("--export_dir", export_dir)):
         if path and os.path.exists(path) and not os.path.isdir(path):
             raise ValueError(f"{flag}={path} is a file, not a folder: give a folder path (it is made if missing).")
@@ -104,6 +106,10 @@ def check_folders(model_dir, export_dir, training):
             raise ValueError(f"--export_dir={export_dir} is the run folder itself: its versions would lie among the "
                              "run's files. Give the export a folder of its own, e.g. "
                              f"{os.path.join(model_dir, 'export')}.")
+        if holds_run(export_dir):
+            raise ValueError(f"--export_dir={export_dir} is another run's folder (it holds that run's config.json): "
+                             "the versions would lie among its files. Give the export a folder of its own, e.g. "
+                             f"{os.path.join(model_dir or export_dir, 'export')}.")
         check_name("--export_dir", export_dir, model_dir, "export")
     if model_dir:
         check_name("--model_dir", model_dir, None, "run")  # inside another run's own files

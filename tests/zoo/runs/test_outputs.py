@@ -125,3 +125,18 @@ def test_the_names_a_run_keeps_are_those_its_writers_use():
     assert outputs.TEMPORARY.match(f"{STAGING}host-12") and outputs.TEMPORARY.match("ckpt-4_temp")
     assert outputs.RUN_PATTERNS.match("hypotheses.test.de-en.txt") and outputs.RUN_PATTERNS.match("eval_held_out")
     assert not outputs.RUN_PATTERNS.match("predictions.jsonl") and "export" not in outputs.RUN_FILES
+
+
+@pytest.mark.parametrize("mode", ["export", "train"])
+def test_an_export_into_another_runs_folder_is_refused(base, tmp_path, mode):
+    """Issue 58: the version folder 1/ would lie among that run's files, as the run's own folder refuses."""
+    before = contents(base)
+    with pytest.raises(ValueError, match=rf"^--export_dir={base / 'run'} is another run's folder \(it holds that "
+                                         r"run's config.json\): the versions would lie among its files"):
+        driver.settings(SENTIMENT, mode, str(tmp_path / "mine"), str(base / "run"),
+                        given={"dataset": "sst2"} if mode == "train" else None)
+    assert contents(base) == before and not os.path.exists(tmp_path / "mine")
+    outside = tmp_path / "exports"  # a folder of the user's, or one inside the run folder, is taken
+    driver.settings(SENTIMENT, "export", str(base / "run"), str(outside))
+    driver.settings(SENTIMENT, "export", str(base / "run"), str(base / "run" / "export"))
+    assert contents(base) == before  # settings are checked, nothing written
