@@ -134,6 +134,11 @@ def start(sweep_dir, storage, space, identity):
     found = find(sweep_dir, storage)
     if found is not None and found.identity is not None:
         check_same(found, identity, sweep_dir)
+    if found is None and storage:  # a storage that cannot hold the study is refused before the folder is made
+        if "://" in storage:
+            connect(sweep_dir, storage)
+        else:
+            journal.check(storage, "--storage")
     with folders.locked(sweep_dir):
         found, record = find(sweep_dir, storage), folders.read_record(sweep_dir)
         if found is not None and found.identity is not None:

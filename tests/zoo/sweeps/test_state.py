@@ -67,6 +67,7 @@ def test_a_storage_that_is_a_folder_or_a_csv_is_refused(tmp_path):
                                                   r"record\): name a journal file the sweep wrote, or a new one"):
         studies.start(str(tmp_path / "b"), str(table), GRID, IDENTITY)
     assert table.read_text() == "trial,accuracy\n0,0.5\n"
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()  # refused before the folder was made
 
 
 @contextlib.contextmanager
