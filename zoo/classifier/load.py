@@ -8,7 +8,7 @@ Python object `zoo.load` returns for a sentiment run or its export.
     classifier.predict(["A man plays a guitar."], text_pairs=["Someone is playing music."])  # a text-pair run
 """
 
-from zoo.classifier import model as classifier
+from zoo.classifier import model as classifier, server
 from zoo.classifier.preprocessor import ClassifierPreprocessor
 from zoo.classifier.run_config import SentimentRunConfig
 from zoo.core import inputs
@@ -39,11 +39,11 @@ def serving_module(loaded):
     config, derived = loaded.config, loaded.record.derived
     if config.problem_type == classifier.REGRESSION:
         stats = derived["targets"]
-        return classifier.RegressionServer(loaded.model, preprocessor(loaded), stats["mean"], stats["std"])
+        return server.RegressionServer(loaded.model, preprocessor(loaded), stats["mean"], stats["std"])
     if config.problem_type == classifier.MULTI_LABEL:
-        return classifier.MultiLabelServer(loaded.model, preprocessor(loaded), derived["class_names"],
+        return server.MultiLabelServer(loaded.model, preprocessor(loaded), derived["class_names"],
                                            config.threshold)
-    return classifier.ClassifierServer(loaded.model, preprocessor(loaded), derived["class_names"])
+    return server.ClassifierServer(loaded.model, preprocessor(loaded), derived["class_names"])
 
 
 class Classifier(Served):

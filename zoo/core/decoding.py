@@ -101,6 +101,43 @@ def length_penalty_factor(length, alpha):
     return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, tf.cast(alpha, tf.float32))
 
 
+def _gather_beams(tree, beam_indices, batch):
+    """Each tensor of `tree` (leading dimension batch * k) reordered by `beam_indices` (batch, k), indices into each
+    sentence's beams; scalars as they are."""
+    def one(t):
+        shaped = tf.reshape(t, tf.concat([[batch, -1], tf.shape(t)[1:]], 0))
+        return tf.reshape(tf.gather(shaped, beam_indices, batch_dims=1), tf.shape(t)) if t.shape.rank else t
+
+    return tf.nest.map_structure(one, tree)
+
+
+def _top_candidates(logits, alive_log_probs, alive_seqs, index, positions):
+    """The step's 2k best continuations of the k alive hypotheses (enough to keep k unfinished): their sequences
+    with the new token written at `index`, summed log-probabilities, source beams and tokens, each (B, 2k)."""
+    batch, k = tf.shape(alive_log_probs)[0], alive_log_probs.shape[1]
+    vocabulary = tf.shape(logits)[-1]
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
+    candidates = alive_log_probs[:, :, None] + tf.reshape(log_probs, [batch, k, vocabulary])
+    top_log_probs, top_indices = tf.math.top_k(tf.reshape(candidates, [batch, k * vocabulary]), k=2 * k)
+    top_beams, top_tokens = top_indices // vocabulary, top_indices % vocabulary
+    top_seqs = tf.gather(alive_seqs, top_beams, batch_dims=1)
+    top_seqs = tf.where(tf.equal(positions, index)[None, None, :], top_tokens[:, :, None], top_seqs)
+    return top_seqs, top_log_probs, top_beams, top_tokens
+
+
+def _sentences_done(done, finished_scores, alive_scores, index, max_steps, length_penalty):
+    """Done when k hypotheses have finished and the best unfinished one, scored at its present length, does not
+    beat the worst of them (Hugging Face's default): stopping at k finished alone (fairseq) can return a poor
+    early end while a far better hypothesis is still alive. Or done when no unfinished hypothesis can beat the
+    worst finished one at any length."""
+    full = tf.reduce_all(finished_scores > NEG_INF / 2, axis=1)
+    worse_now = alive_scores[:, 0] / length_penalty_factor(index + 1, length_penalty) <= finished_scores[:, -1]
+    best_possible = alive_scores[:, 0] / length_penalty_factor(max_steps, length_penalty)
+    # With a negative length penalty longer can score better: no bound then.
+    hopeless = best_possible <= finished_scores[:, -1] if length_penalty >= 0 else tf.zeros_like(full)
+    return tf.logical_or(done, tf.logical_or(tf.logical_and(full, worse_now), hopeless))
+
+
 def beam_search(step_fn, state, start_ids, max_steps, end_id, beam_size, length_penalty=0.6, num_return=1):
     """Beam search with GNMT's length penalty, as in Tensor2Tensor / fairseq.
 
@@ -134,27 +171,13 @@ def beam_search(step_fn, state, start_ids, max_steps, end_id, beam_size, length_
     last = tf.repeat(start_ids, k)
     positions = tf.range(max_steps)
 
-    def gather(tree, beam_indices):  # (B, k) indices into each sentence's beams
-        def one(t):
-            shaped = tf.reshape(t, tf.concat([[batch, -1], tf.shape(t)[1:]], 0))
-            return tf.reshape(tf.gather(shaped, beam_indices, batch_dims=1), tf.shape(t)) if t.shape.rank else t
-
-        return tf.nest.map_structure(one, tree)
-
     def condition(index, last, state, alive_seqs, alive_log_probs, finished_seqs, finished_scores, done):
         return tf.logical_and(index < max_steps, tf.logical_not(tf.reduce_all(done)))
 
     def body(index, last, state, alive_seqs, alive_log_probs, finished_seqs, finished_scores, done):
         logits, state = step_fn(last, index, state)
-        vocabulary = tf.shape(logits)[-1]
-        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
-        candidates = alive_log_probs[:, :, None] + tf.reshape(log_probs, [batch, k, vocabulary])
-        flat = tf.reshape(candidates, [batch, k * vocabulary])
-        top_log_probs, top_indices = tf.math.top_k(flat, k=2 * k)  # enough to keep k unfinished
-        top_beams, top_tokens = top_indices // vocabulary, top_indices % vocabulary
-        top_seqs = tf.gather(alive_seqs, top_beams, batch_dims=1)
-        written = tf.equal(positions, index)[None, None, :]
-        top_seqs = tf.where(written, top_tokens[:, :, None], top_seqs)
+        top_seqs, top_log_probs, top_beams, top_tokens = _top_candidates(logits, alive_log_probs, alive_seqs, index,
+                                                                         positions)
         ended = tf.equal(top_tokens, end_id)
         # Ended among the step's k best, or cut at max_steps; nothing more once the sentence is done.
         in_top_k = (tf.range(2 * k) < k)[None, :]
@@ -167,7 +190,7 @@ def beam_search(step_fn, state, start_ids, max_steps, end_id, beam_size, length_
         alive_seqs = tf.gather(top_seqs, keep, batch_dims=1)
         beam_of_kept = tf.gather(top_beams, keep, batch_dims=1)
         last = tf.reshape(tf.gather(top_tokens, keep, batch_dims=1), [-1])
-        state = gather(state, beam_of_kept)
+        state = _gather_beams(state, beam_of_kept, batch)
 
         # Finished: merge the new ones into the best k so far.
         new_scores = top_log_probs / length_penalty_factor(index + 1, length_penalty)
@@ -176,17 +199,7 @@ def beam_search(step_fn, state, start_ids, max_steps, end_id, beam_size, length_
         merged_seqs = tf.concat([finished_seqs, top_seqs], axis=1)
         finished_scores, best = tf.math.top_k(merged_scores, k=k)
         finished_seqs = tf.gather(merged_seqs, best, batch_dims=1)
-
-        # Done when k hypotheses have finished and the best unfinished one, scored at its present
-        # length, does not beat the worst of them (Hugging Face's default): stopping at k finished
-        # alone (fairseq) can return a poor early end while a far better hypothesis is still alive.
-        # Or done when no unfinished hypothesis can beat the worst finished one at any length.
-        full = tf.reduce_all(finished_scores > NEG_INF / 2, axis=1)
-        worse_now = alive_scores[:, 0] / length_penalty_factor(index + 1, length_penalty) <= finished_scores[:, -1]
-        best_possible = alive_scores[:, 0] / length_penalty_factor(max_steps, length_penalty)
-        # With a negative length penalty longer can score better: no bound then.
-        hopeless = best_possible <= finished_scores[:, -1] if length_penalty >= 0 else tf.zeros_like(full)
-        done = tf.logical_or(done, tf.logical_or(tf.logical_and(full, worse_now), hopeless))
+        done = _sentences_done(done, finished_scores, alive_scores, index, max_steps, length_penalty)
         return index + 1, last, state, alive_seqs, alive_scores, finished_seqs, finished_scores, done
 
     loop = tf.while_loop(

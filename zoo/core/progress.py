@@ -1,4 +1,4 @@
-"""Progress for long-running work: Keras's bar on a terminal, plain lines in logs."""
+"""Progress for long-running work: Keras's bar on a terminal, plain lines in logs; `ByteMeter` for passes over text."""
 
 import sys
 import time
@@ -32,3 +32,37 @@ class Progress:
         shown = " - ".join(f"{name}: {value:.4g}" for name, value in values)
         total = f"/{self.target}" if self.target else ""
         print(f"{self.unit} {current}{total} ({now - self.start:.0f}s) {shown}".rstrip(), flush=True)
+
+
+class ByteMeter:
+    """Progress of a pass over text (the token cache's tokenizing): MB done, MB/s and time left, a line every few seconds."""
+
+    def __init__(self, description, total_bytes=None, every=5.0):
+        self.description, self.total, self.every = description, total_bytes, every
+        self.bytes, self.start = 0, time.time()
+        self.last = self.start
+
+    def seconds(self):
+        return time.time() - self.start
+
+    def add(self, size):
+        self.bytes += size
+        now = time.time()
+        if now - self.last >= self.every:
+            self.last = now
+            print(self.line(), file=sys.stderr, flush=True)
+
+    def line(self):
+        seconds = max(self.seconds(), 1e-9)
+        rate = self.bytes / seconds / 1e6
+        done = f"{self.bytes / 1e6:.1f}"
+        if self.total:
+            left = max(self.total - self.bytes, 0) / max(self.bytes / seconds, 1)
+            done += f"/{self.total / 1e6:.1f} MB, {rate:.1f} MB/s, {left:.0f}s left"
+        else:
+            done += f" MB, {rate:.1f} MB/s"
+        return f"{self.description}: {done}"
+
+    def done(self):
+        if self.seconds() >= self.every:
+            print(self.line().split(",")[0] + f" in {self.seconds():.0f}s", file=sys.stderr, flush=True)

@@ -23,12 +23,12 @@ import itertools
 import json
 import os
 import sys
-import time
 import uuid
 
 import numpy as np
 
 from zoo.core import disk
+from zoo.core.progress import ByteMeter
 from zoo.data import staging
 from zoo.data.datasets import DatasetError
 from zoo.data.sources import file_hash
@@ -277,7 +277,7 @@ class _EntryFile:
 
 def _write_entry(staging, key, examples, encode, description, total_bytes):
     texts, labels, chunk_bytes, end, low, high = [], [], 0, np.int64(0), None, None
-    meter = Meter(description, total_bytes)
+    meter = ByteMeter(description, total_bytes)
     written = {name: _EntryFile(os.path.join(staging, name)) for name in FILES}
     try:
 
@@ -318,36 +318,3 @@ def _write_entry(staging, key, examples, encode, description, total_bytes):
         json.dump(meta, f, indent=1)
     return meta
 
-
-class Meter:
-    """Progress of a pass over text: MB done, MB/s and time left, a line every few seconds."""
-
-    def __init__(self, description, total_bytes=None, every=5.0):
-        self.description, self.total, self.every = description, total_bytes, every
-        self.bytes, self.start = 0, time.time()
-        self.last = self.start
-
-    def seconds(self):
-        return time.time() - self.start
-
-    def add(self, size):
-        self.bytes += size
-        now = time.time()
-        if now - self.last >= self.every:
-            self.last = now
-            print(self.line(), file=sys.stderr, flush=True)
-
-    def line(self):
-        seconds = max(self.seconds(), 1e-9)
-        rate = self.bytes / seconds / 1e6
-        done = f"{self.bytes / 1e6:.1f}"
-        if self.total:
-            left = max(self.total - self.bytes, 0) / max(self.bytes / seconds, 1)
-            done += f"/{self.total / 1e6:.1f} MB, {rate:.1f} MB/s, {left:.0f}s left"
-        else:
-            done += f" MB, {rate:.1f} MB/s"
-        return f"{self.description}: {done}"
-
-    def done(self):
-        if self.seconds() >= self.every:
-            print(self.line().split(",")[0] + f" in {self.seconds():.0f}s", file=sys.stderr, flush=True)

@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from zoo.classifier import model as classifier
+from zoo.classifier import losses, model as classifier
 from zoo.classifier.load import load_run as load_trained, preprocessor
 
 
@@ -45,7 +45,7 @@ def explained_value(loaded, token_ids):
 
     def answers(ids):
         inputs = preprocessor(loaded).inputs_of(tf.constant(ids))  # a pair's segments read from its separator
-        return classifier.answers(config.problem_type, tf.cast(loaded.model(inputs, training=False), tf.float32))
+        return losses.answers(config.problem_type, tf.cast(loaded.model(inputs, training=False), tf.float32))
 
     if config.problem_type == classifier.REGRESSION:
         stats = derived["targets"]

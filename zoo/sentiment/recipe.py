@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from zoo.classifier import data as classifier_data, metrics, model as classifier, run_config
+from zoo.classifier import data as classifier_data, losses, metrics, model as classifier, run_config
 from zoo.classifier.load import load_run as load_trained, preprocessor, serving_module
 from zoo.classifier.preprocessor import ClassifierPreprocessor
 from zoo.classifier.run_config import SentimentData, SentimentRunConfig
@@ -132,7 +132,7 @@ def prepare(settings, strategy):
         build_model=lambda: classifier.build_classifier(model),
         dataset=batching.planned_dataset_fn(plan, replicas, lambda part, skip, _: framing.with_segments(
             batching.plan_dataset(part, fields, skip=skip, max_length=model.max_length))),
-        loss=classifier.classification_loss(train_config.label_smoothing, problem_type),
+        loss=losses.classification_loss(train_config.label_smoothing, problem_type),
         initialize=pretrained.encoder_initializer(init_from) if init_from else
         word_embedding.initializer(words.matrix) if words is not None and words.matrix is not None else None,
         layer_depths=classifier.layer_depths,
@@ -193,7 +193,7 @@ def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=N
     fields = {"token_ids": rows, "label": label_field(data, rows, problem_type, derived.get("targets")),
               "index": np.arange(len(rows.labels))}
     batches = framing.with_segments(batching.plan_dataset(plan, fields, max_length=loaded.config.max_length))
-    outputs = gather(classifier.classification_outputs(loaded.model, problem_type), batches, len(plan),
+    outputs = gather(losses.classification_outputs(loaded.model, problem_type), batches, len(plan),
                      description=split)
     order = np.argsort(outputs["index"])  # the data's order
     figures = FIGURES[problem_type]({key: value[order] for key, value in outputs.items()}, data, loaded)

@@ -220,6 +220,28 @@ class Trainer:
         if not self.chief:
             shutil.rmtree(self.write_dir, ignore_errors=True)
 
+    def _next_call(self, step, profile):
+        """(steps, profiling) of the loop's next call from `step`: up to the next log line or checkpoint, or the
+        profiled window `profile` as one call (the config keeps it between checkpoints), or up to it."""
+        config = self.config
+        n = min(config.log_every, config.checkpoint_every - step % config.checkpoint_every, config.train_steps - step)
+        profiling = profile is not None and step + 1 == profile[0]
+        if profiling:
+            n = profile[1] - step
+        elif profile is not None and step + 1 < profile[0]:
+            n = min(n, profile[0] - 1 - step)
+        return n, profiling
+
+    def _check_finite(self, losses, step):
+        """Stops training at a NaN or infinite loss among `losses`, the steps after `step`."""
+        bad = np.flatnonzero(~np.isfinite(losses))
+        if bad.size:
+            raise NonFiniteLossError(
+                f"The loss is {losses[bad[0]]} at step {step + bad[0] + 1}; training stopped and nothing after "
+                f"the last checkpoint in {self.model_dir} was saved. Lower --learning_rate, raise "
+                "--warmup_steps or train in float32, then run again to resume from that checkpoint."
+            )
+
     def _train(self, noted):
         config = self.config
         start = int(self.step.numpy())
@@ -239,13 +261,7 @@ class Trainer:
         self._log(f"Training steps {start + 1}-{config.train_steps}; the first {config.log_every} include tracing "
                   "the training step ...")
         while step < config.train_steps:
-            to_checkpoint = config.checkpoint_every - step % config.checkpoint_every
-            n = min(config.log_every, to_checkpoint, config.train_steps - step)
-            profiling = profile is not None and step + 1 == profile[0]
-            if profiling:  # one call of the loop (the config keeps it between checkpoints): those steps alone
-                n = profile[1] - step
-            elif profile is not None and step + 1 < profile[0]:
-                n = min(n, profile[0] - 1 - step)
+            n, profiling = self._next_call(step, profile)
             tracing = profiling and self.chief
             if tracing:
                 # Level 3 also traces the ops TensorFlow deems cheap, else their time reads as the executor's.
@@ -263,13 +279,7 @@ class Trainer:
             if tracing:
                 self._log(f"Profiled steps {step + 1}-{step + n} into "
                           f"{os.path.join(self.model_dir, 'train', 'plugins', 'profile')}.")
-            bad = np.flatnonzero(~np.isfinite(losses))
-            if bad.size:
-                raise NonFiniteLossError(
-                    f"The loss is {losses[bad[0]]} at step {step + bad[0] + 1}; training stopped and nothing after "
-                    f"the last checkpoint in {self.model_dir} was saved. Lower --learning_rate, raise "
-                    "--warmup_steps or train in float32, then run again to resume from that checkpoint."
-                )
+            self._check_finite(losses, step)
             step += n
             self.step.assign(step)
             seconds = time.time() - tic
@@ -281,9 +291,9 @@ class Trainer:
             progress.update(step, [("loss", loss), ("lr", learning_rate), ("tokens/s", tokens_per_second)])
             if writer:
                 with writer.as_default(step=step):
-                    tf.summary.scalar("loss", loss)
-                    tf.summary.scalar("learning_rate", learning_rate)
-                    tf.summary.scalar("tokens_per_second", tokens_per_second)
+                    for name, value in (("loss", loss), ("learning_rate", learning_rate),
+                                        ("tokens_per_second", tokens_per_second)):
+                        tf.summary.scalar(name, value)
             saved = step % config.checkpoint_every == 0 or step == config.train_steps
             if saved:
                 self._save(step)

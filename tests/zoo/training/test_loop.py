@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from zoo.data import batching
-from zoo.classifier.model import classification_loss
+from zoo.classifier.losses import classification_loss
 from zoo.runs import checkpoints
 from zoo.training.loop import NonFiniteLossError, Trainer
 from zoo.training.stopping import Stopped, noting_stop_signals, stop_on_signals
