@@ -71,8 +71,8 @@ def scores_csv(folder, bad_label):
 def test_a_label_beyond_the_bound_is_a_bad_row_named_before_anything_is_written(label, tmp_path):
     dataset = scores_csv(tmp_path / "scores", label)
     (tmp_path / "run").mkdir()
-    with pytest.raises(ValueError, match=rf"1 bad row\(s\) .*scores/train.csv:8: label '{label}' is beyond \+-1e\+15, the "
-                                         r"largest magnitude a regression reads"):
+    with pytest.raises(ValueError, match=rf"1 bad row\(s\) .*scores/train.csv:8: label '{label}' is beyond "
+                                         r"\+-1e\+15, the largest magnitude a regression reads"):
         zoo.train("sentiment", model_dir=tmp_path / "run", dataset=dataset, problem_type=REGRESSION, preset="tiny",
                   train_steps=1, mode="train")
     assert os.listdir(tmp_path / "run") == []

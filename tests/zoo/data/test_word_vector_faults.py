@@ -11,7 +11,7 @@ import pytest
 
 import zoo
 from zoo.core.config import ConfigError
-from zoo.data import word_embedding, word_vectors
+from zoo.data import word_embedding, word_tokenizer, word_vectors
 from zoo.data.word_vectors import CoverageError, VectorsFileError, read_vectors
 
 ROWS = {f"w{i}": np.arange(50, dtype=np.float32) / 7 + i for i in range(3)}
@@ -139,7 +139,7 @@ def test_the_published_glove_file_refuses_german_and_takes_english():
         with gzip.open(os.path.join(data, "multi30k", f"train.{language}.gz"), "rt", encoding="utf-8") as f:
             texts = [next(f).strip() for _ in range(1000)]
         counts = word_embedding.count_words(texts)
-        words = word_embedding.word_tokenizer.build_vocabulary(counts, 2000)
+        words = word_tokenizer.build_vocabulary(counts, 2000)
         plan = lambda: word_embedding.plan_vocabulary(words, counts, glove, 0.2, language=True,  # noqa: E731
                                                       coverage_setting="--min_vector_coverage")
         if refused:
