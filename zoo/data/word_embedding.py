@@ -45,6 +45,7 @@ def plan_words(texts, vocab_size, vectors_path=None, min_coverage=0.0, seed=0, s
     """The vocabulary of `texts` (at most `vocab_size` ids) and, with `vectors_path`, its initial embedding
     rescaled to the spread of layers.TokenAndPositionEmbedding's own initial one: dim ** -0.5 when `scaled`
     (tokens x sqrt(dim)), else BERT's 0.02."""
+    print("word vocabulary: counting the training text's words ...", flush=True)  # seconds on a large corpus
     counts = count_words(texts)
     words = word_tokenizer.build_vocabulary(counts, vocab_size, mask=mask)
     return plan_vocabulary(words, counts, vectors_path, min_coverage, seed, scaled, coverage_setting, mask,
@@ -61,6 +62,7 @@ def plan_vocabulary(words, counts, vectors_path=None, min_coverage=0.0, seed=0, 
     if vectors_path is None:
         line = f"word vocabulary: {len(words):,} ids for {len(counts):,} distinct words, random embeddings"
         return WordPlan(words, None, {"words": len(words)}, line)
+    print(f"word vectors: reading {vectors_path} for {len(words):,} words ...", flush=True)
     vectors = word_vectors.read_vectors(vectors_path, words, vectors_setting)
     covered = word_vectors.coverage(vectors, counts)
     word_vectors.check_coverage(covered, min_coverage, vectors_path, coverage_setting)

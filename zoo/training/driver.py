@@ -109,7 +109,8 @@ def settings(recipe, mode="train_and_eval", model_dir=None, export_dir=None, pre
         typed = run_settings.resolve(recipe, preset, config, overrides, given, model_dir, mode)
         if mode != "config":
             run_settings.check_training(typed, epochs, average_checkpoints, "train_steps" in (given or {}))
-    shared = RunSettings(mode, model_dir, export_dir, typed, epochs, batch_size, average_checkpoints, seed)
+    chosen = run_settings.recorded_preset(preset, config, typed) if typed is not None else None
+    shared = RunSettings(mode, model_dir, export_dir, typed, epochs, batch_size, average_checkpoints, seed, chosen)
     return recipe.make_settings(shared, **(options or {}))
 
 
@@ -133,7 +134,8 @@ def train(recipe, settings, strategy):
     prepared = prepare(recipe, settings, strategy)
     chief = is_chief(strategy)
     run_dir = RunDir(shared.model_dir)
-    derived = {**prepared.derived, "epochs": shared.epochs, "replicas": replicas, "strategy": type(strategy).__name__}
+    derived = {**prepared.derived, "epochs": shared.epochs, "replicas": replicas, "strategy": type(strategy).__name__,
+               "preset": shared.preset}
     run_dir.record_training(recipe.name, prepared.config, derived, chief)
     metrics = Trainer(prepared.task, prepared.config.train, shared.model_dir, strategy).train()
     if chief and metrics is not None:
@@ -142,11 +144,21 @@ def train(recipe, settings, strategy):
 
 
 def export_run(recipe, settings):
-    """Exports the trained run in TF Serving's layout under settings.run.export_dir; returns the version's path."""
-    loaded = recipe.load(settings.run.model_dir, average=settings.run.average_checkpoints)
+    """Exports the trained run in TF Serving's layout under settings.run.export_dir; returns the version's path.
+    An unchanged checkpoint already exported there (the newest version) is not exported again."""
+    shared = settings.run
+    loaded = recipe.load(shared.model_dir, average=shared.average_checkpoints)
     serving = recipe.server(loaded, settings)
-    path = export.export(serving.module, serving.signatures, settings.run.export_dir, serving.examples,
-                         metadata=serving.metadata)
+    source = export.source_digest(shared.model_dir, shared.average_checkpoints, serving.metadata)
+    same = export.unchanged_version(shared.export_dir, source)
+    if same is not None:
+        print(f"{same} already holds step {loaded.step} of {shared.model_dir} with the same settings, unchanged "
+              "since: not exported again (remove that version, or give another --export_dir, to export anew).",
+              flush=True)
+        return same
+    print(f"Exporting step {loaded.step} to {shared.export_dir} ...", flush=True)
+    path = export.export(serving.module, serving.signatures, shared.export_dir, serving.examples,
+                         metadata=serving.metadata, source=source)
     print(f"Exported step {loaded.step} to {path}")
     return path
 
