@@ -77,8 +77,10 @@ def training_seconds(folder):
 
 
 def all_failed(sweep_dir, results):
-    """The line of a sweep whose every trial failed: the error most of them share."""
-    errors = collections.Counter(row["error"] or "no error recorded" for row in results.rows)
+    """The line of a sweep whose every trial failed: the error most of them share (each trial's folder name, which
+    a run's error may give, written trial-NNN)."""
+    errors = collections.Counter((row["error"] or "no error recorded").replace(row["trial"], "trial-NNN")
+                                 for row in results.rows)
     error, count = errors.most_common(1)[0]
     share = "every one" if count == len(results.rows) else f"{count} of them"
     return (f"every trial of {sweep_dir} failed ({len(results.rows)} trials; {share}: {error}). A setting every "
