@@ -50,6 +50,8 @@ flags.DEFINE_string("sweep_dir", None, "The sweep's folder: its trials (trial-NN
                     "journal, results.csv, results.md, plot.png and best. Started again, the sweep resumes.")
 flags.DEFINE_string("storage", None, "The study's storage: a journal file (default <sweep_dir>/study.journal) or an "
                     "RDB URL (sqlite:///sweeps/a.db, postgresql://user@host/db), shared by every worker.")
+flags.DEFINE_bool("retry_failed", False, "Run the sweep's failed trials again, each under its own number in its own "
+                  "folder (where its run resumes from its newest checkpoint).")
 FLAGS = common.FLAGS
 
 
@@ -68,7 +70,7 @@ def main():
     space, sweep_dir, storage = FLAGS.space, FLAGS.sweep_dir, FLAGS.storage
     optuna = study.optuna_module()  # or the line saying to install it
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the worker says what each trial did, once
-    worker.run(fixed, space, sweep_dir, storage)
+    worker.run(fixed, space, sweep_dir, storage, FLAGS.retry_failed)
 
 
 def own_flags():
