@@ -18,7 +18,7 @@ import sys
 from absl import app, flags
 
 from recipes import common, driver
-from zoo.api import RECIPES as REGISTRY
+from zoo.registry import RECIPES as REGISTRY
 from zoo.training import run_settings
 
 RECIPES = tuple(REGISTRY)  # the recipe registry's names; recipes/<name>.py defines each one's flags

@@ -24,13 +24,10 @@ from collections.abc import Mapping
 
 from zoo.classifier.load import Classifier
 from zoo.core import inputs
-from zoo.sentiment.recipe import SENTIMENT
-from zoo.language_model.recipe import LM
-from zoo.pretraining.recipe import PRETRAIN
-from zoo.translation.recipe import TRANSLATE
 from zoo.language_model.load import LanguageModel
 from zoo.pretraining.load import Encoder
 from zoo.runs import export
+from zoo.registry import RECIPES  # noqa: F401 - zoo.api.RECIPES, as before
 from zoo.runs.run_dir import CONFIG_FILE, RunDir
 from zoo.translation.load import Translator
 
@@ -40,7 +37,6 @@ WHAT_LOAD_TAKES = (
     f"export (a version folder <export_dir>/<n> holding saved_model.pb and {export.MANIFEST}, or the --export_dir "
     "holding such versions: the newest is loaded)."
 )
-RECIPES = {"sentiment": SENTIMENT, "translate": TRANSLATE, "lm": LM, "pretrain": PRETRAIN}
 
 
 def load(path, average=1):

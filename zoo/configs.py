@@ -4,7 +4,7 @@ dataclasses themselves (tests/zoo/test_configs.py fails when the page is stale):
     python -m zoo.configs > docs/configuration.md
 """
 
-from zoo.api import RECIPES
+from zoo.registry import RECIPES
 from zoo.core import config as cfg
 
 RUN_CONFIGS = {name: recipe.config_class for name, recipe in RECIPES.items()}  # asked of the recipe registry

@@ -73,7 +73,6 @@ def _refuse(path, flag, number, why):
 
 def _set_aside_cut_line(path):
     """Moves the journal's last line, cut short, into `<path>.damaged-N`, under Optuna's lock of the journal."""
-    from zoo.sweeps.study import optuna_module
 
     lock = optuna_module().storages.journal.JournalFileSymlinkLock(path)  # JournalFileBackend's default lock
     if os.path.lexists(path + LOCK_SUFFIX):
@@ -99,3 +98,12 @@ def _set_aside_cut_line(path):
               "that line recorded is taken up again in its folder).", flush=True)
     finally:
         lock.release()
+
+
+def optuna_module():
+    try:
+        import optuna
+    except ImportError:
+        raise ValueError("A sweep needs Optuna: pip install 'transformer-zoo[sweep]' (or pip install optuna).") \
+            from None
+    return optuna

@@ -17,9 +17,9 @@ TRAIN = "train.loss"
 
 
 def recipe_of(recipe):
-    """`recipe` (a zoo.training.driver.Recipe), or the Recipe of that name in the registry (zoo.api.RECIPES)."""
+    """`recipe` (a zoo.training.driver.Recipe), or the Recipe of that name in the registry (zoo.registry)."""
     if isinstance(recipe, str):
-        from zoo.api import RECIPES
+        from zoo.registry import RECIPES
 
         return RECIPES[recipe]
     return recipe

@@ -27,19 +27,11 @@ import numpy as np
 
 from zoo.core import config as cfg
 from zoo.sweeps import folder as folders, journal
+from zoo.sweeps.journal import optuna_module
 
 JOURNAL = folders.JOURNAL
 STARTUP_SHARE = 3  # a bayesian search samples its first max_trials // STARTUP_SHARE trials at random (2 .. 10)
 OUTCOME = "outcome-"  # the study's user attribute `outcome-N`: Optuna trial N's steps, seconds and error
-
-
-def optuna_module():
-    try:
-        import optuna
-    except ImportError:
-        raise ValueError("A sweep needs Optuna: pip install 'transformer-zoo[sweep]' (or pip install optuna).") \
-            from None
-    return optuna
 
 
 def trial_name(number):
