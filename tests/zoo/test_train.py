@@ -26,7 +26,7 @@ def no_child_process_fixture(monkeypatch):
         monkeypatch.setattr(module, name, refuse)
 
 
-def test_train_runs_in_this_process_and_returns_the_model(tmp_path, no_child_process):
+def test_train_runs_in_this_process_and_returns_the_model(tmp_path, no_child_process, capsys):
     config = {"model": {"num_layers": 1, "hidden_dim": 16, "num_heads": 2, "intermediate_dim": 32,
                         "norm_first": True, "activation": "gelu", "max_length": 64}}
     model = zoo.train("sentiment", model_dir=tmp_path / "run", config=config, **QUICK)
@@ -38,6 +38,8 @@ def test_train_runs_in_this_process_and_returns_the_model(tmp_path, no_child_pro
     assert {k: record["model"][k] for k in config["model"]} == config["model"]
     assert record["train"]["train_steps"] == 4 and record["data"]["max_examples"] == 200
     assert record["derived"]["preset"] == "tiny"  # the preset the run started from (issue 58)
+    printed = capsys.readouterr().out  # a line before the first call traces the step, and one after the last
+    assert "Training steps 1-4; the first 50 include tracing" in printed and "Trained to step 4 in " in printed
     # TensorFlow has started in this process: another CPU split is refused before anything is written.
     with pytest.raises(ValueError, match="setup.cpu_replicas=2 asks for 2 CPU devices, but TensorFlow already runs"):
         zoo.train("sentiment", model_dir=tmp_path / "mirrored", **QUICK, strategy="mirrored", cpu_replicas=2)

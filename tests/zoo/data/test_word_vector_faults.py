@@ -148,3 +148,14 @@ def test_the_published_glove_file_refuses_german_and_takes_english():
                 plan()
         else:
             assert plan().derived["words_found"] > 1800
+
+
+def test_counting_the_words_and_reading_the_vectors_each_say_so_first(tmp_path, capsys):
+    """Issue 58: 17 s passed in silence before the coverage line (the words counted, the file read)."""
+    path = tmp_path / "vectors.txt"
+    path.write_text("good 0.1 0.2\nfilm 0.3 0.4\n")
+    plan = word_embedding.plan_words(["a good film", "good"], 100, str(path))
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "word vocabulary: counting the training text's words ..."
+    assert printed[1] == f"word vectors: reading {path} for {len(plan.words):,} words ..."
+
