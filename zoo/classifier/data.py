@@ -12,14 +12,13 @@ numeric order, others in string order. A file is read streaming; `Examples` keep
 
 import collections
 import dataclasses
-import math
 import os
 
 import numpy as np
 
 from zoo.classifier import targets as label_shapes
 from zoo.classifier.targets import class_order, label_name  # the label rules, shared with the other shapes
-from zoo.classifier.model import SINGLE_LABEL
+from zoo.classifier.config import SINGLE_LABEL
 from zoo.data import cache, datasets, files, spec as dataset_spec
 from zoo.data.sources import Sources
 from zoo.data.datasets import DatasetError
@@ -28,24 +27,6 @@ from zoo.data.spec import Columns  # the columns, label shape, classes and bad-r
 FORMS = ("csv", "tsv", "jsonl", "folder")
 SHOWN_LABELS = 5
 UNLABELLED = "unsup"  # aclImdb's train/unsup: 50,000 reviews without a label, beside its class folders
-
-
-def check_label_forms(names, what):
-    """Refuses two labels that are one number written two ways (`1` and `1.0`): the rule is that labels are
-    compared as written, so they would be two classes."""
-    by_value = collections.defaultdict(list)
-    for name in names:
-        try:
-            value = float(name)
-        except ValueError:
-            continue
-        if math.isfinite(value):
-            by_value[value].append(name)
-    same = next((sorted(group) for group in by_value.values() if len(group) > 1), None)
-    if same:
-        raise DatasetError(f"{what}: the labels {' and '.join(repr(name) for name in same)} are one number written "
-                           "two ways, and labels are compared as written: write every label of a class the same "
-                           "way.")
 
 
 class Examples:
@@ -104,14 +85,7 @@ def load(dataset, split, columns=None, class_names=None, max_examples=None, seed
     if spec.form == "folder" and split == "train" and class_names is None:
         _check_class_folders(spec, classes)
     if spec.form != "folder":
-        if columns.text == columns.label:
-            raise DatasetError(f"--text_column and --label_column both name {columns.text!r}: the model would read "
-                               "its label. Name the text's column and the label's.")
-        if columns.text_pair in (columns.text, columns.label):
-            which = "--text_column" if columns.text_pair == columns.text else "--label_column"
-            raise DatasetError(f"--text_pair_column and {which} both name {columns.text_pair!r}: a pair's second "
-                               "text must come from a column of its own. Name the second text's column.")
-        files.check_columns(spec, split, (columns.text, columns.label, columns.text_pair))
+        _check_columns(spec, split, columns)
     if columns.problem_type != SINGLE_LABEL:
         return _load_targets(spec, split, class_names, classes, max_examples, seed)
     bad = files.BadRows(columns.bad_rows)
@@ -128,7 +102,7 @@ def load(dataset, split, columns=None, class_names=None, max_examples=None, seed
     if count == 0:
         raise DatasetError(f"--dataset={spec} has no rows in its {split} split"
                            f"{f' with a label of --classes={_joined(classes)}' if classes else ''}.")
-    check_label_forms(counts, what)
+    label_shapes.check_label_forms(counts, what)
     known = tuple(class_names) if class_names is not None else classes or class_order(counts)
     if class_names is None:
         _check_training_classes(known, counts, what)
@@ -161,6 +135,18 @@ def load(dataset, split, columns=None, class_names=None, max_examples=None, seed
            "held_out": dataset_spec.holds_out(spec)}
     skipped = bad.count if columns.bad_rows == "skip" else 0
     return Examples(read, len(keep) if keep is not None else count, known, key, paths, text_bytes, skipped, sources)
+
+
+def _check_columns(spec, split, columns):
+    """A file form's columns: the text, label and second text each its own, each found in the split's files."""
+    if columns.text == columns.label:
+        raise DatasetError(f"--text_column and --label_column both name {columns.text!r}: the model would read "
+                           "its label. Name the text's column and the label's.")
+    if columns.text_pair in (columns.text, columns.label):
+        which = "--text_column" if columns.text_pair == columns.text else "--label_column"
+        raise DatasetError(f"--text_pair_column and {which} both name {columns.text_pair!r}: a pair's second "
+                           "text must come from a column of its own. Name the second text's column.")
+    files.check_columns(spec, split, (columns.text, columns.label, columns.text_pair))
 
 
 def _load_targets(spec, split, names, classes, max_examples, seed):

@@ -19,7 +19,7 @@ import re
 
 import numpy as np
 
-from zoo.classifier.model import MULTI_LABEL, REGRESSION
+from zoo.classifier.config import MULTI_LABEL, REGRESSION
 from zoo.data.datasets import DatasetError
 
 # The largest label magnitude read: training and evaluation square the labels' errors and spread, and float32 holds
@@ -153,3 +153,21 @@ def check_problem_type(spec):
     if problem_type in (REGRESSION, MULTI_LABEL) and spec.form in (None, "folder"):
         raise DatasetError(f"--problem_type={problem_type} reads your own csv:, tsv: or jsonl: files; --dataset={spec} "
                            "has one class a text (single_label_classification).")
+
+
+def check_label_forms(names, what):
+    """Refuses two labels that are one number written two ways (`1` and `1.0`): the rule is that labels are
+    compared as written, so they would be two classes."""
+    by_value = collections.defaultdict(list)
+    for name in names:
+        try:
+            value = float(name)
+        except ValueError:
+            continue
+        if math.isfinite(value):
+            by_value[value].append(name)
+    same = next((sorted(group) for group in by_value.values() if len(group) > 1), None)
+    if same:
+        raise DatasetError(f"{what}: the labels {' and '.join(repr(name) for name in same)} are one number written "
+                           "two ways, and labels are compared as written: write every label of a class the same "
+                           "way.")
