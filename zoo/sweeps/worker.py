@@ -35,8 +35,8 @@ def run(fixed, source, sweep_dir, storage=None, retry_failed=False):
     ValueError naming it before anything is written; a sweep whose every trial failed raises SweepFailed once the
     results are written."""
     where = "the space" if isinstance(source, Mapping) else str(source)
+    check_folder(sweep_dir)  # the cheap refusal first: checking the space prepares the first trial's data
     space, first = trials.check(fixed, spaces.read(source, fixed.recipe.name), where)
-    check_folder(sweep_dir)
     identity = {**space.as_data(), **fixed.record(first.run.config, space)}
     sweep = studies.start(sweep_dir, storage, space, identity)
     with folders.locked(sweep_dir):  # a copy for the eye: the study holds the space it was made with
