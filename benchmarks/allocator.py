@@ -11,21 +11,19 @@ share of the dtype's matmul peak measured in the same program (`benchmarks/commo
 
   python -m benchmarks.allocator
   python -m benchmarks.allocator --recipes=translate --steps=100
+  python -m benchmarks.allocator --quick   # a smoke run: the language model's tiny preset, 20 steps each way
 """
 
 import os
 import resource
-import subprocess
-import sys
 import tempfile
 
 from absl import app, flags
 
-from benchmarks.common import recipe_flags
+from benchmarks.common import quick, recipe_flags, runs
 from benchmarks.common.costs import flops_per_token
 from benchmarks.common.peak import matmul_flops
-from benchmarks.common.report import ROOT, read_record, write_section
-from zoo.runs.run_dir import RunDir
+from benchmarks.common.report import read_record, write_section
 
 flags.DEFINE_list("recipes", ["translate", "lm", "pretrain"], "Recipes to measure.")
 flags.DEFINE_integer("steps", 60, "Training steps per measurement (logged every 10).")
@@ -38,13 +36,13 @@ def measure(name, env, steps):
     """(steady tokens/s, kernel share of CPU time, the run's typed config, its command, the model's training
     FLOPs per counted token or None) of one fresh training run."""
     module, flags_ = recipe_flags.step_flags(name)  # the recipe's module is its name
+    flags_ = quick.training(flags_)  # the step count and logging below replace the quick run's
     with tempfile.TemporaryDirectory() as model_dir:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        command = [sys.executable, "-m", f"recipes.{module}", *flags_, "--mode=train", f"--train_steps={steps}",
-                   "--log_every=10", f"--checkpoint_every={steps}", f"--model_dir={model_dir}"]
-        subprocess.run(command, cwd=ROOT, env={**os.environ, **env}, check=True)
+        metrics = runs.run_recipe(module, model_dir, *flags_, "--mode=train", f"--train_steps={steps}", "--log_every=10",
+                                  f"--checkpoint_every={steps}", env={**os.environ, **env})
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        train, config = RunDir(model_dir).read_metrics()["train"], read_record(model_dir).config
+        train, config = metrics["train"], read_record(model_dir).config
         per_token = flops_per_token(name, config, model_dir)
     user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
     command = " ".join(["python -m", f"recipes.{module}", *flags_])
@@ -53,6 +51,7 @@ def measure(name, env, steps):
 
 def main(argv):
     del argv
+    quick.shrink(recipes=["lm"], steps=20)
     peak = {dtype: matmul_flops(dtype) for dtype in ("float32", "bfloat16")}
     lines = [f"Matmul peak (2048 x 2048 x 2048, this program): float32 {peak['float32'] / 1e9:.0f} GFLOP/s, "
              f"bfloat16 {peak['bfloat16'] / 1e9:.0f} GFLOP/s.", "",

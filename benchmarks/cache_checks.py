@@ -12,6 +12,7 @@ Writes BENCHMARKS.md's `Token cache checks and the Python API's memory`:
   peak resident memory of each process.
 
   python -m benchmarks.cache_checks
+  python -m benchmarks.cache_checks --quick   # a smoke run: 1 MB of text, 100 texts predicted, the quick report
 """
 
 import json
@@ -23,6 +24,8 @@ import tempfile
 import time
 
 from absl import app, flags
+
+from benchmarks.common import quick
 
 flags.DEFINE_integer("size_mb", 100, "Text tokenized into the cache entry, in MB.")
 flags.DEFINE_integer("repeats", 3, "Openings of the entry timed (the median is reported).")
@@ -36,13 +39,13 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401
 words = "the a film story moving dull long witty gorgeous and far too of it is was not".split()
 rng = random.Random(0)
-texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 700))) for _ in range(4000)]
+texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 700))) for _ in range(int(sys.argv[3]))]
 if sys.argv[2] == "zoo":
     import zoo
     answers = zoo.load(sys.argv[1]).predict(texts)
 else:
     signature = tf.saved_model.load(sys.argv[1] + "/1").signatures["serving_default"]
-    answers = signature(text=tf.constant(texts[: int(sys.argv[3])]))["label"].numpy()
+    answers = signature(text=tf.constant(texts[: int(sys.argv[4])]))["label"].numpy()
 print(json.dumps({"answers": len(answers), "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -78,8 +81,8 @@ def cache_figures(size_mb, repeats, folder):
     return {"tokens": total, "tokenize_s": tokenize, "open_s": statistics.median(opens), "read_epoch_s": epoch}
 
 
-def api_figures(folder, peer_texts):
-    """Peak MB of predicting 4,000 long texts through zoo.load (batched) and through the export in one call."""
+def api_figures(folder, peer_texts, texts):
+    """Peak MB of predicting `texts` long texts through zoo.load (batched) and through the export in one call."""
     import zoo
 
     export_dir = os.path.join(folder, "export")
@@ -89,7 +92,7 @@ def api_figures(folder, peer_texts):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ROOT}
     figures = {}
     for who, extra in (("zoo", []), ("signature", [str(peer_texts)])):
-        done = subprocess.run([sys.executable, "-c", PREDICT, export_dir, who, *extra], env=env, text=True,
+        done = subprocess.run([sys.executable, "-c", PREDICT, export_dir, who, str(texts), *extra], env=env, text=True,
                               capture_output=True, check=True)
         figures[who] = json.loads(done.stdout.strip().splitlines()[-1])
     return figures
@@ -99,19 +102,22 @@ def main(argv):
     del argv
     from benchmarks.common.report import write_section
 
+    quick.shrink(size_mb=1, repeats=1, peer_texts=10)
+    texts = 100 if quick.active() else 4000
+
     with tempfile.TemporaryDirectory() as folder:
         print(f"Tokenizing {FLAGS.size_mb} MB into a fresh cache entry ...", flush=True)
         c = cache_figures(FLAGS.size_mb, FLAGS.repeats, folder)
         print(c, flush=True)
-        print("Training and exporting a tiny classifier, then predicting 4,000 texts in fresh processes ...",
+        print(f"Training and exporting a tiny classifier, then predicting {texts:,} texts in fresh processes ...",
               flush=True)
-        a = api_figures(folder, FLAGS.peer_texts)
+        a = api_figures(folder, FLAGS.peer_texts, texts)
         print(a, flush=True)
     body = f"""
 | what | the zoo | beside it |
 |---|---|---|
 | opening a {FLAGS.size_mb} MB cache entry ({c['tokens']:,} byte ids) with every file's size and sha256 checked | {c['open_s']:.2f} s (median of {FLAGS.repeats}) | tokenizing it: {c['tokenize_s']:.1f} s; reading its ids once in spans of 2,048 (`TokenRows.span`, as the LM's batches read them): {c['read_epoch_s']:.1f} s (the check is {100 * c['open_s'] / c['read_epoch_s']:.1f}% of that read alone) |
-| `zoo.load(export).predict` of 4,000 texts of 1-700 words, `tiny` classifier at 512 tokens, batch_size 32 | {a['zoo']['peak_mb']:,.0f} MB peak | the export's signature called with {FLAGS.peer_texts:,} of them at once: {a['signature']['peak_mb']:,.0f} MB |
+| `zoo.load(export).predict` of {texts:,} texts of 1-700 words, `tiny` classifier at 512 tokens, batch_size 32 | {a['zoo']['peak_mb']:,.0f} MB peak | the export's signature called with {FLAGS.peer_texts:,} of them at once: {a['signature']['peak_mb']:,.0f} MB |
 
 The cache checks every entry each time a run opens it: the sha256 of its files costs the figure above, once per
 run, against an epoch that reads every id at least once and then trains on them (a model's step costs far more

@@ -7,12 +7,14 @@ inner activations (batch 32, 128 positions, 1024), the attention probabilities (
 128 queries, 256 keys) and a residual branch (32, 128, 256).
 
   python -m benchmarks.dropout
+  python -m benchmarks.dropout --quick   # a smoke run: one call a run, one pair of runs
 """
 
 import time
 
 from absl import app, flags
 
+from benchmarks.common import quick
 from benchmarks.common.report import median_seconds, paired, write_section
 
 flags.DEFINE_float("rate", 0.1, "Dropout rate.")
@@ -48,6 +50,7 @@ def timed(step, calls):
 
 def main(argv):
     del argv
+    quick.shrink(calls=1, repeats=1)
     import zoo  # noqa: F401  (first: it chooses TensorFlow's backend, or says in one line that it needs it)
     import keras
     import tensorflow as tf

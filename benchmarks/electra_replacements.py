@@ -9,6 +9,7 @@ Everything else is the recipe's: masking, labels (a replacement equal to the ori
 losses, evaluation. Only the proposals change (`zoo.pretraining.model.sample`, replaced in the worker process).
 
   python -m benchmarks.electra_replacements
+  python -m benchmarks.electra_replacements --quick   # a smoke run: uniform replacements, two steps on SST-2
 """
 
 import os
@@ -16,8 +17,9 @@ import sys
 
 from absl import app, flags
 
+from benchmarks.common import quick, runs
 from benchmarks.common.recipe_flags import PRETRAIN, PRETRAIN_SHORT, with_values
-from benchmarks.common.report import ROOT, finished_run, write_section
+from benchmarks.common.report import ROOT, write_section
 
 KINDS = ("generator", "uniform", "unigram")
 WORKER = "--replacements="  # the worker's first argument: `recipes.pretrain` with the proposals replaced
@@ -72,14 +74,10 @@ def worker(kind):
     driver.run(PRETRAIN, lambda mode: {})
 
 
-def run(kind, flags_, model_dir, *extra):
-    import subprocess
-
-    from zoo.runs.run_dir import RunDir
-
-    subprocess.run([sys.executable, "-m", "benchmarks.electra_replacements", f"{WORKER}{kind}", *flags_,
-                    f"--model_dir={model_dir}", *extra], cwd=ROOT, check=True)
-    return RunDir(model_dir).read_metrics()
+def worker_program(kind):
+    """runs.run_recipe's keywords that run this program's worker with `kind` proposals in place of recipes.pretrain
+    (the worker's first argument names the kind)."""
+    return {"program": ["benchmarks.electra_replacements", f"{WORKER}{kind}"]}
 
 
 def main(argv):
@@ -87,15 +85,17 @@ def main(argv):
     unknown = set(FLAGS.kinds) - set(KINDS)
     if unknown:
         raise app.UsageError(f"--kinds: unknown {sorted(unknown)}; use {', '.join(KINDS)}.")
-    out_dir = FLAGS.out_dir or os.path.join(ROOT, "runs", "bench_electra_replacements")
+    quick.shrink(kinds=["uniform"])
+    out_dir = FLAGS.out_dir or (quick.folder("electra") if quick.active() else
+                                os.path.join(ROOT, "runs", "bench_electra_replacements"))
     flags_ = with_values(PRETRAIN, {**PRETRAIN_SHORT, "train_steps": FLAGS.steps, "objective": "electra"})
+    flags_ = quick.training(flags_, **quick.PRETRAINING)
     rows = ["| replacements | replaced-token recall | detection loss | prior's loss | P(replaced): replaced / "
             "original tokens | generator's masked perplexity |", "|---|---|---|---|---|---|"]
     for kind in FLAGS.kinds:
         model_dir = os.path.join(out_dir, kind)
-        if not finished_run(model_dir, flags_):
-            run(kind, flags_, model_dir, "--mode=train")
-        h = run(kind, [], model_dir, "--mode=eval")["eval_held_out"]
+        runs.train_unless_finished("pretrain", model_dir, flags_, **worker_program(kind))
+        h = runs.run_recipe("pretrain", model_dir, "--mode=eval", **worker_program(kind))["eval_held_out"]
         rows.append(f"| {kind} | {h['replaced_recall']:.3f} | {h['detection_loss']:.3f} | "
                     f"{h['detection_prior_loss']:.3f} | {h['replaced_probability']:.2f} / "
                     f"{h['original_probability']:.2f} | {h['masked_perplexity']:.0f} |")

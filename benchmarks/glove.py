@@ -1,7 +1,7 @@
 r"""Pretrained word vectors against random initialisation (issue 49), in one program: the zoo's classifier with
 its word vocabulary started from GloVe 6B 50d (`--word_vectors`) and the same model with random embeddings
 (`--config.model.tokenizer=words --config.model.embedding_dim=50`), each over `--seeds`, beside the zoo's subword
-model from scratch (benchmarks.sentiment's flags) and the NBSVM-style linear peer (benchmarks.transfer.nbsvm;
+model from scratch (benchmarks.sentiment's flags) and the NBSVM-style linear peer (benchmarks.common.nbsvm;
 the `bench` extra). The models' flags are benchmarks.sentiment's for the dataset, with a word vocabulary of
 --vocab_size; SST-2 reports its dev set, IMDB its test set (nothing here is tuned on it).
 
@@ -13,18 +13,17 @@ and test perplexity with the training memory.
   python -m benchmarks.glove --datasets=sst2 --seeds=0,1
   python -m benchmarks.glove --datasets=imdb --seeds=0
   python -m benchmarks.glove --datasets=ptb --seeds=0
+  python -m benchmarks.glove --quick   # a smoke run: SST-2, seed 0, the word-level arms and NBSVM on a tiny slice
 """
 
 import os
 import statistics
-import subprocess
-import sys
 
 from absl import app, flags
 
-from benchmarks import sentiment, transfer
-from benchmarks.common.report import ROOT, finished_run, write_section
-from zoo.runs.run_dir import RunDir
+from benchmarks import sentiment
+from benchmarks.common import nbsvm, quick, runs
+from benchmarks.common.report import ROOT, write_section
 
 flags.DEFINE_list("datasets", ["sst2"], "Datasets (sst2, imdb, ptb).")
 flags.DEFINE_list("seeds", ["0", "1"], "Seeds of each word-level arm.")
@@ -51,7 +50,8 @@ def measure(dataset, vectors):
     if "scratch" in FLAGS.baselines:
         results["subword, from scratch"] = [sentiment.run_zoo(dataset, [])]
     if "nbsvm" in FLAGS.baselines:
-        results["NBSVM-style (linear)"] = [transfer.nbsvm(dataset)]
+        limit = quick.EXAMPLES if quick.active() else None
+        results["NBSVM-style (linear)"] = [nbsvm.accuracy(dataset, sentiment.REPORTED_SPLIT[dataset], limit)]
     return results
 
 
@@ -86,18 +86,14 @@ def run_lm(arm, extra, seed):
     """Trains (or reuses, or resumes) one arm's run and evaluates validation and test with the training memory."""
     name = "glove" if arm.startswith("GloVe") else "random"
     run_dir = os.path.join(ROOT, "runs", f"bench_glove_ptb_{name}_seed{seed}")
-    flags_ = [*LM_FLAGS, *extra, f"--seed={seed}"]
-    command = [sys.executable, "-m", "recipes.lm", f"--model_dir={run_dir}"]
-    if not finished_run(run_dir, [f for f in flags_ if not f.startswith("--config.")]):
-        subprocess.run([*command, *flags_, "--mode=train"], cwd=ROOT, check=True)
-    figures = {}
-    for split in ("validation", "test"):
-        if f"eval_{split}" not in RunDir(run_dir).read_metrics():
-            subprocess.run([*command, "--mode=eval", f"--eval_split={split}"], cwd=ROOT, check=True)
-        figures[split] = RunDir(run_dir).read_metrics()[f"eval_{split}"]["train_memory"]["perplexity"]
-    train = RunDir(run_dir).read_metrics()["train"]
+    run_dir = quick.folder(name) if quick.active() else run_dir
+    flags_ = quick.training([*LM_FLAGS, *extra, f"--seed={seed}"])
+    runs.train_unless_finished("lm", run_dir, flags_, checked=[f for f in flags_ if not f.startswith("--config.")])
+    figures = {split: runs.evaluation("lm", run_dir, f"eval_{split}", f"--eval_split={split}", reuse="any")[
+        "train_memory"]["perplexity"] for split in ("validation", "test")}
+    train = runs.read_metrics(run_dir)["train"]
     return {**figures, "train_seconds": train["seconds"],
-            "command": " ".join(["python -m recipes.lm", *flags_, f"--model_dir=runs/{os.path.basename(run_dir)}"])}
+            "command": runs.command("lm", flags_, f"runs/{os.path.basename(run_dir)}")}
 
 
 def lm_table(vectors):
@@ -121,6 +117,7 @@ def lm_table(vectors):
 
 def main(argv):
     del argv
+    quick.shrink(seeds=["0"], baselines=["nbsvm"])
     vectors = FLAGS.vectors or os.path.join(os.environ.get("ZOO_DATA_DIR", "../shared/data"), "glove",
                                             "glove.6B.50d.txt.gz")
     for dataset in FLAGS.datasets:

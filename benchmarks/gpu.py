@@ -3,6 +3,7 @@ the counted work per second as a share of the chip's bfloat16 matmul peak, measu
 
   KERAS_BACKEND=jax python -m benchmarks.gpu                      # base and txl on a GPU; tiny on a CPU
   KERAS_BACKEND=jax python -m benchmarks.gpu --preset=tiny --models=base --rounds=1   # a smoke run
+  KERAS_BACKEND=jax python -m benchmarks.gpu --quick   # the same, its section in the quick report
   KERAS_BACKEND=jax python -m benchmarks.gpu --models=base --breakdown   # and base's step in parts
   KERAS_BACKEND=jax python -m benchmarks.gpu --models=base --steps_per_call=32 --layer_norm=fused   # changes to try
 
@@ -47,7 +48,7 @@ import types
 
 from absl import app, flags
 
-from benchmarks.common import costs
+from benchmarks.common import costs, quick
 from benchmarks.common.report import command_line, write_section
 
 flags.DEFINE_list("models", ["base", "txl"], "Models to train: base, txl.")
@@ -603,6 +604,7 @@ def median(values):
 
 def main(argv):
     del argv
+    quick.shrink(preset="tiny", models=["base"], rounds=1, peak_seconds=0.2)
     import keras
 
     if keras.backend.backend() != "jax":
@@ -668,7 +670,7 @@ def main(argv):
     xla_flags = f"XLA_FLAGS={os.environ['XLA_FLAGS']} " if os.environ.get("XLA_FLAGS") else ""
     body = section(results, f"{xla_flags}KERAS_BACKEND=jax {command_line()}")
     print(body, flush=True)
-    if accelerated if FLAGS.write is None else FLAGS.write:
+    if quick.active() or (accelerated if FLAGS.write is None else FLAGS.write):
         write_section("GPU (JAX backend)", body)
 
 

@@ -18,22 +18,20 @@ the median ratio over pairs of runs taken alternately (`report.paired`).
 
   python -m benchmarks.lm --dataset=ptb --run_dir=runs/ptb
   python -m benchmarks.lm --dataset=tinyshakespeare --run_dir=runs/shakespeare
+  python -m benchmarks.lm --quick   # a smoke run: the tiny preset for 2 steps, a context of 64, short timings
 """
 
 import os
-import subprocess
-import sys
 import time
 
 from absl import app, flags
 
-from benchmarks.common import recipe_flags
+from benchmarks.common import quick, recipe_flags, runs
 from benchmarks.common.costs import multiply_adds
 from benchmarks.common.peak import training_share
-from benchmarks.common.report import ROOT, finished_run, median_seconds, paired, read_record, write_section
+from benchmarks.common.report import ROOT, median_seconds, paired, read_record, write_section
 from recipes import lm  # noqa: F401  (defines the recipe's flags, --dataset among them)
 from zoo.language_model.recipe import load_trained
-from zoo.runs.run_dir import RunDir
 
 flags.DEFINE_string("run_dir", None, "Run directory of the benchmarked model (default runs/bench_lm_<dataset>).")
 flags.DEFINE_integer("context", 512, "Context length of the evaluation-speed comparison.")
@@ -58,26 +56,22 @@ def train_and_evaluate(dataset, run_dir, seed=0, averages=(1,)):
     """Trains (unless done); with several `averages`, picks on validation how many of the last checkpoints to
     average (`--average_checkpoints`); evaluates test with it. Returns metrics.json, the training command and
     {checkpoints averaged: validation figure with the training memory} ({} with one choice)."""
-    folder = RunDir(run_dir)
-    flags_ = [f"--dataset={dataset}", *RECIPE_FLAGS[dataset], f"--seed={seed}"]
-    command = [sys.executable, "-m", "recipes.lm", f"--model_dir={run_dir}"]  # evaluation reads the run's config
-    if not finished_run(run_dir, flags_):  # a finished run must have these flags, --seed among them
-        subprocess.run([*command, *flags_, "--mode=train"], cwd=ROOT, check=True)
+    flags_ = quick.training([f"--dataset={dataset}", *RECIPE_FLAGS[dataset], f"--seed={seed}"])
+    runs.train_unless_finished("lm", run_dir, flags_)  # a finished run must have these flags, --seed among them
     key = "perplexity" if dataset == "ptb" else "bits_per_character"
     averages = tuple(dict.fromkeys(averages))
 
-    def validate(n):
-        subprocess.run([*command, "--mode=eval", "--eval_split=validation", f"--average_checkpoints={n}"], cwd=ROOT,
-                       check=True)
-        return folder.read_metrics()["eval_validation"]["train_memory"][key]
+    def validate(n):  # evaluation reads the run's config
+        return runs.evaluation("lm", run_dir, "eval_validation", "--eval_split=validation",
+                               f"--average_checkpoints={n}")["train_memory"][key]
 
     tried = {n: validate(n) for n in averages} if len(averages) > 1 else {}
     best = min(tried, key=tried.get) if tried else averages[0]
     if tried and best != averages[-1]:  # metrics.json keeps the chosen one's validation figures
         validate(best)
-    subprocess.run([*command, "--mode=eval", "--eval_split=test", "--eval_memory_length=256",
-                    f"--average_checkpoints={best}"], cwd=ROOT, check=True)
-    return folder.read_metrics(), " ".join(["python -m recipes.lm", *flags_, f"--model_dir={run_dir}"]), tried
+    metrics = runs.run_recipe("lm", run_dir, "--mode=eval", "--eval_split=test", "--eval_memory_length=256",
+                              f"--average_checkpoints={best}")
+    return metrics, runs.command("lm", flags_, run_dir), tried
 
 
 def evaluation_speed(run_dir, dataset, context, segment_lengths, tokens, windows, num_streams, repeats):
@@ -128,7 +122,7 @@ def evaluation_speed(run_dir, dataset, context, segment_lengths, tokens, windows
     return rows, vanilla
 
 
-def generation_speed(run_dir, repeats, new_tokens=300):
+def generation_speed(run_dir, repeats, new_tokens):
     import numpy as np
     import tensorflow as tf
 
@@ -155,10 +149,12 @@ def generation_speed(run_dir, repeats, new_tokens=300):
 
 def main(argv):
     del argv
+    quick.shrink(context=64, speed_tokens=32, speed_streams=4, speed_repeats=1, generation_repeats=1,
+                 vanilla_windows=2)
     dataset = FLAGS.dataset or "ptb"
     if dataset not in RECIPE_FLAGS:
         raise app.UsageError(f"--dataset={dataset}: this benchmark knows {sorted(RECIPE_FLAGS)}.")
-    run_dir = FLAGS.run_dir or os.path.join("runs", f"bench_lm_{dataset}")
+    run_dir = FLAGS.run_dir or (quick.folder("lm") if quick.active() else os.path.join("runs", f"bench_lm_{dataset}"))
     run_dir = run_dir if os.path.isabs(run_dir) else os.path.join(ROOT, run_dir)
     seeds = [int(seed) for seed in FLAGS.seeds]
     if not seeds:
@@ -174,7 +170,7 @@ def main(argv):
     lengths = [int(t) for t in FLAGS.speed_segment_lengths or (segment, segment // 2, segment // 4)]
     rows, vanilla = evaluation_speed(run_dir, dataset, FLAGS.context, lengths, FLAGS.speed_tokens,
                                      FLAGS.vanilla_windows, FLAGS.speed_streams, FLAGS.speed_repeats)
-    generation = generation_speed(run_dir, FLAGS.generation_repeats)
+    generation = generation_speed(run_dir, FLAGS.generation_repeats, new_tokens=20 if quick.active() else 300)
 
     test, train = metrics["eval_test"], metrics["train"]
     word = dataset == "ptb"

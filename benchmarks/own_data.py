@@ -11,6 +11,8 @@ Parts (each run alone keeps the others' figures, from <work_dir>/results.json):
 - multiclass: a four-class task (IMDB's star ratings) through csv:, fine-tuned from all-MiniLM-L6-v2 and
   trained from scratch, beside a one-vs-rest NBSVM-style model: accuracy and macro-F1;
 - translation: Multi30k through text: files and through --dataset=multi30k with the same flags.
+
+  python -m benchmarks.own_data --quick   # a smoke run: scale and rates on a 1 MB corpus, 2 steps, the quick report
 """
 
 import json
@@ -22,6 +24,7 @@ import time
 
 from absl import app, flags
 
+from benchmarks.common import nbsvm, quick, runs
 from benchmarks.common.report import ROOT, median_seconds, paired, write_section
 
 PARTS = ["scale", "rates", "multiclass", "translation"]
@@ -236,17 +239,12 @@ def multiclass(results):
         run_dir, export_dir = work("multiclass", name), work("multiclass", f"{name}_export")
         subprocess.run(["rm", "-rf", run_dir, export_dir], check=True)
         init = [f"--init_from={minilm_folder()}"] if name == "minilm" else []
-        command = [sys.executable, "-m", "recipes.sentiment", f"--dataset=csv:{folder}{{split}}.csv",
-                   "--text_column=review", "--label_column=stars", *init, *extra, f"--model_dir={run_dir}",
-                   f"--export_dir={export_dir}"]
-        began = time.time()
-        subprocess.run(command, cwd=ROOT, check=True)
-        seconds = time.time() - began
-        with open(os.path.join(run_dir, "metrics.json")) as f:
-            validation = json.load(f)["eval_validation"]["accuracy"]
+        flags_ = [f"--dataset=csv:{folder}{{split}}.csv", "--text_column=review", "--label_column=stars", *init, *extra]
+        metrics, seconds = runs.fresh_run("sentiment", run_dir, *flags_, f"--export_dir={export_dir}")
+        validation = metrics["eval_validation"]["accuracy"]
         figures[name] = {**scores(served_predictions(export_dir, texts), expected), "seconds": round(seconds),
                          "validation_accuracy": round(validation, 4),
-                         "command": " ".join(["python -m recipes.sentiment", *command[3:-2]]).replace(ROOT + "/", "")}
+                         "command": runs.relative(" ".join(["python -m recipes.sentiment", *flags_]))}
     began = time.time()
     figures["nbsvm"] = {**scores(one_vs_rest_nbsvm(folder, texts), expected), "seconds": round(time.time() - began)}
     results["multiclass"] = figures
@@ -254,28 +252,8 @@ def multiclass(results):
 
 
 def one_vs_rest_nbsvm(folder, texts):
-    """Wang & Manning's NBSVM-style model (benchmarks.transfer's peer) one class against the rest: per class,
-    binarized uni+bigram counts scaled by that class's naive-Bayes log-count ratio and a LogisticRegression
-    (C=0.1, liblinear, dual); the class of the highest decision value. Not tuned."""
-    import numpy as np
-    from sklearn.feature_extraction.text import CountVectorizer
-    from sklearn.linear_model import LogisticRegression
-
-    train_texts, train_labels = read_split(folder, "train")
-    classes = sorted(set(train_labels))
-    vectorizer = CountVectorizer(ngram_range=(1, 2), binary=True, token_pattern=r"(?u)\b\w+\b")
-    x_train, x_test = vectorizer.fit_transform(train_texts), vectorizer.transform(texts)
-    labels = np.asarray(train_labels)
-    decisions = []
-    for name in classes:
-        y = (labels == name).astype(int)
-        p = np.asarray(x_train[y == 1].sum(axis=0)).ravel() + 1.0
-        q = np.asarray(x_train[y == 0].sum(axis=0)).ravel() + 1.0
-        ratio = np.log((p / p.sum()) / (q / q.sum()))
-        model = LogisticRegression(C=0.1, solver="liblinear", dual=True, max_iter=1000)
-        model.fit(x_train.multiply(ratio).tocsr(), y)
-        decisions.append(model.decision_function(x_test.multiply(ratio).tocsr()))
-    return [classes[i] for i in np.argmax(np.stack(decisions, axis=1), axis=1)]
+    """The NBSVM-style model (benchmarks.common.nbsvm: one class against the rest) fitted on the train split."""
+    return nbsvm.predict(*read_split(folder, "train"), texts)
 
 
 TRANSLATE_FLAGS = ["--source=de", "--target=en", "--preset=tiny", "--vocab_size=4000", "--max_examples=5000",
@@ -315,10 +293,8 @@ def translation(results):
     for name, dataset in (("built_in", "multi30k"), ("files", f"text:{folder}{{split}}.{{lang}}")):
         run_dir, cache_dir = work("translation", name), work("translation_cache", name)
         subprocess.run(["rm", "-rf", run_dir, cache_dir], check=True)
-        subprocess.run([sys.executable, "-m", "recipes.translate", f"--dataset={dataset}", *TRANSLATE_FLAGS,
-                        f"--model_dir={run_dir}"], cwd=ROOT, check=True, env={**os.environ, "ZOO_CACHE_DIR": cache_dir})
-        with open(os.path.join(run_dir, "metrics.json")) as f:
-            metrics = json.load(f)
+        metrics = runs.run_recipe("translate", run_dir, f"--dataset={dataset}", *TRANSLATE_FLAGS,
+                                  env={**os.environ, "ZOO_CACHE_DIR": cache_dir})
         with open(os.path.join(run_dir, "tokenizer.model"), "rb") as f:
             tokenizer = f.read()
         figures[name] = {"bleu": round(metrics["eval_test"]["bleu"], 2), "loss": metrics["train"]["loss"],
@@ -394,6 +370,8 @@ def save(results):
 
 def main(argv):
     del argv
+    quick.shrink(parts=["scale", "rates"], sizes_mb=["1"], scale_recipes=["lm"], scale_steps=2,
+                 work_dir=quick.folder("own_data") if quick.active() else None)
     path = work("results.json")
     results = json.load(open(path)) if os.path.exists(path) else {}
     for part in FLAGS.parts:

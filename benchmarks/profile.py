@@ -11,22 +11,20 @@ peak of the same dtype measured in the same program (`benchmarks/common/peak.py`
 
   python -m benchmarks.profile
   python -m benchmarks.profile --recipes=lm --steps=40 --profiled=10
+  python -m benchmarks.profile --quick   # a smoke run: the language model's tiny preset, 12 steps, 2 traced
 """
 
 import glob
 import os
-import subprocess
-import sys
 import tempfile
 
 from absl import app, flags
 
-from benchmarks.common import recipe_flags
+from benchmarks.common import quick, recipe_flags, runs
 from benchmarks.common.costs import flops_per_token
 from benchmarks.common.peak import matmul_flops
 from benchmarks.common.report import ROOT, read_record, write_section
 from zoo.training.traces import KINDS, OTHER_PART, PARTS, by_kind, by_part, by_type, self_times
-from zoo.runs.run_dir import RunDir
 
 DEFAULT_RECIPES = ["translate", "lm", "pretrain"]
 flags.DEFINE_list("recipes", DEFAULT_RECIPES, "Benchmark models to profile (also finetune: IMDB fine-tuning of the "
@@ -43,17 +41,17 @@ def profile(name, steps, profiled, keep_in=None):
     one included), the model's training FLOPs per counted token or None, the command) of one fresh training run
     of the benchmark model `name`."""
     module, flags_ = recipe_flags.step_flags(name)
+    flags_ = quick.training(flags_)  # the step count and logging below replace the quick run's
     window = f"--profile_steps={steps - profiled + 1},{steps}"
     with tempfile.TemporaryDirectory() as scratch:
         model_dir = os.path.join(keep_in, name) if keep_in else scratch
         if keep_in and os.path.exists(model_dir):
             raise app.UsageError(f"{model_dir} already exists: give a --trace_dir without a '{name}' folder.")
-        command = [sys.executable, "-m", f"recipes.{module}", *flags_, "--mode=train", f"--train_steps={steps}",
-                   "--log_every=10", f"--checkpoint_every={steps}", window, f"--model_dir={model_dir}"]
-        subprocess.run(command, cwd=ROOT, check=True)
+        metrics = runs.run_recipe(module, model_dir, *flags_, "--mode=train", f"--train_steps={steps}",
+                                  "--log_every=10", f"--checkpoint_every={steps}", window)
         (trace,) = glob.glob(os.path.join(model_dir, "train", "plugins", "profile", "*", "*.xplane.pb"))
         config = read_record(model_dir).config
-        rate = RunDir(model_dir).read_metrics()["train"]["steady_tokens_per_second"]
+        rate = metrics["train"]["steady_tokens_per_second"]
         times = self_times(trace)
         per_token = flops_per_token(name, config, model_dir)
     shown = " ".join(["python -m", f"recipes.{module}", *flags_, f"--train_steps={steps}", window])
@@ -63,6 +61,7 @@ def profile(name, steps, profiled, keep_in=None):
 
 def main(argv):
     del argv
+    quick.shrink(recipes=["lm"], steps=12, profiled=2)
     if not 0 < FLAGS.profiled <= FLAGS.steps - 10:
         raise app.UsageError(f"--profiled={FLAGS.profiled} must leave the first 10 of --steps={FLAGS.steps} "
                              "untraced (they trace the training loop).")

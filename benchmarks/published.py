@@ -3,12 +3,14 @@ encoder against keras-hub's BertBackbone on it, both in one program.
 
   python -m benchmarks.published                      # the MiniLM folder's speed, zoo vs keras-hub
   python -m benchmarks.published --checkpoint=hf:google/electra-small-discriminator --steps=10
+  python -m benchmarks.published --quick   # a smoke run: one step of 2 sequences of 16 tokens each
 
 The default checkpoint is sentence-transformers' all-MiniLM-L6-v2 (`benchmarks.common.minilm`).
 """
 
 from absl import app, flags
 
+from benchmarks.common import quick
 from benchmarks.common.finetune_speed import speed_lines
 from benchmarks.common.minilm import minilm_folder
 from benchmarks.common.report import write_section
@@ -23,6 +25,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
+    quick.shrink(batch_size=2, length=16, steps=1)
     body = "\n".join(speed_lines(FLAGS.checkpoint or minilm_folder(), FLAGS.batch_size, FLAGS.length, FLAGS.steps,
                                  FLAGS.dtype))
     write_section("Published checkpoint: fine-tuning speed", body)

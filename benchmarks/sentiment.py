@@ -7,17 +7,16 @@ TextVectorization 20k words / 200 tokens, 2 epochs) on the same splits.
 
   python -m benchmarks.sentiment --dataset=imdb
   python -m benchmarks.sentiment --dataset=sst2
+  python -m benchmarks.sentiment --quick   # a smoke run: SST-2, 200 examples, 2 steps, the peer on 200 texts
 """
 
-import subprocess
-import sys
 import tempfile
 import time
 
 from absl import app, flags
 
-from benchmarks.common.report import ROOT, write_section
-from zoo.runs.run_dir import RunDir
+from benchmarks.common import quick, runs
+from benchmarks.common.report import write_section
 
 flags.DEFINE_enum("dataset", "imdb", ["imdb", "sst2"], "Dataset to benchmark.")
 flags.DEFINE_list("recipe_flags", [], "Extra flags for the recipe (comma separated).")
@@ -34,19 +33,17 @@ RECIPE_FLAGS = {
 
 
 def run_zoo(dataset, extra):
+    """The recipe end to end (its default mode: training, then the reported split) in a fresh folder, timed."""
     model_dir = tempfile.mkdtemp(prefix=f"bench_{dataset}_")
-    flags_ = [f"--dataset={dataset}", f"--eval_split={REPORTED_SPLIT[dataset]}", *RECIPE_FLAGS[dataset], *extra]
-    command = [sys.executable, "-m", "recipes.sentiment", *flags_, f"--model_dir={model_dir}"]
-    began = time.time()
-    subprocess.run(command, cwd=ROOT, check=True)
-    seconds = time.time() - began
-    metrics = RunDir(model_dir).read_metrics()
+    flags_ = quick.training([f"--dataset={dataset}", f"--eval_split={REPORTED_SPLIT[dataset]}",
+                             *RECIPE_FLAGS[dataset], *extra], max_examples=quick.EXAMPLES, vocab_size=quick.VOCABULARY)
+    metrics, seconds = runs.fresh_run("sentiment", model_dir, *flags_)
     return {
         "accuracy": metrics[f"eval_{REPORTED_SPLIT[dataset]}"]["accuracy"],
         "seconds": seconds,
         "train_seconds": metrics["train"]["seconds"],
         "tokens_per_second": metrics["train"]["tokens_per_second"],
-        "command": " ".join(["python -m recipes.sentiment", *flags_, f"--model_dir=runs/{dataset}"]),
+        "command": runs.command("sentiment", flags_, f"runs/{dataset}"),
     }
 
 
@@ -61,6 +58,10 @@ def run_peer(dataset):
     began = time.time()
     train = datasets.load_classification(dataset, "train")
     test = datasets.load_classification(dataset, REPORTED_SPLIT[dataset])
+    epochs = 2
+    if quick.active():
+        train, test = (datasets.subsample(data, quick.EXAMPLES, 0) for data in (train, test))
+        epochs = 1
     vectorize = keras.layers.TextVectorization(20000, output_sequence_length=200)
     vectorize.adapt(train.texts, batch_size=1024)
     x_train, x_test = vectorize(np.asarray(train.texts)), vectorize(np.asarray(test.texts))
@@ -73,13 +74,14 @@ def run_peer(dataset):
     x = keras.layers.Dropout(0.1)(x)
     model = keras.Model(inputs, keras.layers.Dense(2, activation="softmax")(x))
     model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
-    model.fit(x_train, train.labels, batch_size=32, epochs=2, verbose=2)
+    model.fit(x_train, train.labels, batch_size=32, epochs=epochs, verbose=2)
     _, accuracy = model.evaluate(x_test, test.labels, verbose=0)
     return {"accuracy": float(accuracy), "seconds": time.time() - began}
 
 
 def main(argv):
     del argv
+    quick.shrink(dataset="sst2")
     dataset = FLAGS.dataset
     zoo = run_zoo(dataset, FLAGS.recipe_flags)
     rows = [f"| zoo `recipes.sentiment` | {zoo['accuracy']:.2%} | {zoo['seconds']:.0f} s | {zoo['tokens_per_second']:.0f} |"]

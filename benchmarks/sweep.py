@@ -17,6 +17,7 @@ process, then in <sweep_dir>_<N>workers by N processes started together (each a 
       --max_examples=8000 --extra=--max_length=128,--warmup_steps=25
   python -m benchmarks.sweep --space=spaces/sst2_grid.yaml --sweep_dir=runs/sweeps/workers --workers=2 \
       --extra=--train_steps=150
+  python -m benchmarks.sweep --quick   # a smoke run: QUICK_SPACE's two trials of the tiny preset, 2 steps each
 """
 
 import csv
@@ -29,6 +30,7 @@ import time
 
 from absl import app, flags
 
+from benchmarks.common import quick
 from benchmarks.common.report import write_section
 
 flags.DEFINE_string("space", "spaces/sst2_grid.yaml", "The space file.")
@@ -44,6 +46,22 @@ flags.DEFINE_integer("max_examples", None, "Train every trial on this many examp
 flags.DEFINE_integer("workers", None, "Measure N workers against one on the grid instead (fresh folders).")
 flags.DEFINE_list("extra", [], "More recipe flags for every trial, e.g. --extra=--max_length=64.")
 FLAGS = flags.FLAGS
+
+# A quick run's grid (written into its temporary sweep folder) and its trials' flags.
+QUICK_SPACE = "method: grid\nmetric: validation.accuracy\nspace:\n  train.learning_rate: [5.0e-4, 1.0e-3]\n"
+QUICK_EXTRA = ["--train_steps=2", "--checkpoint_every=2", "--warmup_steps=1", f"--vocab_size={quick.VOCABULARY}"]
+
+
+def shrink_to_quick():
+    """With --quick: QUICK_SPACE in a fresh temporary sweep folder, the tiny preset on a few examples."""
+    if not quick.active():
+        return
+    quick.shrink(sweep_dir=os.path.join(quick.folder("sweep"), "grid"), preset="tiny", max_examples=quick.EXAMPLES,
+                 extra=QUICK_EXTRA)
+    if not FLAGS["space"].present:
+        FLAGS.space = os.path.join(os.path.dirname(FLAGS.sweep_dir), "quick_space.yaml")
+        with open(FLAGS.space, "w") as f:
+            f.write(QUICK_SPACE)
 
 
 def init_from():
@@ -125,6 +143,7 @@ def compare_workers(count):
 
 def main(argv):
     del argv
+    shrink_to_quick()
     if FLAGS.workers:
         return compare_workers(FLAGS.workers)
     started = time.time()

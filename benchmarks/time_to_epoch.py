@@ -18,6 +18,7 @@ keras-hub's time over the zoo's. BENCHMARKS.md is written only with --write (a q
 
   python -m benchmarks.time_to_epoch --write
   python -m benchmarks.time_to_epoch --examples=32 --validation_examples=32 --max_length=64  # a check
+  python -m benchmarks.time_to_epoch --quick   # a smoke run: SST-2, 16 examples of 32 tokens, the quick report
 """
 
 import csv
@@ -32,6 +33,7 @@ import time
 
 from absl import app, flags
 
+from benchmarks.common import quick, runs
 from benchmarks.common.report import ROOT, paired, read_record, write_section
 
 FLAGS = flags.FLAGS
@@ -71,6 +73,7 @@ def define_flags(values=FLAGS):
                       flag_values=values)
     flags.DEFINE_string("keras_hub_job", None, "Internal: run keras-hub's side of the job in this JSON file and "
                         "exit.", flag_values=values)
+    quick.define(values)
 
 
 def sample(dataset, split, count, seed):
@@ -172,19 +175,15 @@ def run_zoo(flags_, run_dir, cache_dir):
     from zoo.runs.run_dir import METRICS_FILE, RunDir
 
     env = {**os.environ, "ZOO_CACHE_DIR": cache_dir}
-    recipe = [sys.executable, "-m", "recipes.sentiment"]
     launched = time.time()
-    subprocess.run([*recipe, *flags_, "--mode=train", f"--model_dir={run_dir}"], cwd=ROOT, env=env, check=True)
-    run = RunDir(run_dir)
-    trained = os.path.getmtime(run.file(METRICS_FILE))
-    train = run.read_metrics()["train"]
+    train = runs.run_recipe("sentiment", run_dir, *flags_, "--mode=train", env=env)["train"]
+    trained = os.path.getmtime(RunDir(run_dir).file(METRICS_FILE))
     tokenizing = tokenizing_seconds(cache_dir)  # before the evaluation adds the validation split's entry
-    subprocess.run([*recipe, "--mode=eval", "--eval_split=validation", f"--model_dir={run_dir}"], cwd=ROOT, env=env,
-                   check=True)
+    evaluated = runs.run_recipe("sentiment", run_dir, "--mode=eval", "--eval_split=validation", env=env)
     train_config = read_record(run_dir).config.train
     return {"wall": trained - launched, "train": train["seconds"], "tokenizing": tokenizing,
             "real_tokens": round(train["tokens_per_second"] * train["seconds"]),
-            "accuracy": run.read_metrics()["eval_validation"]["accuracy"],
+            "accuracy": evaluated["eval_validation"]["accuracy"],
             "steps": train_config.train_steps, "seed": train_config.seed}
 
 
@@ -381,7 +380,9 @@ def settings_line(results, options, checkpoint_folder, dtype, reason, load):
 
 
 def benchmark(options):
-    """Both libraries on each of options.tasks; prints the section, and writes it with options.write."""
+    """Both libraries on each of options.tasks; prints the section, and writes it with options.write (with --quick,
+    into the quick report)."""
+    quick.shrink(options, tasks=["sst2"], examples=16, validation_examples=16, max_length=32)
     unknown = set(options.tasks) - set(MAX_LENGTH)
     if unknown:
         raise app.UsageError(f"--tasks: unknown {sorted(unknown)}; use {', '.join(MAX_LENGTH)}.")
@@ -400,7 +401,8 @@ def benchmark(options):
     with tempfile.TemporaryDirectory(prefix="time_to_epoch_") as directory:
         folder = linked_folder(checkpoint_folder, checkpoint.vocabulary, os.path.join(directory, "keras_hub"))
         results = [measure(task, options, checkpoint, folder, dtype, directory) for task in options.tasks]
-    publish(render(results, settings_line(results, options, checkpoint_folder, dtype, reason, load)), options.write)
+    body = render(results, settings_line(results, options, checkpoint_folder, dtype, reason, load))
+    publish(body, options.write or quick.active(options))
 
 
 def publish(body, write):

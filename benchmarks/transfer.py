@@ -17,19 +17,17 @@ checkpoint, the zoo's own pretrained encoder fine-tuned (finished runs reused).
 
   python -m benchmarks.transfer
   python -m benchmarks.transfer --checkpoint= --objective=electra --peers=
+  python -m benchmarks.transfer --quick --checkpoint=   # a smoke run: SST-2 alone, no peers, a few steps each
 """
 
 import os
-import subprocess
-import sys
 import time
 
 from absl import app, flags
 
-from benchmarks.common import recipe_flags
+from benchmarks.common import nbsvm, quick, recipe_flags, runs
 from benchmarks.common.minilm import minilm_folder
-from benchmarks.common.report import ROOT, finished_run, write_section
-from zoo.runs.run_dir import RunDir
+from benchmarks.common.report import ROOT, write_section
 
 flags.DEFINE_string("checkpoint", "minilm", "The published checkpoint to fine-tune (a folder, hf:ORG/NAME, "
                     "keras_hub:PRESET; minilm: all-MiniLM-L6-v2 from the bench extra); empty: pretrain the zoo's own.")
@@ -58,24 +56,17 @@ REPORTED_SPLIT = {"imdb": "test", "sst2": "validation"}
 SPLIT_NAME = {"imdb": "IMDB test", "sst2": "SST-2 dev"}
 
 
-def recipe(module, flags_, model_dir, *extra):
-    """Runs `python -m recipes.<module>` and returns its metrics.json."""
-    subprocess.run([sys.executable, "-m", f"recipes.{module}", *flags_, f"--model_dir={model_dir}", *extra],
-                   cwd=ROOT, check=True)
-    return RunDir(model_dir).read_metrics()
-
-
 def shown(command):
     """A command as BENCHMARKS.md prints it: paths relative to the repository root, as a reader's checkout has them."""
-    return " ".join(command).replace(ROOT + os.sep, "")
+    return runs.relative(command)
 
 
 def pretrain(run_dir, objective):
-    flags_ = [*PRETRAIN_FLAGS, f"--train_steps={PRETRAIN_STEPS[objective]}", f"--objective={objective}"]
-    if not finished_run(run_dir, flags_):
-        recipe("pretrain", flags_, run_dir, "--mode=train")
-    metrics = recipe("pretrain", [], run_dir, "--mode=eval")
-    return metrics, shown(["python -m recipes.pretrain", *flags_, f"--model_dir={run_dir}"])
+    flags_ = quick.training([*PRETRAIN_FLAGS, f"--train_steps={PRETRAIN_STEPS[objective]}", f"--objective={objective}"],
+                            **quick.PRETRAINING)
+    runs.train_unless_finished("pretrain", run_dir, flags_)
+    metrics = runs.run_recipe("pretrain", run_dir, "--mode=eval")
+    return metrics, shown(runs.command("pretrain", flags_, run_dir))
 
 
 def fine_tune(dataset, pretrain_dir, run_dir):
@@ -87,8 +78,8 @@ def fine_tune_with(flags_, dataset, run_dir):
     """Trains (or reuses) the sentiment run of `flags_` in run_dir, evaluates its own validation split
     and `dataset`'s reported split (which may be another dataset's: SST-2 dev for sst2_tune)."""
     began = time.time()
-    if not finished_run(run_dir, flags_):
-        recipe("sentiment", flags_, run_dir, "--mode=train")
+    flags_ = quick.training(flags_, max_examples=quick.EXAMPLES)
+    runs.train_unless_finished("sentiment", run_dir, flags_)
     validation = evaluation(run_dir, "eval_validation", "--eval_split=validation")
     trained_on = next(f.split("=", 1)[1] for f in flags_ if f.startswith("--dataset="))
     split = REPORTED_SPLIT[dataset]
@@ -97,9 +88,9 @@ def fine_tune_with(flags_, dataset, run_dir):
     return {
         "validation": validation["accuracy"],
         "accuracy": accuracy["accuracy"],
-        "train_seconds": RunDir(run_dir).read_metrics()["train"]["seconds"],
+        "train_seconds": runs.read_metrics(run_dir)["train"]["seconds"],
         "seconds": time.time() - began,
-        "command": shown(["python -m recipes.sentiment", *flags_, f"--model_dir={run_dir}"]),
+        "command": shown(runs.command("sentiment", flags_, run_dir)),
     }
 
 
@@ -107,43 +98,12 @@ def evaluation(run_dir, key, *eval_flags):
     """metrics.json's `key` entry of the run in run_dir (eval_validation, eval_test, eval_sst2_validation...),
     evaluated by the recipe with eval_flags unless the run already holds it for its last training step and
     its last checkpoint alone: evaluation is deterministic, and long (IMDB's test split at 512 tokens)."""
-    metrics = RunDir(run_dir).read_metrics()
-    entry = metrics.get(key)
-    if entry is None or entry.get("step") != metrics["train"]["step"] or entry.get("average_checkpoints") != 1:
-        metrics = recipe("sentiment", [], run_dir, "--mode=eval", *eval_flags)
-    return metrics[key]
+    return runs.evaluation("sentiment", run_dir, key, *eval_flags, reuse="current")
 
 
-def nbsvm(dataset):
-    """Wang & Manning's NBSVM-style model (STACK_NOTES' peer): binarized uni+bigram counts scaled by
-    the naive-Bayes log-count ratio r = log((p / |p|_1) / (q / |q|_1)) (alpha = 1), then
-    LogisticRegression(C=0.1, liblinear, dual), not tuned."""
-    import numpy as np
-    from sklearn.feature_extraction.text import CountVectorizer
-    from sklearn.linear_model import LogisticRegression
-
-    from zoo.data import datasets
-
-    began = time.time()
-    train = datasets.load_classification(dataset, "train")
-    evaluated = datasets.load_classification(dataset, REPORTED_SPLIT[dataset])
-    if dataset == "imdb":  # the whole of IMDB's train, as the peer figure was measured (no tuning here)
-        held_out = datasets.load_classification(dataset, "validation")
-        train = datasets.Classification(train.texts + held_out.texts, np.concatenate([train.labels, held_out.labels]),
-                                        train.class_names)
-    # Words of one letter kept ("a", "i": "not a", "i loved"), which scikit-learn's default pattern drops: the
-    # peer as STACK_NOTES measured it.
-    vectorizer = CountVectorizer(ngram_range=(1, 2), binary=True, token_pattern=r"(?u)\b\w+\b")
-    x_train = vectorizer.fit_transform(train.texts)
-    y = train.labels
-    p = np.asarray(x_train[y == 1].sum(axis=0)).ravel() + 1.0
-    q = np.asarray(x_train[y == 0].sum(axis=0)).ravel() + 1.0
-    ratio = np.log((p / p.sum()) / (q / q.sum()))
-    model = LogisticRegression(C=0.1, solver="liblinear", dual=True, max_iter=1000)
-    model.fit(x_train.multiply(ratio).tocsr(), y)
-    x_eval = vectorizer.transform(evaluated.texts).multiply(ratio).tocsr()
-    accuracy = float((model.predict(x_eval) == evaluated.labels).mean())
-    return {"accuracy": accuracy, "seconds": time.time() - began}
+def nbsvm_peer(dataset):
+    """The NBSVM-style linear model (benchmarks.common.nbsvm) on the dataset's reported split."""
+    return nbsvm.accuracy(dataset, REPORTED_SPLIT[dataset], quick.EXAMPLES if quick.active() else None)
 
 
 def scratch(dataset):
@@ -153,14 +113,15 @@ def scratch(dataset):
     return run_zoo(dataset, [])
 
 
-PEERS = {"nbsvm": nbsvm, "scratch": scratch}
+PEERS = {"nbsvm": nbsvm_peer, "scratch": scratch}
 
 
 def pretrained_peer(dataset):
     """The zoo's own pretrained encoder (this program's --checkpoint= mode) fine-tuned, reusing finished runs."""
-    pretrain_dir = os.path.join(ROOT, "runs", f"bench_pretrain_{FLAGS.objective}")
+    runs_dir = quick.folder("transfer") if quick.active() else os.path.join(ROOT, "runs")
+    pretrain_dir = os.path.join(runs_dir, f"bench_pretrain_{FLAGS.objective}")
     pretrain(pretrain_dir, FLAGS.objective)
-    return fine_tune(dataset, pretrain_dir, os.path.join(ROOT, "runs", f"bench_transfer_{FLAGS.objective}", dataset))
+    return fine_tune(dataset, pretrain_dir, os.path.join(runs_dir, f"bench_transfer_{FLAGS.objective}", dataset))
 
 
 def published_main(checkpoint):
@@ -168,7 +129,7 @@ def published_main(checkpoint):
     from benchmarks.common.finetune_speed import speed_lines
 
     folder = minilm_folder() if checkpoint == "minilm" else checkpoint
-    fine_tune_dir = FLAGS.fine_tune_dir or os.path.join(ROOT, "runs", "bench_transfer_published")
+    fine_tune_dir = FLAGS.fine_tune_dir or quick_or(os.path.join(ROOT, "runs", "bench_transfer_published"))
     peers = {**PEERS, "pretrained": pretrained_peer}
     shown = os.path.relpath(folder, ROOT) if os.path.isdir(folder) else folder
     lines = [f"Checkpoint: `{shown}`" + (" (sentence-transformers' all-MiniLM-L6-v2, sha256 checked)."
@@ -190,7 +151,8 @@ def published_main(checkpoint):
     lines += ["", "Fine-tuning commands:", *commands]
     if "imdb" in FLAGS.tasks:
         lines += ["", latency_line(os.path.join(fine_tune_dir, "imdb"))]
-    lines += ["", *speed_lines(folder, batch_size=32, length=256, steps=5)]
+    sizes = dict(batch_size=2, length=16, steps=1) if quick.active() else dict(batch_size=32, length=256, steps=5)
+    lines += ["", *speed_lines(folder, **sizes)]
     body = "\n".join(lines)
     write_section("Transfer learning: published checkpoint", body)
     print(body)
@@ -207,25 +169,32 @@ def latency_line(run_dir):
     reviews = datasets.load_classification("imdb", "test").texts[:64]
     with tempfile.TemporaryDirectory() as scratch:
         tuned_export, small_dir = os.path.join(scratch, "tuned"), os.path.join(scratch, "small")
-        recipe("sentiment", [], run_dir, "--mode=export", f"--export_dir={tuned_export}")
-        recipe("sentiment", ["--dataset=imdb", "--preset=small", "--train_steps=1", "--max_examples=2000",
-                             "--mode=train"], small_dir, f"--export_dir={os.path.join(scratch, 'small_export')}")
+        runs.run_recipe("sentiment", run_dir, "--mode=export", f"--export_dir={tuned_export}")
+        runs.run_recipe("sentiment", small_dir, "--dataset=imdb", "--preset=small", "--train_steps=1",
+                        "--max_examples=2000", "--mode=train", f"--export_dir={os.path.join(scratch, 'small_export')}")
         tuned, small = export_latency(tuned_export, reviews), export_latency(os.path.join(scratch, "small_export"), reviews)
     return (f"Serving latency of the fine-tuned IMDB export (median of 10 calls, fresh TensorFlow process with TF Text): "
             f"one review {tuned[1] * 1000:.0f} ms, a batch of 64 test reviews {tuned[64] * 1000:.0f} ms; the zoo's "
             f"`small` classifier: {small[1] * 1000:.0f} ms and {small[64] * 1000:.0f} ms.")
 
 
+def quick_or(run_dir):
+    """run_dir, or in a --quick run a fresh temporary folder of the same name."""
+    return os.path.join(quick.folder("transfer"), os.path.basename(run_dir)) if quick.active() else run_dir
+
+
 def main(argv):
     del argv
+    quick.shrink(tasks=["sst2"], peers=[])
     unknown = set(FLAGS.peers) - set(PEERS) - {"pretrained"}
     if unknown:
         raise app.UsageError(f"--peers: unknown {sorted(unknown)}; use nbsvm, scratch, pretrained.")
     if FLAGS.checkpoint:
         return published_main(FLAGS.checkpoint)
     objective = FLAGS.objective
-    pretrain_dir = os.path.abspath(FLAGS.pretrain_dir or os.path.join(ROOT, "runs", f"bench_pretrain_{objective}"))
-    fine_tune_dir = FLAGS.fine_tune_dir or os.path.join(ROOT, "runs", f"bench_transfer_{objective}")
+    pretrain_dir = FLAGS.pretrain_dir or quick_or(os.path.join(ROOT, "runs", f"bench_pretrain_{objective}"))
+    pretrain_dir = os.path.abspath(pretrain_dir)
+    fine_tune_dir = FLAGS.fine_tune_dir or quick_or(os.path.join(ROOT, "runs", f"bench_transfer_{objective}"))
     pretrained, pretrain_command = pretrain(pretrain_dir, objective)
     held_out = pretrained["eval_held_out"]
     lines = [

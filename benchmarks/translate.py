@@ -12,20 +12,19 @@ r"""Translation quality and speed on Multi30k de->en (small preset, this machine
 
   python -m benchmarks.translate --run_dir=runs/m30k_de_en
   python -m benchmarks.translate --throughput_only --run_dir=runs/bench_throughput   # step 3 alone
+  python -m benchmarks.translate --quick   # a smoke run: 200 pairs, 2 steps, QUICK_SENTENCES decoded, 2 steps timed
 """
 
 import functools
 import json
 import os
-import subprocess
-import sys
 import time
 
 from absl import app, flags
 
-from benchmarks.common import recipe_flags
+from benchmarks.common import quick, recipe_flags, runs
 from benchmarks.common.peak import training_share
-from benchmarks.common.report import ROOT, finished_run, paired, read_record, write_section
+from benchmarks.common.report import ROOT, paired, read_record, write_section
 from zoo.runs.run_dir import RunDir
 
 flags.DEFINE_string("run_dir", "runs/bench_m30k_de_en", "Run directory of the benchmarked model.")
@@ -48,24 +47,22 @@ flags.DEFINE_list("averages", ["1"], "How many of the last checkpoints to averag
 FLAGS = flags.FLAGS
 
 RECIPE_FLAGS = recipe_flags.TRANSLATE
+QUICK_SENTENCES = 20  # test sentences a quick run decodes, training pairs its throughput comparison reads x 50
 
 
 def train_and_evaluate(model_dir, reuse_eval=False, length_penalties=(0.6,), averages=(1,)):
     """Trains (unless done), picks on validation the length penalty and how many of the last checkpoints to
     average (`--average_checkpoints`), evaluates test with that pair. Returns metrics.json, the training
     command, and {(checkpoints averaged, length penalty): validation BLEU}."""
-    folder = RunDir(model_dir)
-    command = [sys.executable, "-m", "recipes.translate", f"--model_dir={model_dir}"]  # eval reads the run's config
-    shown = " ".join(["python -m recipes.translate", *RECIPE_FLAGS, f"--model_dir={model_dir}"])
-    if not finished_run(model_dir, RECIPE_FLAGS):
-        subprocess.run([*command, *RECIPE_FLAGS, "--mode=train"], cwd=ROOT, check=True)
+    flags_ = quick.training(RECIPE_FLAGS, max_examples=quick.EXAMPLES, vocab_size=quick.VOCABULARY, max_length=16)
+    shown = runs.command("translate", flags_, model_dir)
+    runs.train_unless_finished("translate", model_dir, flags_)
 
-    def evaluate(split, average, length_penalty):
-        subprocess.run([*command, "--mode=eval", f"--eval_split={split}", "--beam_size=5",
-                        f"--length_penalty={length_penalty}", f"--average_checkpoints={average}"], cwd=ROOT, check=True)
-        return folder.read_metrics()[f"eval_{split}"]["bleu"]
+    def evaluate(split, average, length_penalty):  # eval reads the run's config
+        return runs.evaluation("translate", model_dir, f"eval_{split}", f"--eval_split={split}", "--beam_size=5",
+                               f"--length_penalty={length_penalty}", f"--average_checkpoints={average}")["bleu"]
 
-    metrics = folder.read_metrics()
+    metrics = runs.read_metrics(model_dir)
     tried_path = os.path.join(model_dir, "bench_choices.json")
     if reuse_eval and "eval_validation" in metrics and "eval_test" in metrics:
         tried = {}
@@ -81,7 +78,7 @@ def train_and_evaluate(model_dir, reuse_eval=False, length_penalties=(0.6,), ave
     if best != pairs[-1]:  # metrics.json and the hypotheses file hold the chosen one's
         evaluate("validation", *best)
     evaluate("test", *best)
-    return folder.read_metrics(), shown, tried
+    return runs.read_metrics(model_dir), shown, tried
 
 
 def choice_line(tried, test):
@@ -104,6 +101,7 @@ def decoding_speed(model_dir, uncached_beam_sentences):
 
     trained = load_trained(model_dir)
     sources = translation_corpora.load_translation("multi30k", "test", "de", "en").sources
+    sources = sources[:QUICK_SENTENCES] if quick.active() else sources
     results = {}
     searches = [("greedy", 1), ("beam 5", 5)]
     for name, beam in searches:
@@ -169,6 +167,9 @@ def throughput(model_dir, steps, rounds):
     config = run_config.model
     source_tok, target_tok = RunDir(model_dir).tokenizers(config.shared_vocabulary)
     data = translation_corpora.load_translation("multi30k", "train", "de", "en")
+    if quick.active():
+        pairs = 50 * QUICK_SENTENCES
+        data = translation_corpora.Translation(data.sources[:pairs], data.targets[:pairs])
     rows = {
         "source": translation_preprocessing.source_rows(source_tok, data.sources, config.max_length),
         "target": translation_preprocessing.target_rows(target_tok, data.targets, config.max_length),
@@ -274,8 +275,7 @@ def measured_throughput_line(model_dir):
 def throughput_only(model_dir):
     if read_record(model_dir) is None:
         flags_ = [f for f in RECIPE_FLAGS if not f.startswith("--train_steps=")]
-        subprocess.run([sys.executable, "-m", "recipes.translate", *flags_, "--train_steps=1", "--mode=train",
-                        f"--model_dir={model_dir}"], cwd=ROOT, check=True)
+        runs.run_recipe("translate", model_dir, *quick.training([*flags_, "--train_steps=1"]), "--mode=train")
     line = measured_throughput_line(model_dir)
     body = (f"The model of `python -m recipes.translate {' '.join(RECIPE_FLAGS)}`; both sides start from a fresh "
             "initialization, as in the full benchmark (the run directory gives only the config and tokenizers, from a "
@@ -286,7 +286,10 @@ def throughput_only(model_dir):
 
 def main(argv):
     del argv
+    quick.shrink(uncached_beam_sentences=QUICK_SENTENCES // 2, throughput_steps=2, throughput_rounds=1)
     model_dir = os.path.join(ROOT, FLAGS.run_dir) if not os.path.isabs(FLAGS.run_dir) else FLAGS.run_dir
+    if quick.active() and not FLAGS["run_dir"].present:
+        model_dir = quick.folder("translate")
     if FLAGS.throughput_only:
         return throughput_only(model_dir)
     penalties = tuple(float(p) for p in FLAGS.length_penalties)

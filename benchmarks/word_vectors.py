@@ -12,6 +12,7 @@ With gensim installed (--peer), its KeyedVectors.load_word2vec_format reads the 
 (no_header=True for GloVe's), as the peer: it keeps every row.
 
   python -m benchmarks.word_vectors
+  python -m benchmarks.word_vectors --quick   # a smoke run: 1,000 words, a binary file of 10,000 rows
 """
 
 import gzip
@@ -23,6 +24,8 @@ import tempfile
 
 import numpy as np
 from absl import app, flags
+
+from benchmarks.common import quick
 
 flags.DEFINE_integer("vocabulary", 20_000, "Words asked for.")
 flags.DEFINE_integer("rows", 2_000_000, "Rows of the synthetic word2vec binary file.")
@@ -97,6 +100,7 @@ def write_binary(path, rows, dim=300, chunk=10_000):
 
 def main(argv):
     del argv
+    quick.shrink(vocabulary=1000, rows=10_000)
     peers = ["zoo"]
     if FLAGS.peer:
         try:

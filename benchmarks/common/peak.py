@@ -6,13 +6,17 @@
 
 import time
 
+from benchmarks.common import quick
 from benchmarks.common.costs import flops_per_token
 
 
 def matmul_flops(dtype, size=2048, seconds=3.0):
     """FLOP/s of a square `size` matmul in `dtype` (float32, bfloat16, float16): the best of timed
-    rounds of 5 products each, after a warm-up, for about `seconds`."""
+    rounds of 5 products each, after a warm-up, for about `seconds` (a --quick run: 256, for 0.1 s)."""
     import tensorflow as tf
+
+    if quick.active():
+        size, seconds = 256, 0.1
 
     a = tf.cast(tf.random.stateless_normal((size, size), seed=[1, 2]), dtype)
     # Five different right-hand sides: five products of the same operands would be merged into one
@@ -44,4 +48,4 @@ def training_share(recipe, config, model_dir, train):
     achieved, peak = rate * flops_per_token(recipe, config, model_dir), matmul_flops(dtype)
     return (f"Training at {rate:.0f} tokens/s once traced: {achieved / 1e9:.0f} GFLOP/s of the model's counted work "
             f"(`benchmarks/common/costs.py`), {achieved / peak:.0%} of this machine's {dtype} matmul peak "
-            f"({peak / 1e9:.0f} GFLOP/s, 2048³, measured by this program).")
+            f"({peak / 1e9:.0f} GFLOP/s, {256 if quick.active() else 2048}³, measured by this program).")

@@ -101,16 +101,22 @@ def command_line():
 
 
 def write_section(name, body):
-    """Replaces (or appends) the section `name` of BENCHMARKS.md with `body`."""
-    text = open(BENCHMARKS).read() if os.path.exists(BENCHMARKS) else HEADER
+    """Replaces (or appends) the section `name` of BENCHMARKS.md with `body`; in a --quick run, of the quick report
+    (`benchmarks.common.quick`) instead."""
+    from benchmarks.common import quick
+
+    path = quick.report_path() if quick.active() else BENCHMARKS
+    text = open(path).read() if os.path.exists(path) else HEADER
     stamp = time.strftime("%Y-%m-%d")
     section = (
         f"<!-- {name} -->\n## {name}\n\n`{command_line()}` — {stamp}, {machine()}\n\n{body.strip()}\n<!-- /{name} -->"
     )
     pattern = re.compile(rf"<!-- {re.escape(name)} -->.*?<!-- /{re.escape(name)} -->", re.S)
     text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
-    with open(BENCHMARKS, "w") as f:
+    with open(path, "w") as f:
         f.write(text)
+    if path != BENCHMARKS:
+        print(f"--quick: section {name!r} written to {path}, BENCHMARKS.md left as it is.", flush=True)
 
 
 def paired(ours, peer, repeats, label="timing"):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from benchmarks import tasks
+from benchmarks.common import task_data
 from zoo.classifier import data as classifier_data
 
 pytest.importorskip("sklearn")
@@ -61,7 +62,7 @@ def written(task, splits, folder):
     """Writes `splits` as build() does and returns the --dataset the recipe gets."""
     columns = ["id", "review", "rating"] if task == "regression" else None
     for split, rows in splits.items():
-        tasks.write_rows(os.path.join(folder, tasks.FILES[task].format(split=split)), rows, columns)
+        task_data.write_rows(os.path.join(folder, tasks.FILES[task].format(split=split)), rows, columns)
     dataset = tasks.READ_FLAGS[task][0].removeprefix("--dataset=").format(folder=folder)
     return dataset
 
@@ -80,15 +81,15 @@ def test_imdb_reviews_reads_ratings_from_the_archives_names(tmp_path, monkeypatc
     from zoo.data import datasets
 
     monkeypatch.setattr(datasets, "fetch", lambda source: str(archive_path))
-    assert sorted(tasks.imdb_reviews()) == [("test/neg/3", 2, "Bad."), ("train/pos/12", 9, "Fine. Very.")]
+    assert sorted(task_data.imdb_reviews()) == [("test/neg/3", 2, "Bad."), ("train/pos/12", 9, "Fine. Very.")]
 
 
 def test_regression_splits_are_seeded_disjoint_and_labelled_by_the_rating():
     reviews = fake_reviews()
     sizes = {"train": 30, "validation": 10, "test": 25}
-    splits = tasks.make_regression(reviews, sizes)
-    assert splits == tasks.make_regression(list(reversed(reviews)), sizes)  # the same whatever the order read
-    assert splits != tasks.make_regression(reviews, sizes, seed=1)
+    splits = task_data.make_regression(reviews, sizes)
+    assert splits == task_data.make_regression(list(reversed(reviews)), sizes)  # the same whatever the order read
+    assert splits != task_data.make_regression(reviews, sizes, seed=1)
     assert {split: len(rows) for split, rows in splits.items()} == sizes
     ids = {split: {row["id"] for row in rows} for split, rows in splits.items()}
     assert not ids["train"] & ids["validation"] and all(len(ids[s]) == sizes[s] for s in sizes)
@@ -100,11 +101,11 @@ def test_regression_splits_are_seeded_disjoint_and_labelled_by_the_rating():
             assert (row["rating"], row["review"]) == by_id[row["id"]]
             assert row["rating"] in (1, 2, 3, 4, 7, 8, 9, 10)
     with pytest.raises(ValueError, match="more reviews"):
-        tasks.make_regression(reviews, {"train": 50, "validation": 20, "test": 5})
+        task_data.make_regression(reviews, {"train": 50, "validation": 20, "test": 5})
 
 
 def test_the_zoo_reads_the_regression_files(tmp_path):
-    splits = tasks.make_regression(fake_reviews(), {"train": 30, "validation": 10, "test": 25})
+    splits = task_data.make_regression(fake_reviews(), {"train": 30, "validation": 10, "test": 25})
     dataset = written("regression", splits, str(tmp_path))
     for split, rows in splits.items():
         examples = classifier_data.load(dataset, split, columns_of("regression"))
@@ -118,9 +119,9 @@ def test_the_zoo_reads_the_regression_files(tmp_path):
 def test_pairs_are_balanced_labelled_by_agreement_and_test_holds_only_dev_sentences():
     sentences = fake_sst2()
     sizes = {"train": 40, "validation": 10, "test": 30}
-    splits = tasks.make_pairs(sentences, sizes)
-    assert splits == tasks.make_pairs(sentences, sizes)
-    assert splits != tasks.make_pairs(sentences, sizes, seed=1)
+    splits = task_data.make_pairs(sentences, sizes)
+    assert splits == task_data.make_pairs(sentences, sizes)
+    assert splits != task_data.make_pairs(sentences, sizes, seed=1)
     sentiment = {**dict(sentences["train"]), **dict(sentences["dev"])}
     sides = {}
     for split, rows in splits.items():
@@ -140,14 +141,14 @@ def test_pairs_are_balanced_labelled_by_agreement_and_test_holds_only_dev_senten
 
 def test_pairs_need_a_second_sentence_of_each_sentiment():
     rng = np.random.default_rng(0)
-    rows = tasks.draw_pairs([("good", 1), ("bad", 0), ("fine", 1), ("awful", 0)], 40, rng)
+    rows = task_data.draw_pairs([("good", 1), ("bad", 0), ("fine", 1), ("awful", 0)], 40, rng)
     assert {row["label"] for row in rows} == {"same", "different"}
     with pytest.raises(ValueError, match="too few sentences"):
-        tasks.draw_pairs([("good", 1), ("bad", 0)], 2, rng)
+        task_data.draw_pairs([("good", 1), ("bad", 0)], 2, rng)
 
 
 def test_the_zoo_reads_the_pair_files(tmp_path):
-    splits = tasks.make_pairs(fake_sst2(), {"train": 40, "validation": 10, "test": 30})
+    splits = task_data.make_pairs(fake_sst2(), {"train": 40, "validation": 10, "test": 30})
     dataset = written("pairs", splits, str(tmp_path))
     examples = classifier_data.load(dataset, "train", columns_of("pairs"))
     assert examples.class_names == ("different", "same")
@@ -163,14 +164,14 @@ def test_the_zoo_reads_the_pair_files(tmp_path):
 def test_label_nouns_rank_the_hand_list_by_sentences_holding_them():
     english = ["a dog and a man", "a dog", "dogs", "a Man", "a woman, a dog"]
     # dog 3 sentences ("dogs" is another word), man 2, woman 1; the rest of NOUNS none: NOUNS' order.
-    assert tasks.label_nouns(english, count=5) == ["dog", "man", "woman", *[n for n in tasks.NOUNS
+    assert task_data.label_nouns(english, count=5) == ["dog", "man", "woman", *[n for n in task_data.NOUNS
                                                                              if n not in ("dog", "man", "woman")][:2]]
 
 
 def test_multilabel_rows_hold_the_nouns_of_their_english_and_rows_without_are_left_out(monkeypatch):
-    monkeypatch.setattr(tasks, "LABEL_COUNT", 3)
+    monkeypatch.setattr(task_data, "LABEL_COUNT", 3)
     sentences = fake_multi30k()
-    splits, nouns = tasks.make_multilabel(sentences, {"train": None, "validation": None, "test": None})
+    splits, nouns = task_data.make_multilabel(sentences, {"train": None, "validation": None, "test": None})
     assert nouns == ["man", "dog", "woman"]  # man 3 sentences (case folded), dog 3 (man first in NOUNS), woman 2
     assert splits["train"] == [
         {"german": "de train 0", "labels": ["man", "dog"]}, {"german": "de train 1", "labels": ["dog"]},
@@ -181,16 +182,16 @@ def test_multilabel_rows_hold_the_nouns_of_their_english_and_rows_without_are_le
     # "Mandolins" holds no noun as a whole word; the German of a row is its own sentence's.
     assert splits["test"] == [{"german": "de test 0", "labels": ["man"]},
                               {"german": "de test 1", "labels": ["dog", "woman"]}]
-    sampled, _ = tasks.make_multilabel(sentences, {"train": 3, "validation": None, "test": None})
-    assert sampled == tasks.make_multilabel(sentences, {"train": 3, "validation": None, "test": None})[0]
+    sampled, _ = task_data.make_multilabel(sentences, {"train": 3, "validation": None, "test": None})
+    assert sampled == task_data.make_multilabel(sentences, {"train": 3, "validation": None, "test": None})[0]
     assert len(sampled["train"]) == 3 and all(row in splits["train"] for row in sampled["train"])
     assert [splits["train"].index(row) for row in sampled["train"]] == sorted(  # kept in their order
         splits["train"].index(row) for row in sampled["train"])
 
 
 def test_the_zoo_reads_the_multilabel_files(tmp_path, monkeypatch):
-    monkeypatch.setattr(tasks, "LABEL_COUNT", 3)
-    splits, nouns = tasks.make_multilabel(fake_multi30k(), {"train": None, "validation": None, "test": None})
+    monkeypatch.setattr(task_data, "LABEL_COUNT", 3)
+    splits, nouns = task_data.make_multilabel(fake_multi30k(), {"train": None, "validation": None, "test": None})
     dataset = written("multilabel", splits, str(tmp_path))
     examples = classifier_data.load(dataset, "train", columns_of("multilabel"))
     assert examples.class_names == tuple(sorted(nouns))
@@ -200,8 +201,8 @@ def test_the_zoo_reads_the_multilabel_files(tmp_path, monkeypatch):
 
 
 def test_build_writes_every_split_in_the_recipes_form(tmp_path, monkeypatch):
-    monkeypatch.setattr(tasks, "sst2_sentences", fake_sst2)
-    made = tasks.build("pairs", str(tmp_path / "pairs"), {"train": 8, "validation": 4, "test": 6})
+    monkeypatch.setattr(task_data, "sst2_sentences", fake_sst2)
+    made = task_data.build("pairs", str(tmp_path / "pairs"), {"train": 8, "validation": 4, "test": 6})
     assert made == "Rows: train 8, validation 4, test 6."
     assert sorted(os.listdir(tmp_path / "pairs")) == ["test.jsonl", "train.jsonl", "validation.jsonl"]
     with open(tmp_path / "pairs" / "test.jsonl") as f:
@@ -240,15 +241,15 @@ def test_multilabel_figures_against_hand_computed_values():
 
 def tiny_folder(task, tmp_path):
     if task == "regression":
-        splits = tasks.make_regression(fake_reviews(), {"train": 40, "validation": 10, "test": 30})
+        splits = task_data.make_regression(fake_reviews(), {"train": 40, "validation": 10, "test": 30})
     elif task == "pairs":
-        splits = tasks.make_pairs(fake_sst2(), {"train": 40, "validation": 10, "test": 30})
+        splits = task_data.make_pairs(fake_sst2(), {"train": 40, "validation": 10, "test": 30})
     else:
         english = ["a man", "a dog", "a man and a dog", "a woman", "a woman and a man", "a dog and a woman"] * 4
         german = ["ein Mann", "ein Hund", "ein Mann und ein Hund", "eine Frau", "eine Frau und ein Mann",
                   "ein Hund und eine Frau"] * 4
         sentences = {split: (german, english) for split in ("train", "validation", "test")}
-        splits, _ = tasks.make_multilabel(sentences, {"train": None, "validation": None, "test": None})
+        splits, _ = task_data.make_multilabel(sentences, {"train": None, "validation": None, "test": None})
     tmp_path.mkdir(exist_ok=True)
     written(task, splits, str(tmp_path))
     return str(tmp_path), splits
@@ -338,7 +339,7 @@ def test_a_quick_zoo_run_reports_its_test_figures(tmp_path):
     letters = list("abcdefghijklmnopqrstuvwxyzäöü")
     english = [["a man", "a dog", "a man and a dog", "a woman"][i % 4] for i in range(300)]
     german = [" ".join("".join(rng.choice(letters, rng.integers(3, 9))) for _ in range(8)) for _ in english]
-    splits, _ = tasks.make_multilabel({split: (german, english) for split in ("train", "validation", "test")},
+    splits, _ = task_data.make_multilabel({split: (german, english) for split in ("train", "validation", "test")},
                                       {"train": None, "validation": 20, "test": 20})
     folder = str(tmp_path / "data")
     os.makedirs(folder)
