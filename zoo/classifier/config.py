@@ -83,3 +83,10 @@ class ClassifierConfig:
     def words(self):
         """Whether the tokens are words (zoo.data.word_tokenizer), not SentencePiece pieces."""
         return self.tokenizer == "words" or (self.tokenizer is None and self.word_vectors is not None)
+
+    def with_words(self, plan, section="model"):
+        """This config (the run config's `section`) sized to a word plan (zoo.data.word_embedding.WordPlan): its
+        vocabulary's size, and the vectors' width as embedding_dim (a projection maps it to hidden_dim)."""
+        dim = plan.embedding_dim(self.embedding_dim, f"{section}.embedding_dim",
+                                 f"{section}.hidden_dim={self.hidden_dim}")
+        return dataclasses.replace(self, vocab_size=len(plan.words), embedding_dim=dim)

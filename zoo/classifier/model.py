@@ -74,6 +74,12 @@ def build_classifier(config):
     return keras.Model(encoder.input, logits, name="classifier")
 
 
+def token_table(model):
+    """The token embedding's table of a classifier or an encoder (`build_encoder`'s layer "embedding"): what word
+    vectors start."""
+    return model.get_layer("embedding").token_embedding.embeddings
+
+
 def layer_depths(model):
     """Each trainable variable's depth below the head, for layer-wise learning-rate decay:
     the head 0, the last encoder block (and pre-norm's final norm) 1, ..., the first block

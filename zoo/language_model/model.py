@@ -57,6 +57,12 @@ class LMConfig:
         checks.one_of(self, "activation", ACTIVATIONS)
         checks.word_vectors(self, "word_vectors")
 
+    def with_words(self, plan):
+        """This config with a word plan's (zoo.data.word_embedding.WordPlan) vectors' width as embedding_dim
+        (projected to hidden_dim when they differ)."""
+        return dataclasses.replace(self, embedding_dim=plan.embedding_dim(
+            self.embedding_dim, "model.embedding_dim", f"model.hidden_dim={self.hidden_dim}"))
+
 
 PRESETS = {
     "tiny": LMConfig(hidden_dim=64, num_heads=2, intermediate_dim=128, num_layers=2, segment_length=16, memory_length=16),
@@ -225,6 +231,11 @@ def build_language_model(config):
     if config.freeze_word_vectors:  # the token embedding's variable alone: an untied output matrix still learns
         model.embedding.embeddings.trainable = False
     return model
+
+
+def token_table(model):
+    """A TransformerXL's token embedding table (tied: the output's too): what word vectors start."""
+    return model.embedding.embeddings
 
 
 def with_memory_length(config, memory_length):

@@ -8,14 +8,14 @@ import os
 import time
 
 from zoo.core.progress import Progress
-from zoo.data import datasets, spec as dataset_spec
+from zoo.data import datasets, spec as dataset_spec, word_embedding
 from zoo.language_model import corpora as lm_corpora
 from zoo.language_model import data as lm_data, inference as lm_inference, preprocessor as lm_preprocessing
-from zoo.language_model import model as lm, word_embedding
+from zoo.language_model import model as lm
 from zoo.language_model.load import load_run as load_trained
 from zoo.language_model.run_config import MAX_POSITIONS, LMRunConfig, base as run_config_base
 from zoo.language_model.server import LanguageModelServer
-from zoo.language_model.vocabulary import Vocabulary
+from zoo.language_model.vocabulary import EOS, PAD, UNK, Vocabulary
 from zoo.runs.run_dir import RunDir
 from zoo.training import driver, run_settings
 from zoo.training.config import Task
@@ -65,11 +65,12 @@ class Settings:
 def prepare_run(model_dir, config, corpus, chief, words=None):
     """The run's config and vocabulary (`run_settings.start_run`): a new run's is built from the training text (a
     sample of it for a subword vocabulary of data.vocab_size pieces), or is the word vocabulary of `words` (a
-    zoo.language_model.word_embedding.VectorsPlan) planned already; its size, not a flag, is the model's."""
+    zoo.data.word_embedding.WordPlan) planned already; its size, not a flag, is the model's."""
     data, seed = config.data, config.train.seed
 
     def write_vocabulary():
-        built = words.vocabulary if words is not None else lm_data.build_vocabulary(corpus, data.vocab_size, seed)
+        built = Vocabulary(words.words, corpus.level) if words is not None else \
+            lm_data.build_vocabulary(corpus, data.vocab_size, seed)
         built.save(model_dir)
 
     config = run_settings.start_run(model_dir, RECIPE, config, write_vocabulary, lm_data.vocabulary_file(corpus.level),
@@ -89,9 +90,16 @@ def prepare(settings, strategy):
     if shared.evaluating and corpus.paths:  # its bad rows too, before any write
         lm_data.load(spec, settings.eval_split, corpus.level, bad_rows=data.bad_rows)
     asked = dataclasses.replace(shared.config, data=dataclasses.replace(data, level=corpus.level))
-    words = plan_words(shared.model_dir, asked.model, corpus, asked.train.seed)  # a bad vectors file: before any write
-    if words is not None:
-        asked = dataclasses.replace(asked, model=word_embedding.with_vectors(asked.model, words))
+    words, model = None, asked.model  # with word vectors, the LM's own word vocabulary and the embedding they start
+    if model.word_vectors is not None:  # a bad vectors file: refused before any write
+        counts = lm_data.token_counts(corpus)  # <eos> and PTB's own <unk> too: tokens without a vector of their own
+        record = RunDir(shared.model_dir).read_record(RECIPE, LMRunConfig) if os.path.isdir(shared.model_dir) else None
+        words = word_embedding.plan_vocabulary(
+            Vocabulary.from_counts(counts.copy(), corpus.level).tokens, counts, model.word_vectors,
+            model.min_vector_coverage, asked.train.seed, coverage_setting="--config.model.min_vector_coverage",
+            specials=(PAD, UNK, EOS), specials_found=False, started=record and record.derived.get("word_vectors"),
+            model_dir=shared.model_dir)
+        asked = dataclasses.replace(asked, model=model.with_words(words))
     run_config, vocabulary = prepare_run(shared.model_dir, asked, corpus, is_chief(strategy), words)
     derived = {"files": {"digest": corpus.key["files"], "bad_rows_skipped": corpus.skipped}} if corpus.paths else {}
     if words is not None:
@@ -124,28 +132,10 @@ def prepare(settings, strategy):
         dataset=dataset_fn,
         loss=lm.lm_loss(train_config.label_smoothing),
         initial_state=lambda model: model.initial_state(per_replica),
-        initialize=word_embedding.initializer(words.matrix) if words is not None else None,
+        initialize=words.initializer(lm.token_table) if words is not None else None,
     )
     derived["segments_per_pass"] = per_pass
     return driver.Prepared(dataclasses.replace(run_config, train=train_config), derived, task)
-
-
-def plan_words(model_dir, model, corpus, seed):
-    """With model.word_vectors, the word vocabulary of the training text and the embedding the vectors start
-    (zoo.language_model.word_embedding), else None. A resumed run plans them again, from the same text, and must
-    find the matrix it started from (the vectors file unchanged)."""
-    if model.word_vectors is None:
-        return None
-    counts = lm_data.token_counts(corpus)
-    vocabulary = Vocabulary.from_counts(counts.copy(), corpus.level)  # a copy: coverage counts PTB's <unk> tokens
-    plan = word_embedding.plan_vectors(vocabulary, counts, model.word_vectors, model.min_vector_coverage, seed)
-    record = RunDir(model_dir).read_record(RECIPE, LMRunConfig) if os.path.isdir(model_dir) else None
-    started = record.derived.get("word_vectors", {}).get("matrix_sha256") if record else None
-    if started and started != plan.derived["matrix_sha256"]:
-        raise ValueError(f"{model.word_vectors} is not the vectors file {model_dir} started from (its embedding "
-                         "differs): restore that file, or train in another --model_dir.")
-    print(plan.line, flush=True)
-    return plan
 
 
 def report(nll, count, level):

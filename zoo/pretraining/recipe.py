@@ -10,7 +10,7 @@ import os
 import tensorflow as tf
 
 from zoo.data import batching, tokenizer, word_embedding, word_tokenizer
-from zoo.classifier import run_config as classifier_config
+from zoo.classifier import model as classifier, run_config as classifier_config
 from zoo.pretraining import checkpoint_weights, data as pretraining_data, masks as pretraining_masks
 from zoo.pretraining import model as pretraining, pretrained, published, run_config
 from zoo.pretraining.run_config import PretrainRunConfig
@@ -68,9 +68,17 @@ def prepare_run(model_dir, config, chief):
     init_from, seed = config.setup.init_from, config.train.seed
     documents, held = documents_of(config, config.data.bad_rows)  # every row read: a bad one is refused now
     run_settings.check_same_files(model_dir, RECIPE, PretrainRunConfig, documents.digest)
-    words = plan_words(model_dir, config, documents, held)  # a bad vectors file: refused before any write
-    if words is not None:
-        encoder = word_embedding.words_model(config.model.encoder, words, "model.encoder")
+    # The word vocabulary ([MASK] included) of the training documents, and the embedding the vectors start: a bad
+    # vectors file is refused before any write, and a resumed run must find the matrix it started from.
+    words, encoder = None, config.model.encoder
+    if encoder.words:
+        record = RunDir(model_dir).read_record(RECIPE, PretrainRunConfig) if os.path.isdir(model_dir) else None
+        words = word_embedding.plan_words(
+            (document for document, out in zip(documents, held) if not out), encoder.vocab_size, encoder.word_vectors,
+            encoder.min_vector_coverage, seed, mask=True, scaled=encoder.embedding != "normalized",
+            coverage_setting="--config.model.encoder.min_vector_coverage", vectors_setting="model.encoder.word_vectors",
+            started=record and record.derived.get("word_vectors"), model_dir=model_dir)
+        encoder = encoder.with_words(words, "model.encoder")
         config = dataclasses.replace(config, model=dataclasses.replace(config.model, encoder=encoder))
     model = config.model
 
@@ -98,31 +106,6 @@ def prepare_run(model_dir, config, chief):
     if words is not None:
         derived["word_vectors"] = words.derived
     return config, derived, (documents, held), RunDir(model_dir).tokenizer(), words
-
-
-def plan_words(model_dir, config, documents, held):
-    """The word vocabulary ([MASK] included) and initial embedding of a run whose model.encoder.words, planned
-    from its training documents; None for a subword run. A resumed run plans them again and must find the
-    matrix it started from (the vectors file unchanged)."""
-    encoder = config.model.encoder
-    if not encoder.words:
-        return None
-    training = (document for document, out in zip(documents, held) if not out)
-    plan = word_embedding.plan_words(training, encoder.vocab_size, encoder.word_vectors, encoder.min_vector_coverage,
-                                     config.train.seed, scaled=encoder.embedding != "normalized",
-                                     coverage_setting="--config.model.encoder.min_vector_coverage", mask=True,
-                                     vectors_setting="model.encoder.word_vectors")
-    record = RunDir(model_dir).read_record(RECIPE, PretrainRunConfig) if os.path.isdir(model_dir) else None
-    word_embedding.check_resumed(plan, record, encoder.word_vectors, model_dir)
-    print(plan.line, flush=True)
-    return plan
-
-
-def encoder_initializer(matrix):
-    """Task.initialize of a run with word vectors: `matrix` into the encoder's token embedding, which ELECTRA's
-    generator and the masked-LM head's output share."""
-    initialize = word_embedding.initializer(matrix)
-    return lambda model: initialize(model.encoder)
 
 
 def packed_rows(tok, documents, keep, config, model_dir, name):
@@ -168,7 +151,8 @@ def prepare(settings, strategy):
             rows, part, config, train_config.seed, pipeline_id, skip=skip)),
         loss=pretraining.pretraining_loss(config, train_config.label_smoothing),
         initialize=pretrained.pretrainer_initializer(init_from) if init_from else
-        encoder_initializer(words.matrix) if words is not None and words.matrix is not None else None,
+        # The encoder's token embedding, which ELECTRA's generator and the masked-LM head's output share.
+        words.initializer(lambda model: classifier.token_table(model.encoder)) if words is not None else None,
     )
     return driver.Prepared(dataclasses.replace(run_config, train=train_config), {**derived, "sequences": len(rows)},
                            task)

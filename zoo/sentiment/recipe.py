@@ -114,9 +114,15 @@ def prepare(settings, strategy):
                                                                    num_segments=segments),
                                  train=train_config)
     # A bad vectors file is refused before any write; a fine-tuned encoder keeps its pretraining's words and embedding.
-    words = None if config.setup.init_from else plan_words(shared.model_dir, config.model, data, config.train.seed)
-    if words is not None:
-        config = dataclasses.replace(config, model=word_embedding.words_model(config.model, words))
+    words, model = None, config.model
+    if model.words and not config.setup.init_from:
+        record = RunDir(shared.model_dir).read_record(RECIPE, SentimentRunConfig) \
+            if os.path.isdir(shared.model_dir) else None
+        words = word_embedding.plan_words(
+            data.strings(), model.vocab_size, model.word_vectors, model.min_vector_coverage, config.train.seed,
+            scaled=model.embedding != "normalized", coverage_setting="--config.model.min_vector_coverage",
+            started=record and record.derived.get("word_vectors"), model_dir=shared.model_dir)
+        config = dataclasses.replace(config, model=model.with_words(words))
     config, tok = prepare_run(shared.model_dir, config, data, is_chief(strategy), words)
     model = config.model
     framing = ClassifierPreprocessor.for_tokenizer(tok, model.max_length, pairs=bool(model.num_segments))
@@ -134,7 +140,7 @@ def prepare(settings, strategy):
             batching.plan_dataset(part, fields, skip=skip, max_length=model.max_length))),
         loss=losses.classification_loss(train_config.label_smoothing, problem_type),
         initialize=pretrained.encoder_initializer(init_from) if init_from else
-        word_embedding.initializer(words.matrix) if words is not None and words.matrix is not None else None,
+        words.initializer(classifier.token_table) if words is not None else None,
         layer_depths=classifier.layer_depths,
     )
     derived = {"class_names": list(data.class_names)}
@@ -146,21 +152,6 @@ def prepare(settings, strategy):
         derived["files"] = {"digest": data.key["files"], "bad_rows_skipped": data.skipped}
         derived["held_out"] = data.key["held_out"]  # validation is train's share: a resumed run must agree
     return driver.Prepared(config, derived, task)
-
-
-def plan_words(model_dir, model, data, seed):
-    """The word vocabulary and initial embedding of a run whose model.words (zoo.data.word_embedding), None for
-    a subword run. A resumed run plans them again, from the same files, and must find the matrix it started
-    from (the vectors file unchanged)."""
-    if not model.words:
-        return None
-    plan = word_embedding.plan_words(data.strings(), model.vocab_size, model.word_vectors, model.min_vector_coverage,
-                                     seed, scaled=model.embedding != "normalized",
-                                     coverage_setting="--config.model.min_vector_coverage")
-    record = RunDir(model_dir).read_record(RECIPE, SentimentRunConfig) if os.path.isdir(model_dir) else None
-    word_embedding.check_resumed(plan, record, model.word_vectors, model_dir)
-    print(plan.line, flush=True)
-    return plan
 
 
 def pair_column(given, trained):

@@ -78,6 +78,16 @@ class TranslatorConfig:
         """(source, target): whether each side's tokens are words (zoo.data.word_tokenizer), given word vectors."""
         return tuple(self.vectors(side) is not None for side in SIDES)
 
+    def with_words(self, plans):
+        """This config sized to each word side's plan ({side: zoo.data.word_embedding.WordPlan}): its vocabulary's
+        size, and the vectors' width as its embedding_dim (projected to hidden_dim when they differ)."""
+        changes = {}
+        for side, plan in plans.items():
+            dim = plan.embedding_dim(getattr(self, f"{side}_embedding_dim"), f"model.{side}_embedding_dim",
+                                     f"model.hidden_dim={self.hidden_dim}")
+            changes.update({f"{side}_vocab_size": len(plan.words), f"{side}_embedding_dim": dim})
+        return dataclasses.replace(self, **changes)
+
 
 SIDES = ("source", "target")
 
@@ -247,6 +257,22 @@ def build_translator(config):
     ids = tf.ones([1, min(8, config.max_length)], tf.int32)  # within the positions the model has
     model({"source": ids, "target": ids})
     return model
+
+
+def words_initializer(plans):
+    """Task.initialize: each word side's plan ({side: zoo.data.word_embedding.WordPlan}) into its token embedding
+    (a shared one once), before the first step."""
+    def table(side):
+        return lambda model: model.get_layer(f"{side}_embedding").token_embedding.embeddings
+
+    fills = [plan.initializer(table(side)) for side, plan in plans.items()
+             if side == "source" or plan is not plans.get("source")]
+
+    def initialize(model):
+        for fill in fills:
+            fill(model)
+
+    return initialize
 
 
 def translation_loss(label_smoothing, skip_padding=False):

@@ -53,7 +53,7 @@ class Settings:
 
 def prepare_run(model_dir, config, data, chief, plans):
     """The run's config and tokenizers (`run_settings.start_run`): a new run's are trained now (cased), or are the
-    word vocabularies of `plans` (planned already by zoo.translation.word_embedding.plan_words) for its word sides."""
+    word vocabularies of `plans` (planned already by zoo.translation.word_embedding.plan_sides) for its word sides."""
     run_dir, model, seed = RunDir(model_dir), config.model, config.train.seed
     source_file, target_file = run_dir.tokenizer_files(model.shared_vocabulary, model.words)
 
@@ -105,8 +105,12 @@ def prepare(settings, strategy):
     if shared.evaluating and digest:  # its bad rows and line counts too, before any write
         translation_data.load(spec, settings.eval_split, names.source, names.target, names.bad_rows)
     run_settings.check_same_files(shared.model_dir, RECIPE, TranslateRunConfig, digest)
-    plans = plan_words(shared.model_dir, shared.config, data)  # a bad vectors file: before any write
-    asked = dataclasses.replace(shared.config, model=translation_words.with_vectors(shared.config.model, plans))
+    # Word vectors: a bad file is refused before any write, and a resumed run must find the matrices it started from.
+    record = RunDir(shared.model_dir).read_record(RECIPE, TranslateRunConfig) \
+        if any(shared.config.model.words) and os.path.isdir(shared.model_dir) else None
+    plans = translation_words.plan_sides(shared.config.model, data, shared.config.train.seed, names,
+                                         record.derived.get("word_vectors", {}) if record else {}, shared.model_dir)
+    asked = dataclasses.replace(shared.config, model=shared.config.model.with_words(plans))
     run_config, tokenizers = prepare_run(shared.model_dir, asked, data, is_chief(strategy), plans)
     derived = {"example": data.example}
     if plans:
@@ -135,23 +139,9 @@ def prepare(settings, strategy):
             part, fields, skip=skip, max_length=padded_lengths(config))),
         loss=translation.translation_loss(train_config.label_smoothing,
                                           skip_padding=not uses_xla(strategy, train_config.jit_compile)),
-        initialize=translation_words.initializer(plans) if plans else None,
+        initialize=translation.words_initializer(plans) if plans else None,
     )
     return driver.Prepared(dataclasses.replace(run_config, train=train_config), derived, task)
-
-
-def plan_words(model_dir, config, data):
-    """The word vocabularies and embeddings of a run with word vectors (zoo.translation.word_embedding; {} without),
-    said in the log. A resumed run plans them again, from the same files, and must find the matrices it started
-    from (the vectors files unchanged)."""
-    plans = translation_words.plan_words(config.model, data, config.train.seed)
-    if plans:
-        record = RunDir(model_dir).read_record(RECIPE, TranslateRunConfig) if os.path.isdir(model_dir) else None
-        translation_words.check_started(plans, record.derived.get("word_vectors", {}) if record else {},
-                                        config.model, model_dir)
-        for line in translation_words.log_lines(plans, config.data):
-            print(line, flush=True)
-    return plans
 
 
 def translate_corpus(loaded, sources, decode, batch_size, jit_compile=False, search=translate_ids,

@@ -12,6 +12,7 @@ import io
 import json
 import os
 import re
+import types
 
 import numpy as np
 import pytest
@@ -160,16 +161,16 @@ def test_a_shared_vocabulary_is_both_languages_words_started_from_one_file(vecto
     model = dataclasses.replace(translation.PRESETS["tiny"], source_vocab_size=400, target_vocab_size=400,
                                 target_vectors=path)
     pairs = translation_data.load("multi30k", "train", "de", "en").subsample(200, 0)
-    plans = word_embedding.plan_words(model, pairs, seed=0)
+    plans = word_embedding.plan_sides(model, pairs, 0, types.SimpleNamespace(source="de", target="en"), {}, None)
     assert plans["source"] is plans["target"]
     words = plans["source"].words
     assert {"ein", "mann", "a", "man"} <= set(words) and len(words) == 400  # one vocabulary of both languages
     # Coverage counts the English side's tokens alone: the vocabulary's English words (and punctuation).
     english = {w for _, t in pairs for w in re.findall(r"[^\W\d_]+", t.lower())} & set(words)
     assert len(english) <= plans["source"].derived["words_in_text"] <= len(english) + 20 < 300
-    built = translation.build_translator(word_embedding.with_vectors(model, plans))
+    built = translation.build_translator(model.with_words(plans))
     assert built.target_embedding is built.source_embedding and built.config.source_embedding_dim == DIMS["target"]
-    word_embedding.initializer(plans)(built)
+    translation.words_initializer(plans)(built)
     check_rows(built.source_embedding.token_embedding.embeddings.numpy(), words, table, DIMS["target"])
 
 
