@@ -193,6 +193,12 @@ def build_pretrainer(config):
     return model
 
 
+def token_table(model):
+    """A Pretrainer's token embedding table, the encoder's, which ELECTRA's generator and the masked-LM head's output
+    share: what word vectors start."""
+    return classifier.token_table(model.encoder)
+
+
 def _losses(model, batch, training, label_smoothing=0.0):
     """Per-sequence losses and the model's outputs: the masked-LM cross-entropy averaged over a
     sequence's chosen positions, and for electra the detection loss averaged over its real tokens."""

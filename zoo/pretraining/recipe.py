@@ -10,7 +10,7 @@ import os
 import tensorflow as tf
 
 from zoo.data import batching, tokenizer, word_embedding, word_tokenizer
-from zoo.classifier import model as classifier, run_config as classifier_config
+from zoo.classifier import run_config as classifier_config
 from zoo.pretraining import checkpoint_weights, data as pretraining_data, masks as pretraining_masks
 from zoo.pretraining import model as pretraining, pretrained, published, run_config
 from zoo.pretraining.run_config import PretrainRunConfig
@@ -151,8 +151,7 @@ def prepare(settings, strategy):
             rows, part, config, train_config.seed, pipeline_id, skip=skip)),
         loss=pretraining.pretraining_loss(config, train_config.label_smoothing),
         initialize=pretrained.pretrainer_initializer(init_from) if init_from else
-        # The encoder's token embedding, which ELECTRA's generator and the masked-LM head's output share.
-        words.initializer(lambda model: classifier.token_table(model.encoder)) if words is not None else None,
+        words.initializer(pretraining.token_table) if words is not None else None,
     )
     return driver.Prepared(dataclasses.replace(run_config, train=train_config), {**derived, "sequences": len(rows)},
                            task)

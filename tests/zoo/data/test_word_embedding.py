@@ -72,8 +72,8 @@ def test_pretraining_plans_mask_and_bert_spread_and_its_encoder_gets_the_matrix(
     plan = word_embedding.plan_words(ENGLISH, 9, path, 0.2, SEED, mask=True, scaled=False)
     assert plan.words == ["<pad>", "<unk>", "<s>", "</s>", "[MASK]", "film", "good", "is", "the"]
     model = pretraining.build_pretrainer(pretraining.PretrainConfig(encoder=encoder.with_words(plan, "model.encoder")))
-    plan.initializer(lambda built: classifier.token_table(built.encoder))(model)
-    np.testing.assert_array_equal(table(classifier.token_table(model.encoder)), expected(plan.words, 0.02))
+    plan.initializer(pretraining.token_table)(model)
+    np.testing.assert_array_equal(table(pretraining.token_table(model)), expected(plan.words, 0.02))
 
 
 def test_the_language_model_plans_its_own_vocabulary_and_its_embedding_gets_the_matrix(path):

@@ -128,7 +128,8 @@ def test_fill_mask_and_encode_answer_raw_text_from_the_run_and_its_export(pretra
 
 
 def test_electra_shares_the_one_embedding_the_vectors_start(pretrained):
-    from zoo.pretraining import model as pretraining, recipe
+    from zoo.data.word_embedding import WordPlan
+    from zoo.pretraining import model as pretraining
     from zoo.pretraining.run_config import PretrainRunConfig
     from zoo.runs.run_dir import RunDir
 
@@ -136,7 +137,7 @@ def test_electra_shares_the_one_embedding_the_vectors_start(pretrained):
     config = RunDir(model_dir).read_record("pretrain", PretrainRunConfig).config.model
     model = pretraining.build_pretrainer(dataclasses.replace(config, objective="electra"))
     matrix = np.random.default_rng(0).normal(size=(config.encoder.vocab_size, DIM)).astype(np.float32)
-    recipe.encoder_initializer(matrix)(model)
+    WordPlan([], matrix, {}, "").initializer(pretraining.token_table)(model)
     shaped = {w.path: w for w in model.weights if tuple(w.shape) == matrix.shape}
     assert len(shaped) == 1 and np.array_equal(next(iter(shaped.values())).numpy(), matrix)
     assert model.generator.get_layer("embedding") is model.encoder.get_layer("embedding")
