@@ -1,13 +1,14 @@
-"""Flags every recipe shares, read once into the recipe's settings (`settings_from_flags`): the run's typed
-config (the preset < --config=FILE ... < --config.FIELD.PATH=VALUE < the shortcut flags) and the invocation's
-mode, folders and options.
+"""Flags every recipe shares, read once into the command's settings (`settings_from_flags`): the run's typed
+config (the preset < --config=FILE ... < --config.FIELD.PATH=VALUE < the shortcut flags; a mode that reads a
+trained run: its record < the shortcut flags that mode reads) and the invocation's mode and folders.
 
 Importing this module defines the flags that are not config fields (--preset, --config, the folders, --epochs
-...); a recipe's `define_flags` adds its --mode and its shortcut flags, made from its config (recipes.shortcuts).
-recipes.driver calls `settings_from_flags`, which reads the recipe's own flags through its `options(mode)`; no
-other function reads FLAGS. Each reads only the flags the mode uses, through `FLAGS` (a `Reads`), and a flag given
-that the mode never read is refused: nothing given is dropped. A flag absl cannot parse is one `error:` line too,
-exit status 2 (`parse_flags`).
+...); a recipe's `define_flags` adds its --mode and its shortcut flags, made from its config (recipes.shortcuts),
+the options of its modes (--beam_size, --prompt, --text ...) among them: fields of the config's eval section.
+recipes.driver calls `settings_from_flags`, and no other function reads FLAGS. It reads only the flags the mode
+uses (zoo.training.run_settings.reads), through `FLAGS` (a `Reads`), and a flag given that the mode never read is
+refused: nothing given is dropped. A flag absl cannot parse is one `error:` line too, exit status 2
+(`parse_flags`).
 """
 
 import math
@@ -63,7 +64,6 @@ class Reads:
 
 FLAGS = Reads(flags.FLAGS)  # the recipes read their flags through it (recipes/<name>.py: FLAGS = common.FLAGS)
 OVERRIDES = []  # the --config.FIELD.PATH=VALUE arguments, taken out before absl parses the rest (`parse_flags`)
-RUN_OPTIONS = ("batch_size", "seed")  # an options(mode) entry that is the shared settings' (RunSettings)
 
 
 def parse_flags(argv):
@@ -79,28 +79,23 @@ def parse_flags(argv):
         sys.exit(2)
 
 
-def given_shortcuts(recipe):
-    """{name: value} of the shortcut flags the user gave (run_settings.shortcuts: the shared ones its config has and
-    the recipe's own): they win over the preset, --config and --config.FIELD.PATH=VALUE."""
-    given = {name: FLAGS[name].value for name in run_settings.shortcuts(recipe) if FLAGS[name].present}
+def given_shortcuts(recipe, names=None):
+    """{name: value} of the shortcut flags the user gave among `names` (default: the fields a run trains with,
+    run_settings.training_shortcuts): they win over the preset, --config and --config.FIELD.PATH=VALUE. Each of
+    `names` is noted as read."""
+    names = run_settings.training_shortcuts(recipe) if names is None else names
+    given = {name: FLAGS[name].value for name in names if FLAGS[name].present}
     if "profile_steps" in given:  # list flags' values are typed by their fields (zoo.core.config); these are text
         given["profile_steps"] = profile_range(given["profile_steps"])
     return given
 
 
-def option(name):
-    """A shortcut flag a mode reads as its own option (--mode=eval's columns, generation's --seed ...): its value, or
-    its field's in the recipe's default config when not given."""
-    value = FLAGS[name].value
-    return shortcuts.DEFAULTS[name] if value is None else value
-
-
-def settings_from_flags(recipe, options):
-    """The recipe's settings as the flags say: the run's typed config from --preset, --config,
-    --config.FIELD.PATH=VALUE and the shortcut flags (zoo.training.run_settings.resolve) in the modes that make
-    one, and `options(mode)`, the recipe's own flags for its modes (with `batch_size` or `seed` where the mode
-    takes the shared ones: sentiment's eval batch, the LM's sampling seed). Each flag is read only where the mode
-    uses it, and one given that it never read is refused (`refuse_unread`)."""
+def settings_from_flags(recipe):
+    """The command's settings as the flags say: the run's typed config (zoo.training.run_settings.resolve) from
+    --preset, --config, --config.FIELD.PATH=VALUE and the shortcut flags in the modes that make one, else from the
+    trained run's record and the shortcut flags the mode reads (run_settings.reads: --mode=eval's split, columns
+    and batch, the search, the prompt ...). Each flag is read only where the mode uses it, and one given that it
+    never read is refused (`refuse_unread`)."""
     FLAGS.names.clear()
     mode = FLAGS.mode
     makes_config = mode in (*run_settings.TRAINING_MODES, "config")
@@ -112,15 +107,13 @@ def settings_from_flags(recipe, options):
     loads = mode not in ("config", "train") or exports  # the modes that load the trained model
     read = dict(model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir if exports else None,
                 epochs=FLAGS.epochs if training else None,
-                average_checkpoints=FLAGS.average_checkpoints if loads else 1)
+                average_checkpoints=FLAGS.average_checkpoints if loads else 1,
+                given=given_shortcuts(recipe, run_settings.reads(recipe, mode, exports)))
     if makes_config:
         read.update(preset=FLAGS.preset if FLAGS["preset"].present else None, config=FLAGS.config,
-                    overrides=list(OVERRIDES), given=given_shortcuts(recipe), batch_size=FLAGS.batch_size,
-                    seed=option("seed"))
-    own = options(mode)
-    read.update({name: own.pop(name) for name in RUN_OPTIONS if name in own})
+                    overrides=list(OVERRIDES))
     refuse_unread(recipe, mode, makes_config)
-    return driver.settings(recipe, mode, options=own, **read)
+    return driver.settings(recipe, mode, **read)
 
 
 def refuse_unread(recipe, mode, makes_config):
@@ -128,7 +121,7 @@ def refuse_unread(recipe, mode, makes_config):
     unread = sorted(name for name in recipe_flags() if flags.FLAGS[name].present and name not in FLAGS.names)
     if not unread:
         return
-    fields = run_settings.shortcuts(recipe)
+    fields = run_settings.training_shortcuts(recipe)
     sets = [f"--{name} sets {fields[name]}" for name in unread if name in fields]
     named, one = ", ".join(f"--{name}" for name in unread), len(unread) == 1
     why = (f": {'; '.join(sets)} of a run to train, and --mode={mode} reads the trained run's config.json"

@@ -1,7 +1,7 @@
-"""The command line of every recipe: `run(recipe, options)`, absl's app.run of zoo.training.driver.
+"""The command line of every recipe: `run(recipe)`, absl's app.run of zoo.training.driver.
 
-The flags are read once into the recipe's settings (recipes.common.settings_from_flags: its typed config, mode,
-folders, and `options(mode)`, the recipe's own flags); zoo.training.driver runs them. Here: the errors a user
+The flags are read once into the command's settings (recipes.common.settings_from_flags: its mode, run folder and
+typed config, the modes' options among its fields); zoo.training.driver runs them. Here: the errors a user
 can fix shown as one `error:` line, a multi-worker run's lost worker named, SIGTERM and SIGINT ending a run
 cleanly, and --mode=config printing the resolved config.
 """
@@ -22,26 +22,26 @@ FLAGS = flags.FLAGS
 LOST_WORKER_STATUS = 75  # EX_TEMPFAIL: start the workers again and the run resumes
 
 
-def settings_of(recipe, options):
-    """The recipe's settings as the flags say (`options`: mode -> the recipe's own options from its flags)."""
+def settings_of(recipe):
+    """The command's settings as the flags say."""
     if FLAGS.mode != "config" and not FLAGS.model_dir:
         raise app.UsageError("--model_dir is required.")
     if FLAGS.mode == "export" and not FLAGS.export_dir:
         raise app.UsageError("--mode=export needs --export_dir.")
-    return common.settings_from_flags(recipe, options)
+    return common.settings_from_flags(recipe)
 
 
 def main(recipe, settings):
     """One run of `recipe` as its settings say; --mode=config prints the resolved config, writing nothing."""
-    if settings.run.mode == "config":
-        print(to_yaml(settings.run.config), end="")
+    if settings.mode == "config":
+        print(to_yaml(settings.config), end="")
         return
     driver.run(recipe, settings)
 
 
 def multi_worker(settings):
     """Whether the run trains with MultiWorkerMirroredStrategy (its setup.strategy, from any source)."""
-    return settings.run.training and settings.run.config.setup.strategy == "multi_worker_mirrored"
+    return settings.training and settings.config.setup.strategy == "multi_worker_mirrored"
 
 
 def native_log(recipe):
@@ -89,8 +89,8 @@ def own_task():
         return None
 
 
-def run(recipe, options, program=None):
-    """absl's app.run of `main(recipe, options)` (or of `program()`, a program of its own over the recipe's
+def run(recipe, program=None):
+    """absl's app.run of `main(recipe, settings)`, the settings as the flags say (or of `program()`, a program of its own over the recipe's
     flags: recipes.sweep), with the errors a user can fix shown as one clear line
     (exit status 2) instead of a traceback; ZOO_DEBUG=1 shows the traceback.
     A multi-worker run that loses a worker ends with one line naming it (exit status 75); a multi-worker
@@ -128,7 +128,7 @@ def run(recipe, options, program=None):
                 if program is not None:
                     result = program()
                 else:
-                    settings = settings_of(recipe, options)
+                    settings = settings_of(recipe)
                     workers = multi_worker(settings)
                     log = native_log(recipe) if workers else None  # before TensorFlow's cluster starts
                     result = main(recipe, settings)

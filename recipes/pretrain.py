@@ -20,13 +20,6 @@ from recipes import common, driver
 from zoo.pretraining.recipe import PRETRAIN
 
 common.define_flags(PRETRAIN)  # and the shortcut flags of its config's fields (recipes.shortcuts)
-FLAGS = common.FLAGS  # notes what each mode reads: a flag given that it does not read is refused
-
-
-def options(mode):
-    """Pretraining's modes take no options of their own; --mode=eval takes its batch."""
-    return {"batch_size": FLAGS.batch_size} if mode == "eval" else {}
-
 
 if __name__ == "__main__":
-    driver.run(PRETRAIN, options)
+    driver.run(PRETRAIN)  # --mode=eval reads --batch_size as its batch (eval.batch_size)

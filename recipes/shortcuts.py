@@ -17,15 +17,14 @@ from absl import flags
 from zoo.core import config as cfg
 from zoo.training import run_settings
 
-# What a recipe's default config holds for each of its shortcuts (`define`), read by the modes that take a shortcut
-# flag as an option of their own (recipes.common.option: evaluation's columns, sampling's seed ...).
+# What a recipe's default config holds for each of its shortcuts (`define`): the default its help shows.
 DEFAULTS = {}
 
 
 def define(recipe, flag_values=flags.FLAGS):
     """Defines the shortcut flags of `recipe` (a zoo.training.driver.Recipe); its default config (the small
     preset's, with the recipe's training defaults) is the one the help shows."""
-    defaults = recipe.base(None, None, {}, None)
+    defaults = recipe.base(None, None, None)
     for name, field in run_settings.shortcuts(recipe).items():
         owner, kind = cfg.field_type(recipe.config_class, field)
         leaf = field.rpartition(".")[2]

@@ -83,7 +83,7 @@ def own_flags():
 def refused(recipe):
     """The recipes' flags no trial reads (--model_dir, --export_dir, --mode, a mode's own option ...): all but this
     module's, TAKEN and the shortcut flags of `recipe` (a zoo.training.driver.Recipe; None: none given yet)."""
-    taken = {*own_flags(), *TAKEN, *(run_settings.shortcuts(recipe) if recipe is not None else ())}
+    taken = {*own_flags(), *TAKEN, *(run_settings.training_shortcuts(recipe) if recipe is not None else ())}
     return sorted(name for name in common.recipe_flags() if name not in taken)
 
 
@@ -115,4 +115,4 @@ if __name__ == "__main__":
         wrong = f"--recipe={given} is not a recipe: give one of {', '.join(RECIPES)}." if given is not None else MISSING
         print(f"error: {wrong}", file=sys.stderr, flush=True)
         sys.exit(2)
-    driver.run(None, None, program=main)
+    driver.run(None, program=main)

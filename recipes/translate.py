@@ -6,6 +6,11 @@ recipe lives; zoo.train("translate", ...) runs the same from Python).
       --model_dir=runs/m30k_de_en_glove
   python -m recipes.translate --mode=eval --model_dir=runs/m30k_de_en --beam_size=5
   echo "Ein Mann fährt Fahrrad." | python -m recipes.translate --mode=translate --model_dir=runs/m30k_de_en
+
+Every flag but the places and --mode is another name of one config field (recipes.shortcuts), the modes'
+options too: --beam_size, --length_penalty, --num_return, --top_k, --top_p and --temperature set eval.decode,
+--eval_batch_size eval.batch_size; --mode=eval, translate and export read --seed and --jit_compile as the search's
+(zoo.translation.recipe.READS).
 """
 
 import math
@@ -14,39 +19,14 @@ from absl import flags
 
 from recipes import common, driver
 from zoo.translation.recipe import TRANSLATE
-from zoo.translation.search import DecodeConfig
 
 common.define_flags(TRANSLATE, "translate")  # and the shortcut flags of its config's fields (recipes.shortcuts)
-flags.DEFINE_integer("beam_size", 5, "Beam size (1 = greedy search).")
-flags.DEFINE_float("length_penalty", 0.6, "GNMT length penalty alpha of beam search (0 = none).")
-flags.register_validator("length_penalty", lambda value: 0 <= value < math.inf,
-                         "--length_penalty must be a finite number (GNMT's alpha, e.g. 0.6; 0 = none).")
-flags.DEFINE_integer("num_return", 1, "Translations returned per sentence (n-best, best first) in --mode=translate.")
-flags.DEFINE_integer("top_k", 0, "Sample from the k most likely tokens instead of searching (needs --beam_size=1).")
-flags.DEFINE_float("top_p", 1.0, "Sample from the smallest set of tokens reaching this probability (needs --beam_size=1).")
-flags.DEFINE_float("temperature", 1.0, "Sampling temperature.")
-flags.DEFINE_integer("eval_batch_size", 100, lower_bound=1, help="Sentences per decoding batch.")
-FLAGS = common.FLAGS  # notes what each mode reads: a flag given that it does not read is refused
-
-
-def options(mode):
-    """The options each mode reads (training's split, rows and compilation come from its config): the search of
-    evaluation, translation and the export (n-best for translation alone), the decoding batches, --mode=eval's
-    split and bad rows, the search compiled with XLA (eval, export)."""
-    own, training = {}, mode in ("train", "train_and_eval")
-    if mode in ("eval", "train_and_eval", "translate", "export") or (training and FLAGS.export_dir):
-        own["decode"] = DecodeConfig(
-            beam_size=FLAGS.beam_size, length_penalty=FLAGS.length_penalty, top_k=FLAGS.top_k, top_p=FLAGS.top_p,
-            temperature=FLAGS.temperature, seed=common.option("seed"),
-            num_return=FLAGS.num_return if mode == "translate" else 1)
-    if mode in ("eval", "train_and_eval", "translate"):
-        own["eval_batch_size"] = FLAGS.eval_batch_size
-    if mode == "eval":
-        own.update(eval_split=FLAGS.eval_split, bad_rows=common.option("bad_rows"))
-    if mode in ("eval", "export"):
-        own["jit_compile"] = common.option("jit_compile")
-    return own
-
+# Refused when parsed, as absl refuses a flag of the wrong type; the config refuses the same values by field.
+flags.register_validator("length_penalty", lambda value: value is None or 0 <= value < math.inf,
+                         "--length_penalty must be a finite number, 0 or more (eval.decode.length_penalty: GNMT's "
+                         "alpha, e.g. 0.6; 0 = none).")
+flags.register_validator("eval_batch_size", lambda value: value is None or value >= 1,
+                         "--eval_batch_size must be at least 1 (eval.batch_size: sentences per decoding batch).")
 
 if __name__ == "__main__":
-    driver.run(TRANSLATE, options)
+    driver.run(TRANSLATE)

@@ -51,7 +51,7 @@ def serve(recipe_name):
         sys.stdin = io.StringIO(request.get("input") or "")
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                driver.run(recipe, module.options)
+                driver.run(recipe)
                 returncode = 0
             except SystemExit as stop:
                 if isinstance(stop.code, str):

@@ -23,7 +23,7 @@ import os
 from collections.abc import Mapping
 
 from zoo.classifier.load import Classifier
-from zoo.core import inputs
+from zoo.core import config as cfg, inputs
 from zoo.language_model.load import LanguageModel
 from zoo.pretraining.load import Encoder
 from zoo.runs import export
@@ -50,9 +50,10 @@ def load(path, average=1):
     average = inputs.whole("average", average, 1)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} does not exist: {WHAT_LOAD_TAKES}")
-    recipe = RunDir(path).recipe() if os.path.isdir(path) else None
+    folder = RunDir(path) if os.path.isdir(path) else None  # opened once: its record is read once
+    recipe = folder.recipe() if folder is not None else None
     if recipe is not None:
-        return model_of(recipe, path).from_run(path, average)
+        return model_of(recipe, path).from_run(folder, average)
     version = export.find_version(path)
     if version is None:
         raise ValueError(f"{path} is neither a trained run nor an export: {WHAT_LOAD_TAKES}")
@@ -83,12 +84,13 @@ def train(recipe, model_dir, config=None, *, preset=None, mode="train_and_eval",
         epochs: passes over the training data, in place of train_steps.
         overrides: dotted fields over `config`, e.g. ["model.num_layers=6"] or [("model.num_layers", 6)].
         **keywords: the recipe's shortcuts, named as its flags (dataset="sst2", learning_rate=1e-4, max_length=128,
-            ...; they win over `config` and `overrides`), and its modes' options (e.g. translate's decode).
+            beam_size=4 ...; they win over `config` and `overrides`), or a field of its eval section by name (e.g.
+            translate's decode=DecodeConfig(...)).
 
     A bad field or value raises zoo.core.config.ConfigError (a ValueError) naming it, before anything is
     written; Ctrl-C stops the run with its checkpoint saved and raises KeyboardInterrupt."""
     from zoo.training import driver
-    from zoo.training.run_settings import shortcuts as shortcuts_of
+    from zoo.training.run_settings import EVAL, shortcuts as shortcuts_of
     from zoo.training.stopping import Stopped
 
     if not isinstance(recipe, str) or recipe not in RECIPES:
@@ -100,17 +102,26 @@ def train(recipe, model_dir, config=None, *, preset=None, mode="train_and_eval",
     average_checkpoints = inputs.whole("average_checkpoints", average_checkpoints, 1)
     epochs = None if epochs is None else inputs.finite("epochs", epochs, 0, above=True)
     spec = RECIPES[recipe]
-    # A shortcut of the config first (dataset: the data trained on), else an option of the recipe's modes.
-    option_names = {field.name for field in dataclasses.fields(spec.settings_class)} - {"run"} - set(shortcuts_of(spec))
-    options = {name: value for name, value in keywords.items() if name in option_names}
-    given = {name: value for name, value in keywords.items() if name not in option_names}
-    settings = driver.settings(spec, mode, model_dir, export_dir, preset, config, override_list(overrides), given,
-                               options, epochs, given.get("batch_size"), average_checkpoints, given.get("seed", 0))
+    # A shortcut first (dataset: the data trained on), else a field of the eval section named whole (decode=...).
+    sections = eval_fields(spec) - set(shortcuts_of(spec))
+    whole = [(f"{EVAL}.{name}", cfg.to_dict(value) if dataclasses.is_dataclass(value) else value)
+             for name, value in keywords.items() if name in sections]
+    given = {name: value for name, value in keywords.items() if name not in sections}
+    settings = driver.settings(spec, mode, model_dir, export_dir, preset=preset, config=config,
+                               overrides=[*override_list(overrides), *whole], given=given, epochs=epochs,
+                               average_checkpoints=average_checkpoints)
     try:
         driver.run(spec, settings)
     except Stopped as stop:
         raise KeyboardInterrupt(str(stop)) from stop
-    return load(model_dir, average=average_checkpoints)
+    return model_of(recipe, model_dir).from_run(settings.folder, average_checkpoints)  # the record read once
+
+
+def eval_fields(recipe):
+    """The names of the fields of `recipe`'s eval section."""
+    from zoo.training.run_settings import EVAL
+
+    return {field.name for field in dataclasses.fields(cfg.field_type(recipe.config_class, EVAL)[1])}
 
 
 def sweep(recipe, sweep_dir, space, config=None, *, preset=None, overrides=(), storage=None, epochs=None,

@@ -11,7 +11,7 @@ RUN_CONFIGS = {name: recipe.config_class for name, recipe in RECIPES.items()}  #
 
 HEAD = """# Configuration
 
-Every recipe's run is one typed, frozen config: `data`, `model`, `train` and `setup`, nested dataclasses
+Every recipe's run is one typed, frozen config: `data`, `model`, `train`, `setup` and `eval`, nested dataclasses
 (zoo/<family>/run_config.py, zoo/training/config.py, zoo/training/setup.py). It is set, in this precedence:
 
 1. the preset (`--preset=small`, the base; with `--init_from`, the pretrained encoder's shape);
@@ -35,8 +35,8 @@ Nothing given is dropped: a file (or an override's value) whose mapping names a 
 both lines, where YAML would keep the last; a field overridden twice is refused naming both values. A file
 must be UTF-8 (else the refusal names it and the line of its first bad byte), at most 4 MB, and hold at most
 100,000 values with its aliases expanded (a "billion laughs" file is refused before it is built). The modes
-that read a trained run (eval, export, generate ...) refuse `--config`, the dotted overrides and every shortcut
-flag: they read the run's own `config.json`.
+that read a trained run (eval, export, generate ...) refuse `--config`, the dotted overrides and the shortcut
+flags of a run to train: they read the run's own `config.json`, with the flags of that mode over it.
 
 `--mode=config` prints the resolved config as YAML and exits, writing nothing; an unknown field, a wrong type or
 value is one `error:` line naming the dotted field (and the nearest valid names). From Python,
@@ -45,8 +45,25 @@ value is one `error:` line naming the dotted field (and the nearest valid names)
 The run writes the config whole into `config.json`, with what it derived beside it under `derived` (class
 names, the files' digest, replicas, the strategy's class, the --epochs asked for). A resumed run must keep
 every field but how long and fast it trains (`train.train_steps`, the rate schedule, logging and checkpoint
-intervals), `data.eval_split` and the devices; the refusal names each dotted field that differs. Places are
-not config: `--model_dir`, `--export_dir`; nor are the modes' own flags (`--beam_size`, `--prompt` ...).
+intervals), `data.eval_split`, the `eval` section and the devices; the refusal names each dotted field that
+differs. Places are not config: `--model_dir`, `--export_dir`, `--average_checkpoints`; the modes' options are
+(`--beam_size`, `--prompt`, `--text` ...: the `eval` section's fields, shortcuts like the training ones).
+
+How a run's config is resolved: in one function, `zoo.training.run_settings.resolve`, for every mode, and the result
+is handed down whole (`RunSettings.config`: to the recipe's prepare, the Trainer, its evaluate, its export and its
+modes, each `(run, config)`). The command opens its run folder once (`zoo.runs.run_dir.RunDir`, in
+`zoo.training.driver.settings`) and reads `config.json` once, at its first use; the resolve, a resumed run's checks,
+the load of the trained model and the export all read that one copy (tests/zoo/test_train.py counts the reads). A
+training mode (and `--mode=config`) resolves in this order: the recipe's base (the preset; with `setup.init_from`,
+the encoder's shape, a resumed run's own from its record), the files, the dotted overrides, the shortcuts given;
+then each field that follows another (`FOLLOWS`: `eval.batch_size` takes `train.batch_size`, translation's search
+takes `train.seed` and `train.jit_compile`); then `train.mixed_precision`, decided once (`auto`: this machine's
+dtype, or the resumed run's own); then the recipe's `finish` (what the dataclasses cannot check alone). A mode that
+reads a trained run (eval, export, explain, generate, translate) takes the run's record as its config, its `eval`
+section at the defaults (each command's own), and the shortcut flags that mode reads over them: `--mode=eval
+--eval_split=test --batch_size=8` sets `data.eval_split` and `eval.batch_size`, the data's fields it is not given
+staying the run's own. A training run writes the `eval` section it evaluated and exported with into `config.json`;
+an older run's record, without it, takes its defaults.
 
 Why not ml_collections' `config_flags`: its flags hold one config fixed when the flags are defined, while
 ours starts from the preset (or the checkpoint) the command line names, and its `update_from_flattened_dict`

@@ -29,12 +29,14 @@ BAD = {"train_steps": 0, "batch_size": 0, "learning_rate": 0, "warmup_steps": -1
        "attention_dropout": 1.5, "vocab_size": 1, "max_length": 1, "segment_length": 0, "memory_length": -1,
        "clamp_length": -1, "eval_fraction": 1.0, "mask_rate": 1.0, "generator_scale": 0, "sequence_length": 1,
        "min_vector_coverage": 1.5, "threshold": 1.5, "label_separator": " ", "profile_steps": "1,2",
-       "activation": "nosuch"}
+       "activation": "nosuch", "beam_size": 0, "length_penalty": -1, "num_return": 0, "top_k": -1, "top_p": 0,
+       "temperature": 0, "eval_batch_size": 0, "eval_memory_length": -1, "max_new_tokens": 0}
 # ... or none: a name, a path, a switch, checked where it is used (a dataset's files) or not at all.
 UNCHECKED = {"dataset", "text_column", "label_column", "text_pair_column", "classes", "init_from", "tpu",
              "word_vectors", "freeze_word_vectors", "jit_compile", "random_offset", "same_length", "source", "target",
              "shared_vocabulary", "tie_embeddings", "source_vectors", "target_vectors", "corpus", "document_per_file",
-             "eval_split"}  # translate's: any split of the dataset's (sentiment's and lm's are enums)
+             "eval_split",  # translate's: any split of the dataset's (sentiment's and lm's are enums)
+             "predictions", "overwrite_predictions", "text", "text_pair", "prompt", "greedy"}  # the modes' inputs
 
 
 def generated(name):
@@ -164,7 +166,7 @@ def test_eval_split_takes_the_configs_values_in_every_way(probe_recipe):
 
 def shortcuts_default(name):
     recipe = RECIPES[name]
-    return shortcuts.value_of(recipe.base(None, None, {}, None), run_settings.shortcuts(recipe)["eval_split"])
+    return shortcuts.value_of(recipe.base(None, None, None), run_settings.shortcuts(recipe)["eval_split"])
 
 
 def test_a_field_follows_another_unless_set_whichever_way_it_is_given(probe_recipe):

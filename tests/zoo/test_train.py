@@ -46,6 +46,44 @@ def test_train_runs_in_this_process_and_returns_the_model(tmp_path, no_child_pro
     assert not os.path.exists(tmp_path / "mirrored")
 
 
+def test_config_json_is_read_once_per_training_start_evaluation_and_export(tmp_path, monkeypatch):
+    """Issue 59: a command opens its run folder once and reads the record once, through its one reader: a fresh
+    start (the model zoo.train returns included), a resumed one, --mode=eval and --mode=export each read config.json
+    once, and the eval of the run leaves its record as training wrote it."""
+    from zoo.runs.run_dir import CONFIG_FILE, RunDir
+    from zoo.sentiment.recipe import SENTIMENT
+    from zoo.training import driver
+
+    reads, read = [], RunDir._read_json
+
+    def counted(self, name, advice):
+        if name == CONFIG_FILE:
+            reads.append(self.path)
+        return read(self, name, advice)
+
+    def count(command):
+        reads.clear()
+        command()
+        return reads
+
+    def command(mode, **keywords):
+        settings = driver.settings(SENTIMENT, mode, run, **keywords)
+        driver.run(SENTIMENT, settings)
+        return settings
+
+    monkeypatch.setattr(RunDir, "_read_json", counted)
+    run = str(tmp_path / "run")
+    first = {**QUICK, "train_steps": 2, "checkpoint_every": 2}
+    assert count(lambda: zoo.train("sentiment", model_dir=run, **first)) == [run]
+    assert count(lambda: zoo.train("sentiment", model_dir=run, **QUICK)) == [run]  # resumed from step 2 to 4
+    record = (tmp_path / "run" / CONFIG_FILE).read_bytes()
+    assert json.loads(record)["eval"]["batch_size"] == 16  # follows train.batch_size
+    evaluated = []
+    assert count(lambda: evaluated.append(command("eval", given={"batch_size": 8}))) == [run]
+    assert evaluated[0].config.eval.batch_size == 8 and (tmp_path / "run" / CONFIG_FILE).read_bytes() == record
+    assert count(lambda: command("export", export_dir=str(tmp_path / "export"))) == [run]
+
+
 def test_a_bad_keyword_or_field_is_refused_by_name_before_anything_is_written(tmp_path):
     with pytest.raises(ConfigError, match="learning_rat is not a setting of sentiment runs: did you mean learning_rate"):
         zoo.train("sentiment", model_dir=tmp_path / "run", learning_rat=1e-3, **QUICK)

@@ -13,16 +13,16 @@ from zoo.classifier.preprocessor import ClassifierPreprocessor
 from zoo.classifier.run_config import SentimentRunConfig
 from zoo.core import inputs
 from zoo.core.signatures import Served, call, strings
-from zoo.runs.run_dir import RunDir
+from zoo.runs import run_dir
 
 RECIPE = "sentiment"
 
 
 def load_run(model_dir, average=1):
-    """The newest checkpoint of a run (with average=N, the mean of the newest N), rebuilt in float32
-    whatever it trained in: a LoadedRun."""
-    return RunDir(model_dir).load_run(RECIPE, SentimentRunConfig, classifier.build_classifier,
-                                      lambda run_dir, _: run_dir.tokenizer(), average)
+    """The newest checkpoint of a run (`model_dir`: a path or the command's RunDir; with average=N, the mean of the
+    newest N), rebuilt in float32 whatever it trained in: a LoadedRun."""
+    return run_dir.opened(model_dir).load_run(RECIPE, SentimentRunConfig, classifier.build_classifier,
+                                              lambda folder, _: folder.tokenizer(), average)
 
 
 def preprocessor(loaded):

@@ -37,6 +37,23 @@ class SentimentData:
             raise ValueError(f"label_separator={self.label_separator!r} must be characters other than whitespace.")
 
 
+@dataclasses.dataclass(frozen=True)
+class SentimentEval:
+    """What a command reads beside the run's data and model: --mode=eval's and the evaluation after training's batch
+    and predictions file, --mode=explain's text. The evaluated dataset, split and columns are the data section's
+    (--mode=eval: the run's own, unless given)."""
+
+    batch_size: int = 64  # texts per evaluation batch; follows train.batch_size in a training run unless set
+    predictions: str | None = None  # a JSON-lines file of each evaluated text's label, prediction and probabilities
+    overwrite_predictions: bool = False  # let predictions replace an existing file the zoo did not write
+    text: str | None = None  # the text to explain (--mode=explain)
+    text_pair: str | None = None  # its second text, for a run trained on text pairs (--mode=explain)
+
+    def __post_init__(self):
+        if self.batch_size < 1:  # --batch_size of --mode=eval: said by the flag's name
+            raise ConfigError(f"batch_size={self.batch_size} must be at least 1.")
+
+
 TRAIN = TrainConfig(train_steps=2000, batch_size=32, learning_rate=5e-4, warmup_steps=400, checkpoint_every=500,
                     log_every=50)
 # Fine-tuning a published checkpoint: BERT's (Devlin et al. 2019, appendix A.3) small rate, decayed to
@@ -50,6 +67,10 @@ class SentimentRunConfig:
     model: classifier.ClassifierConfig = classifier.PRESETS["small"]
     train: TrainConfig = TRAIN
     setup: SetupConfig = SetupConfig()
+    eval: SentimentEval = SentimentEval()
+
+    # A field set nowhere takes the value given to the one it follows (zoo.core.config.follow).
+    FOLLOWS: ClassVar = {"eval.batch_size": "train.batch_size"}
 
     def __post_init__(self):
         if self.model.max_length < 2:

@@ -15,19 +15,19 @@ from zoo.core.signatures import Served, call, strings
 from zoo.language_model import data as lm_data, model as lm
 from zoo.language_model.server import LanguageModelServer
 from zoo.language_model.run_config import LMRunConfig
-from zoo.runs.run_dir import RunDir
+from zoo.runs import run_dir
 
 RECIPE = "lm"
 
 
 def load_run(model_dir, memory_length=None, average=1):
-    """The newest checkpoint (float32; with average=N, the mean of the newest N) as a LoadedRun whose
-    tokenizer is the Vocabulary, optionally keeping a different memory length."""
+    """The newest checkpoint of `model_dir` (a path or the command's RunDir; float32; with average=N, the mean of
+    the newest N) as a LoadedRun whose tokenizer is the Vocabulary, optionally keeping a different memory length."""
     def build(config):
         return lm.build_language_model(config if memory_length is None else lm.with_memory_length(config, memory_length))
 
-    loaded = RunDir(model_dir).load_run(RECIPE, LMRunConfig, build,
-                                        lambda run_dir, _: lm_data.load_vocabulary(run_dir.path), average)
+    loaded = run_dir.opened(model_dir).load_run(RECIPE, LMRunConfig, build,
+                                                lambda folder, _: lm_data.load_vocabulary(folder.path), average)
     return loaded if memory_length is None else dataclasses.replace(
         loaded, config=lm.with_memory_length(loaded.config, memory_length))
 

@@ -4,7 +4,6 @@ Python (zoo.train("lm", ...))."""
 
 import dataclasses
 import math
-import os
 import time
 
 from zoo.core.progress import Progress
@@ -13,15 +12,14 @@ from zoo.language_model import corpora as lm_corpora
 from zoo.language_model import data as lm_data, inference as lm_inference, preprocessor as lm_preprocessing
 from zoo.language_model import model as lm
 from zoo.language_model.load import load_run as load_trained
-from zoo.language_model.run_config import MAX_POSITIONS, LMRunConfig, base as run_config_base
+from zoo.language_model.run_config import LMRunConfig, base as run_config_base
 from zoo.language_model.server import LanguageModelServer
 from zoo.language_model.vocabulary import EOS, PAD, UNK, Vocabulary
-from zoo.runs.run_dir import RunDir
+from zoo.runs import run_dir
 from zoo.training import driver, run_settings
 from zoo.training.config import Task
 from zoo.training.distribute import is_chief
 from zoo.training.evaluation import write_summaries
-from zoo.training.run_settings import RunSettings
 
 RECIPE = "lm"
 # Shortcut -> config field, beside zoo.training.run_settings.SHORTCUTS.
@@ -29,78 +27,59 @@ SHORTCUTS = {"eval_split": "data.eval_split", "level": "data.level", "vocab_size
              "text_column": "data.text_column", "random_offset": "data.random_offset",
              **{name: f"model.{name}" for name in ("segment_length", "memory_length", "clamp_length", "same_length",
                                                    "dropout", "attention_dropout", "activation",
-                                                   "word_vectors", "freeze_word_vectors")}}
+                                                   "word_vectors", "freeze_word_vectors")},
+             "eval_memory_length": "eval.memory_length", "eval_batch_size": "eval.batch_size",
+             **{name: f"eval.{name}" for name in ("prompt", "max_new_tokens", "top_k", "temperature", "greedy")}}
+SAMPLING = {name: f"eval.{name}" for name in ("max_new_tokens", "top_k", "temperature")}  # the export's defaults too
+EVALUATION = {"eval_memory_length": "eval.memory_length", "eval_batch_size": "eval.batch_size"}
+# The shortcuts each mode reads beside a training run's fields (zoo.training.run_settings.reads): the evaluation's
+# memory and streams, --mode=eval's split and rows; --mode=generate's prompt and sampling, and the export's.
+READS = {"train_and_eval": EVALUATION,
+         "eval": {**EVALUATION, "eval_split": "data.eval_split", "bad_rows": "data.bad_rows"},
+         "generate": {**SAMPLING, "greedy": "eval.greedy", "prompt": "eval.prompt", "seed": "eval.seed"},
+         "export": SAMPLING}
 
 
-@dataclasses.dataclass(frozen=True)
-class Generation:
-    """How text is generated (mode generate, and the export's defaults)."""
-
-    max_new_tokens: int = 100  # tokens to generate
-    top_k: int = 0  # sample from the k most likely tokens (0: all)
-    temperature: float = 1.0
-    greedy: bool = False  # the most likely token each step instead of sampling
-
-    def __post_init__(self):
-        if self.max_new_tokens <= 0:
-            raise ValueError(f"--max_new_tokens={self.max_new_tokens}: it must be positive.")
-        if not (0 < self.temperature < math.inf) or self.top_k < 0:
-            raise ValueError("--temperature must be positive and finite, and --top_k non-negative.")
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    """A language-modelling run: the shared settings (its typed config in run.config when it trains) and its modes'
-    options."""
-
-    run: RunSettings
-    eval_split: str | None = None  # None: the run's dataset's `lm_data.default_split`
-    eval_memory_length: int | None = None  # cached positions per layer at evaluation (None: the trained one's)
-    eval_batch_size: int = 10  # streams the evaluated text is laid out as
-    bad_rows: str = "error"  # evaluation's (training's is config.data.bad_rows)
-    prompt: str | None = None  # the text to continue (mode generate)
-    generation: Generation = Generation()
-
-
-def prepare_run(model_dir, config, corpus, chief, words=None):
-    """The run's config and vocabulary (`run_settings.start_run`): a new run's is built from the training text (a
-    sample of it for a subword vocabulary of data.vocab_size pieces), or is the word vocabulary of `words` (a
-    zoo.data.word_embedding.WordPlan) planned already; its size, not a flag, is the model's."""
-    data, seed = config.data, config.train.seed
+def prepare_run(folder, config, corpus, chief, words=None):
+    """The run's config and vocabulary (`run_settings.start_run`; `folder`: the run's RunDir): a new run's is built
+    from the training text (a sample of it for a subword vocabulary of data.vocab_size pieces), or is the word
+    vocabulary of `words` (a zoo.data.word_embedding.WordPlan) planned already; its size, not a flag, is the
+    model's."""
+    data, seed, model_dir = config.data, config.train.seed, folder.path
 
     def write_vocabulary():
         built = Vocabulary(words.words, corpus.level) if words is not None else \
             lm_data.build_vocabulary(corpus, data.vocab_size, seed)
         built.save(model_dir)
 
-    config = run_settings.start_run(model_dir, RECIPE, config, write_vocabulary, lm_data.vocabulary_file(corpus.level),
+    config = run_settings.start_run(folder, RECIPE, config, write_vocabulary, lm_data.vocabulary_file(corpus.level),
                                     chief, derived=("model.vocab_size",))
     vocabulary = lm_data.load_vocabulary(model_dir)
     return dataclasses.replace(config, model=dataclasses.replace(config.model, vocab_size=len(vocabulary))), vocabulary
 
 
-def prepare(settings, strategy):
+def prepare(run, config, strategy):
     """The training run (`driver.Prepared`): its config and vocabulary, the training text laid out as
     batch_size streams read segment after segment, and the Task (its memory carried from step to step)."""
-    shared = settings.run
-    data, spec = shared.config.data, shared.config.dataset_spec
+    data, spec = config.data, config.dataset_spec
+    eval_split = data.eval_split or lm_data.default_split(spec)
     # Every line read now: a bad one is refused before anything is written.
     corpus = lm_data.load(spec, "train", data.level, bad_rows=data.bad_rows)
-    run_settings.check_same_files(shared.model_dir, RECIPE, LMRunConfig, corpus.key.get("files"))
-    if shared.evaluating and corpus.paths:  # its bad rows too, before any write
-        lm_data.load(spec, settings.eval_split, corpus.level, bad_rows=data.bad_rows)
-    asked = dataclasses.replace(shared.config, data=dataclasses.replace(data, level=corpus.level))
+    run_settings.check_same_files(run.folder, RECIPE, LMRunConfig, corpus.key.get("files"))
+    if run.evaluating and corpus.paths:  # its bad rows too, before any write
+        lm_data.load(spec, eval_split, corpus.level, bad_rows=data.bad_rows)
+    asked = dataclasses.replace(config, data=dataclasses.replace(data, level=corpus.level))
     words, model = None, asked.model  # with word vectors, the LM's own word vocabulary and the embedding they start
     if model.word_vectors is not None:  # a bad vectors file: refused before any write
         counts = lm_data.token_counts(corpus)  # <eos> and PTB's own <unk> too: tokens without a vector of their own
-        record = RunDir(shared.model_dir).read_record(RECIPE, LMRunConfig) if os.path.isdir(shared.model_dir) else None
+        record = run.folder.read_record(RECIPE, LMRunConfig)
         words = word_embedding.plan_vocabulary(
             Vocabulary.from_counts(counts.copy(), corpus.level).tokens, counts, model.word_vectors,
             model.min_vector_coverage, asked.train.seed, coverage_setting="--config.model.min_vector_coverage",
             specials=(PAD, UNK, EOS), specials_found=False, started=record and record.derived.get("word_vectors"),
-            model_dir=shared.model_dir)
+            model_dir=run.model_dir)
         asked = dataclasses.replace(asked, model=model.with_words(words))
-    run_config, vocabulary = prepare_run(shared.model_dir, asked, corpus, is_chief(strategy), words)
+    run_config, vocabulary = prepare_run(run.folder, asked, corpus, is_chief(strategy), words)
     derived = {"files": {"digest": corpus.key["files"], "bad_rows_skipped": corpus.skipped}} if corpus.paths else {}
     if words is not None:
         derived["word_vectors"] = words.derived
@@ -108,15 +87,15 @@ def prepare(settings, strategy):
         derived["held_out"] = "blocks" if dataset_spec.holds_out(spec) else None
     config = run_config.model
     replicas = strategy.num_replicas_in_sync
-    ids = lm_data.token_stream(corpus, vocabulary, lm_data.vocabulary_key(shared.model_dir))
+    ids = lm_data.token_stream(corpus, vocabulary, lm_data.vocabulary_key(run.model_dir))
     ids.check_ids(config.vocab_size)
-    if shared.evaluating and corpus.paths:  # a held-out share too short to evaluate is refused before training
-        held_out = lm_data.load(spec, settings.eval_split, corpus.level, bad_rows="skip")
-        evaluation_streams(lm_data.token_stream(held_out, vocabulary, lm_data.vocabulary_key(shared.model_dir)),
-                           settings.eval_batch_size, config.segment_length, settings.eval_split)
-    streams = lm_preprocessing.stream_layout(ids, shared.train.batch_size)
+    if run.evaluating and corpus.paths:  # a held-out share too short to evaluate is refused before training
+        held_out = lm_data.load(spec, eval_split, corpus.level, bad_rows="skip")
+        evaluation_streams(lm_data.token_stream(held_out, vocabulary, lm_data.vocabulary_key(run.model_dir)),
+                           config.eval.batch_size, config.segment_length, eval_split)
+    streams = lm_preprocessing.stream_layout(ids, run.train.batch_size)
     per_pass = lm_preprocessing.segments_per_pass(streams, config.segment_length, data.random_offset)
-    train_config = run_settings.with_epochs(shared.train, shared.epochs, per_pass, per_batch=1)
+    train_config = run_settings.with_epochs(run.train, run.epochs, per_pass, per_batch=1)
     per_replica = train_config.batch_size // replicas
 
     def dataset_fn(context, start_step):
@@ -158,8 +137,10 @@ def evaluation_streams(ids, batch_size, segment_length, split):
 
 
 def run_eval(model_dir, split, eval_memory_length, batch_size, average=1, bad_rows="error"):
-    run_dir = RunDir(model_dir)
-    trained = run_dir.typed(run_dir.require_run(RECIPE), RECIPE, LMRunConfig).config
+    """Perplexity or bits per character of `split` (None: the dataset's default) at the memory the run trained with,
+    without memory, and at `eval_memory_length`; `model_dir`: a path or the run's RunDir."""
+    folder = run_dir.opened(model_dir)
+    model_dir, trained = folder.path, folder.typed(folder.require_run(RECIPE), RECIPE, LMRunConfig).config
     split = split or lm_data.default_split(trained.dataset_spec)
     corpus = lm_data.load(trained.dataset_spec, split, trained.data.level, bad_rows=bad_rows)
     ids = None
@@ -169,7 +150,7 @@ def run_eval(model_dir, split, eval_memory_length, batch_size, average=1, bad_ro
         memories["eval_memory"] = eval_memory_length
     results = {}
     for name, memory_length in memories.items():
-        loaded = load_trained(model_dir, memory_length, average)
+        loaded = load_trained(folder, memory_length, average)
         if ids is None:
             ids = lm_data.token_stream(corpus, loaded.tokenizer, lm_data.vocabulary_key(model_dir))
             ids.check_ids(loaded.config.vocab_size)
@@ -188,13 +169,24 @@ def run_eval(model_dir, split, eval_memory_length, batch_size, average=1, bad_ro
         model_dir, f"eval_{split}", loaded.step,
         {f"{k}_{n}": v for n, r in results.items() for k, v in r.items() if k != "tokens"},
     )
-    RunDir(model_dir).update_metrics(**{f"eval_{split}": {**results, "step": loaded.step,
-                                                          "average_checkpoints": average}})
+    folder.update_metrics(**{f"eval_{split}": {**results, "step": loaded.step, "average_checkpoints": average}})
     return results
 
 
-def server(loaded, settings):
-    generation, vocabulary = settings.generation, loaded.tokenizer
+def evaluate(run, config):
+    """`run_eval` as the command's config says: its data section's split and rows (--mode=eval: the run's own
+    unless given), its eval section's memory and streams."""
+    return run_eval(run.folder, config.data.eval_split, config.eval.memory_length, config.eval.batch_size,
+                    run.average_checkpoints, config.data.bad_rows)
+
+
+def generate(run, config):
+    """--mode=generate of the eval section's prompt, sampling and seed."""
+    return run_generate(run.folder, config.eval.prompt, config.eval, config.eval.seed, run.average_checkpoints)
+
+
+def server(loaded, config):
+    generation, vocabulary = config.eval, loaded.tokenizer
     module = LanguageModelServer(loaded.model, vocabulary, generation.max_new_tokens, generation.temperature,
                                  generation.top_k)
     example = "the company said" if vocabulary.level in ("word", "subword") else "ROMEO:"
@@ -207,6 +199,8 @@ def server(loaded, settings):
 
 
 def run_generate(model_dir, prompt, generation, seed, average=1):
+    """The continuation of `prompt`, printed after it; `generation`: max_new_tokens, top_k, temperature and greedy
+    (an LMEval)."""
     import tensorflow as tf
 
     if not prompt or not prompt.strip():
@@ -230,7 +224,7 @@ def run_generate(model_dir, prompt, generation, seed, average=1):
     return text
 
 
-def finish(config, base, given, model_dir, mode):
+def finish(config, base, mode):
     """A dataset to train on, that the recipe knows, and a built-in corpus at its own level."""
     dataset = config.data.dataset
     if mode != "config" and not dataset:
@@ -244,21 +238,12 @@ def finish(config, base, given, model_dir, mode):
     return config
 
 
-def make_settings(run, **options):
-    """Settings of a run, checked before any work: a training run evaluates its config's split, whose files are
-    checked now."""
-    settings = Settings(run, **options)
-    if settings.eval_memory_length is not None and not 0 <= settings.eval_memory_length <= MAX_POSITIONS:
-        raise ValueError(f"eval_memory_length={settings.eval_memory_length} must be in [0, {MAX_POSITIONS:,}] "
-                         "(attention's scores grow with segment_length x (segment_length + memory_length)).")
-    if run.training:
-        data = run.config.data
-        spec = run.config.dataset_spec
-        settings = dataclasses.replace(settings, eval_split=data.eval_split or lm_data.default_split(spec),
-                                       bad_rows=data.bad_rows)
-        if run.evaluating:  # a missing or damaged evaluation file fails now, not after training
-            lm_data.check_split(spec, settings.eval_split)
-    return settings
+def check(run, config):
+    """A training run that evaluates: its split's files checked now (a missing or damaged one fails before
+    training)."""
+    if run.training and run.evaluating:
+        spec = config.dataset_spec
+        lm_data.check_split(spec, config.data.eval_split or lm_data.default_split(spec))
 
 
 LM = driver.Recipe(
@@ -266,16 +251,13 @@ LM = driver.Recipe(
     config_class=LMRunConfig,
     base=run_config_base,
     shortcuts=SHORTCUTS,
-    settings_class=Settings,
-    make_settings=make_settings,
     prepare=prepare,
     load=load_trained,
     server=server,
-    evaluate=lambda settings: run_eval(settings.run.model_dir, settings.eval_split, settings.eval_memory_length,
-                                       settings.eval_batch_size, settings.run.average_checkpoints,
-                                       settings.bad_rows),
-    modes={"generate": lambda settings: run_generate(settings.run.model_dir, settings.prompt, settings.generation,
-                                                     settings.run.seed, settings.run.average_checkpoints)},
+    evaluate=evaluate,
+    modes={"generate": generate},
+    reads=READS,
+    check=check,
     finish=finish,
     # The figures `report` writes at each data.level, of the memory the run trained with.
     figures=driver.Figures({level: tuple(report(1.0, 1, level)) for level in lm_data.FILE_LEVELS},

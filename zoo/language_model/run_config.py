@@ -4,6 +4,7 @@ run's config.json. Its `dataset_spec` is data.dataset parsed, once (zoo.data.spe
 
 import dataclasses
 import functools
+import math
 from typing import ClassVar
 
 from zoo.core import checks, config
@@ -39,6 +40,36 @@ class LMData:
 # Longer is refused before any allocation: attention's scores alone hold segment_length x (segment_length +
 # memory_length) floats a head and a sequence (64 GiB at 65,536 each).
 MAX_POSITIONS = 65_536
+@dataclasses.dataclass(frozen=True)
+class LMEval:
+    """What a command reads beside the run's data and model: the evaluation's memory and streams (after training and
+    --mode=eval), --mode=generate's prompt and sampling, and the export's sampling defaults. The evaluated split
+    and rows are the data section's (--mode=eval: the run's own, unless given)."""
+
+    memory_length: int | None = None  # cached positions per layer at evaluation (--eval_memory_length; None: trained)
+    batch_size: int = 10  # streams the evaluated text is laid out as (--eval_batch_size)
+    prompt: str | None = None  # the text to continue (--mode=generate)
+    max_new_tokens: int = 100  # tokens to generate
+    top_k: int = 0  # sample from the k most likely tokens (0: all)
+    temperature: float = 1.0  # sampling's
+    greedy: bool = False  # the most likely token each step instead of sampling (--mode=generate)
+    seed: int = 0  # sampling's (--mode=generate)
+
+    def __post_init__(self):
+        checks.seed(self)
+        if self.memory_length is not None and not 0 <= self.memory_length <= MAX_POSITIONS:
+            raise ValueError(f"eval_memory_length={self.memory_length} must be in [0, {MAX_POSITIONS:,}] "
+                             "(eval.memory_length: attention's scores grow with segment_length x (segment_length + "
+                             "memory_length)).")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size={self.batch_size} must be at least 1.")
+        if self.max_new_tokens <= 0:
+            raise ValueError(f"max_new_tokens={self.max_new_tokens} must be positive.")
+        if not 0 < self.temperature < math.inf or self.top_k < 0:
+            raise ValueError(f"temperature={self.temperature} must be positive and finite, and top_k={self.top_k} "
+                             "non-negative.")
+
+
 TRAIN = TrainConfig(train_steps=4000, batch_size=32, learning_rate=1e-3, warmup_steps=400, label_smoothing=0.0,
                     clip_norm=0.25, checkpoint_every=500, log_every=50)
 
@@ -49,6 +80,7 @@ class LMRunConfig:
     model: lm.LMConfig = lm.PRESETS["small"]
     train: TrainConfig = TRAIN
     setup: SetupConfig = SetupConfig()
+    eval: LMEval = LMEval()
 
     def __post_init__(self):
         self.setup.from_scratch("a language model")
@@ -81,6 +113,6 @@ class LMRunConfig:
                           "--level=word), or leave model.word_vectors out.")
 
 
-def base(preset=None, init_from=None, given=None, model_dir=None):
+def base(preset=None, init_from=None, record=None):
     """The preset's model (None: small) with the recipe's training defaults (init_from is refused by LMRunConfig)."""
     return config.preset(LMRunConfig, lm.PRESETS, preset or "small")

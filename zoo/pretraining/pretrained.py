@@ -17,7 +17,7 @@ from zoo.classifier import model as classifier
 from zoo.pretraining import checkpoint_weights, model as pretraining, published
 from zoo.data import tokenizer
 from zoo.pretraining.run_config import PretrainRunConfig
-from zoo.runs.run_dir import CONFIG_FILE, LoadedRun, RunDir
+from zoo.runs.run_dir import CONFIG_FILE, LoadedRun, opened
 from zoo.core.dtype_policy import dtype_policy
 
 RECIPE = "pretrain"
@@ -34,8 +34,9 @@ class PretrainedRunError(ValueError):
 def load_pretrained(model_dir, finished=True, average=1):
     """The newest checkpoint of a pretraining run (that reached its last step, unless
     finished=False: eval and export take any checkpoint), rebuilt in float32; with average=N,
-    the mean of the newest N checkpoints' weights (`RunDir.load_model`)."""
-    run_dir = RunDir(model_dir)
+    the mean of the newest N checkpoints' weights (`RunDir.load_model`). `model_dir`: a path or the command's
+    RunDir."""
+    run_dir = opened(model_dir)
     run = run_dir.read_finished(RECIPE, finished)
     record = run_dir.typed(run, RECIPE, PretrainRunConfig)
     config = record.config.model
@@ -79,7 +80,7 @@ def check_run_source(source):
     if not os.path.isdir(source):
         raise PretrainedRunError(f"{source} is a file, not a folder: give a finished recipes.pretrain run folder, "
                                  f"or a published checkpoint's folder ({published.LAYOUT}).")
-    if not RunDir(source).holds(CONFIG_FILE):
+    if not opened(source).holds(CONFIG_FILE):
         raise PretrainedRunError(
             f"{source} is a folder that is neither a zoo pretraining run (the {CONFIG_FILE} that recipes.pretrain "
             f"writes, and its checkpoints) nor a published checkpoint ({published.LAYOUT}): run recipes.pretrain "
@@ -89,7 +90,7 @@ def check_run_source(source):
 def pretrained_encoder_config(model_dir):
     """The encoder config (a ClassifierConfig) of the finished pretraining run in `model_dir`."""
     check_run_source(model_dir)
-    run_dir = RunDir(model_dir)
+    run_dir = opened(model_dir)
     return run_dir.typed(run_dir.read_finished(RECIPE), RECIPE, PretrainRunConfig).config.model.encoder
 
 

@@ -5,7 +5,6 @@ run by zoo.training.driver from the command line (recipes/pretrain.py) or from P
 
 import dataclasses
 import functools
-import os
 
 import tensorflow as tf
 
@@ -14,21 +13,13 @@ from zoo.classifier import run_config as classifier_config
 from zoo.pretraining import checkpoint_weights, data as pretraining_data, masks as pretraining_masks
 from zoo.pretraining import model as pretraining, pretrained, published, run_config
 from zoo.pretraining.run_config import PretrainRunConfig
-from zoo.runs.run_dir import RunDir
+from zoo.runs import run_dir
 from zoo.training import driver, run_settings
 from zoo.training.config import Task
 from zoo.training.distribute import is_chief
 from zoo.training.evaluation import evaluate, write_summaries
-from zoo.training.run_settings import RunSettings
 
 RECIPE = "pretrain"
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    """A pretraining run: the shared settings (its typed config in run.config when it trains)."""
-
-    run: RunSettings
 
 
 # Shortcut -> config field, beside zoo.training.run_settings.SHORTCUTS.
@@ -39,7 +30,7 @@ SHORTCUTS = {"corpus": "data.corpus", "document_per_file": "data.document_per_fi
                                                            "freeze_word_vectors")}}
 
 
-def base_config(preset, init_from, given, model_dir):
+def base_config(preset, init_from, record=None):
     """The run's base config: the preset's (None: small), or a published checkpoint's that continues its masked-LM
     training (its shape and vocabulary: no preset goes with it). model.sequence_length follows
     model.encoder.max_length unless set (PretrainRunConfig.FOLLOWS)."""
@@ -61,18 +52,18 @@ def documents_of(config, bad_rows="error"):
     return documents, pretraining_data.held_out_mask(documents.count, data.eval_fraction, config.train.seed)
 
 
-def prepare_run(model_dir, config, chief):
+def prepare_run(folder, config, chief):
     """The run's config, training documents, tokenizer and word plan (zoo.data.word_embedding.WordPlan, None for
     subwords): read back when resuming, else made now (trained on the corpus, its words with
     model.encoder.words, or the published checkpoint's with setup.init_from)."""
-    init_from, seed = config.setup.init_from, config.train.seed
+    init_from, seed, model_dir = config.setup.init_from, config.train.seed, folder.path
     documents, held = documents_of(config, config.data.bad_rows)  # every row read: a bad one is refused now
-    run_settings.check_same_files(model_dir, RECIPE, PretrainRunConfig, documents.digest)
+    run_settings.check_same_files(folder, RECIPE, PretrainRunConfig, documents.digest)
     # The word vocabulary ([MASK] included) of the training documents, and the embedding the vectors start: a bad
     # vectors file is refused before any write, and a resumed run must find the matrix it started from.
     words, encoder = None, config.model.encoder
     if encoder.words:
-        record = RunDir(model_dir).read_record(RECIPE, PretrainRunConfig) if os.path.isdir(model_dir) else None
+        record = folder.read_record(RECIPE, PretrainRunConfig)
         words = word_embedding.plan_words(
             (document for document, out in zip(documents, held) if not out), encoder.vocab_size, encoder.word_vectors,
             encoder.min_vector_coverage, seed, mask=True, scaled=encoder.embedding != "normalized",
@@ -101,11 +92,11 @@ def prepare_run(model_dir, config, chief):
     last = word_tokenizer.WORDS_FILE if words is not None else \
         tokenizer.WORDPIECE_CONFIG_FILE if init_from else tokenizer.TOKENIZER_FILE
     sized = ("model.encoder.vocab_size", "model.encoder.embedding_dim") if words is not None else ()
-    config = run_settings.start_run(model_dir, RECIPE, config, write_tokenizer, last, chief, sized)
+    config = run_settings.start_run(folder, RECIPE, config, write_tokenizer, last, chief, sized)
     derived = {"files": {"digest": documents.digest, "bad_rows_skipped": documents.skipped}} if documents.digest else {}
     if words is not None:
         derived["word_vectors"] = words.derived
-    return config, derived, (documents, held), RunDir(model_dir).tokenizer(), words
+    return config, derived, (documents, held), folder.tokenizer(), words
 
 
 def packed_rows(tok, documents, keep, config, model_dir, name):
@@ -131,17 +122,16 @@ def masked_dataset(rows, plan, config, seed, stream_id, skip=0):
     return dataset.map(masked, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
-def prepare(settings, strategy):
+def prepare(run, config, strategy):
     """The training run (`driver.Prepared`): its record, documents and tokenizer, the documents packed
     into sequences, the batch plan and the Task. With `init_from` (a published checkpoint), a fresh run
     starts from its encoder and masked-LM head."""
-    shared = settings.run
-    run_config, derived, (documents, held), tok, words = prepare_run(shared.model_dir, shared.config,
+    run_config, derived, (documents, held), tok, words = prepare_run(run.folder, config,
                                                                      is_chief(strategy))
     config, init_from = run_config.model, run_config.setup.init_from
     print(f"Packing {int((~held).sum())} documents into sequences of {config.sequence_length} tokens.", flush=True)
-    rows = packed_rows(tok, documents, ~held, config, shared.model_dir, "training")
-    train_config = run_settings.with_epochs(shared.train, shared.epochs, len(rows))
+    rows = packed_rows(tok, documents, ~held, config, run.model_dir, "training")
+    train_config = run_settings.with_epochs(run.train, run.epochs, len(rows))
     replicas = strategy.num_replicas_in_sync
     plan = batching.training_plan(rows.lengths, train_config.train_steps, train_config.batch_size,
                                   train_config.seed, replicas)
@@ -158,8 +148,10 @@ def prepare(settings, strategy):
 
 
 def run_eval(model_dir, batch_size=64, average=1):
-    """Masked-token accuracy and perplexity (and ELECTRA's detection accuracy) on the held-out documents."""
-    trained = pretrained.load_pretrained(model_dir, finished=False, average=average)
+    """Masked-token accuracy and perplexity (and ELECTRA's detection accuracy) on the held-out documents;
+    `model_dir`: a path or the run's RunDir."""
+    folder = run_dir.opened(model_dir)
+    model_dir, trained = folder.path, pretrained.load_pretrained(folder, finished=False, average=average)
     documents, held = documents_of(trained.record.config)
     rows = packed_rows(trained.tokenizer, documents, held, trained.config, model_dir, "held-out")
     plan = batching.evaluation_plan(rows.lengths, batch_size)
@@ -168,12 +160,17 @@ def run_eval(model_dir, batch_size=64, average=1):
     result = pretraining.summarize(totals)
     write_summaries(model_dir, "eval_held_out", trained.step, result)
     result.update(sequences=len(rows), documents=int(held.sum()), step=trained.step, average_checkpoints=average)
-    RunDir(model_dir).update_metrics(eval_held_out=result)
+    folder.update_metrics(eval_held_out=result)
     print("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items() if isinstance(v, float)))
     return result
 
 
-def server(loaded, settings):
+def evaluate(run, config):
+    """`run_eval` with the eval section's batch."""
+    return run_eval(run.folder, config.eval.batch_size, run.average_checkpoints)
+
+
+def server(loaded, config):
     module = pretrained.EncoderServer(loaded.model, loaded.tokenizer, loaded.config)
     return driver.Serving(
         module, {"serving_default": module.encode, "encode": module.encode, "fill_mask": module.fill_mask},
@@ -183,7 +180,7 @@ def server(loaded, settings):
     )
 
 
-def finish(config, base, given, model_dir, mode):
+def finish(config, base, mode):
     """The published encoder's shape and vocabulary kept (whatever set its fields), setup.init_from as a path made
     absolute, and corpora to train on."""
     if config.setup.init_from:
@@ -203,13 +200,11 @@ PRETRAIN = driver.Recipe(
     config_class=PretrainRunConfig,
     base=base_config,
     shortcuts=SHORTCUTS,
-    settings_class=Settings,
-    make_settings=Settings,
     prepare=prepare,
     load=functools.partial(pretrained.load_pretrained, finished=False),
     server=server,
-    evaluate=lambda settings: run_eval(settings.run.model_dir, settings.run.batch_size or 64,
-                                       settings.run.average_checkpoints),
+    evaluate=evaluate,
+    reads={"eval": {"batch_size": "eval.batch_size"}},
     finish=finish,
     # ELECTRA's replaced-token detection is scored beside the masked tokens (pretraining.summarize).
     figures=driver.Figures({"mlm": MASKED_FIGURES, "electra": (*MASKED_FIGURES, "detection_accuracy", "replaced_recall",

@@ -47,6 +47,17 @@ TRAIN = TrainConfig(train_steps=6000, batch_size=32, learning_rate=1e-3, warmup_
                     label_smoothing=0.0, weight_decay=0.01, checkpoint_every=250, log_every=50)
 
 
+@dataclasses.dataclass(frozen=True)
+class PretrainEval:
+    """What --mode=eval and the evaluation after training read beside the run: the held-out documents' batches."""
+
+    batch_size: int = 64  # sequences per evaluation batch; follows train.batch_size in a training run unless set
+
+    def __post_init__(self):
+        if self.batch_size < 1:  # --batch_size of --mode=eval: said by the flag's name
+            raise ConfigError(f"batch_size={self.batch_size} must be at least 1.")
+
+
 # Fields of the encoder's config that only a classifier's head reads, and the values they must keep here.
 HEAD_FIELDS = ("problem_type", "threshold")  # num_segments: PretrainConfig refuses it
 BARE_ENCODER = ClassifierConfig()
@@ -58,10 +69,11 @@ class PretrainRunConfig:
     model: pretraining.PretrainConfig = with_vocabulary(pretraining.PRESETS["small"])
     train: TrainConfig = TRAIN
     setup: SetupConfig = SetupConfig()
+    eval: PretrainEval = PretrainEval()
 
     # A field set nowhere takes the value given to the one it follows (zoo.core.config.follow): the sequences are as
     # long as the longest text the encoder will take, unless said.
-    FOLLOWS: ClassVar = {"model.sequence_length": "model.encoder.max_length"}
+    FOLLOWS: ClassVar = {"model.sequence_length": "model.encoder.max_length", "eval.batch_size": "train.batch_size"}
 
     def __post_init__(self):
         head = {name: getattr(self.model.encoder, name) for name in HEAD_FIELDS}

@@ -76,11 +76,22 @@ def check_resumable(derived, asked):
         )
 
 
+_UNREAD = object()  # a RunDir's record before its first read
+
+
+def opened(folder):
+    """`folder` as a RunDir: one passed down is the one its command opened (its record read once and kept), a path
+    opens one. Every function that takes a run folder takes either."""
+    return folder if isinstance(folder, RunDir) else RunDir(folder)
+
+
 class RunDir:
-    """The run directory at `path`."""
+    """The run directory at `path`, opened once per command and passed down: config.json is read once, at its first
+    use, and kept (with what the command itself writes there); read again only if another process changed it."""
 
     def __init__(self, path):
         self.path = path
+        self._record, self._stamp = _UNREAD, None  # config.json's contents once read (None: none), and its stat
 
     def file(self, name):
         return os.path.join(self.path, name)
@@ -91,8 +102,19 @@ class RunDir:
     # --- config.json ------------------------------------------------------------------------------
 
     def read_config(self):
-        """The run's record as written, whatever its recipe; None when there is none."""
-        return self._read_json(CONFIG_FILE, CONFIG_ADVICE)
+        """The run's record as written, whatever its recipe; None when there is none. Read from disk once, unless the
+        file changed since (its size, time or inode: another process wrote it)."""
+        stamp = self._config_stamp()
+        if self._record is _UNREAD or stamp != self._stamp:
+            self._record, self._stamp = self._read_json(CONFIG_FILE, CONFIG_ADVICE), stamp
+        return self._record
+
+    def _config_stamp(self):
+        try:
+            found = os.stat(self.file(CONFIG_FILE))
+        except OSError:  # none there (or unreadable: the read says why)
+            return None
+        return found.st_mtime_ns, found.st_size, found.st_ino
 
     def recipe(self):
         """The recipe of the run recorded here, None when there is no record."""
@@ -151,7 +173,10 @@ class RunDir:
             if "preset" in existing.derived:
                 derived["preset"] = existing.derived["preset"]
         if write:
-            self._write_json(CONFIG_FILE, record.as_record(recipe, config, derived))
+            written = record.as_record(recipe, config, derived)
+            self._write_json(CONFIG_FILE, written)
+            self._record = json.loads(json.dumps(written, default=str))  # as read back from disk
+            self._stamp = self._config_stamp()
 
     # --- metrics.json -----------------------------------------------------------------------------
 

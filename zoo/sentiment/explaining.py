@@ -7,16 +7,19 @@ import numpy as np
 
 from zoo.classifier import losses, model as classifier
 from zoo.classifier.load import load_run as load_trained, preprocessor
+from zoo.runs import run_dir
 
 
 def run_explain(model_dir, text, average=1, text_pair=None):
     """Attention pictures of `text`, and each token's share of the answer by erasure (zoo.classifier.explain):
-    the likeliest class's probability, a regression's score, or a multi-label's likeliest label's probability."""
+    the likeliest class's probability, a regression's score, or a multi-label's likeliest label's probability.
+    `model_dir`: a path or the run's RunDir."""
     import tensorflow as tf
 
     from zoo.classifier import explain
 
-    loaded = load_trained(model_dir, average)
+    folder = run_dir.opened(model_dir)
+    loaded = load_trained(folder, average)
     framing = preprocessor(loaded)
     if framing.pairs != (text_pair is not None):
         raise ValueError("This run was trained on text pairs: give the second text too, --text_pair=\"...\"."
@@ -25,7 +28,7 @@ def run_explain(model_dir, text, average=1, text_pair=None):
     token_ids = inputs["token_ids"] if framing.pairs else inputs
     tokens = [loaded.tokenizer.id_to_token(int(i)) for i in token_ids[0].numpy()]
     scores = classifier.attention_scores(loaded.model, inputs)
-    directory = os.path.join(model_dir, "explain")
+    directory = os.path.join(folder.path, "explain")
     paths = explain.save_attention_maps([s[0] for s in scores], tokens, directory)
     heatmap = os.path.join(directory, "positional_encoding.png")
     config = loaded.config

@@ -12,19 +12,17 @@ import numpy as np
 from zoo.classifier import data as classifier_data, losses, metrics, model as classifier, run_config
 from zoo.classifier.load import load_run as load_trained, preprocessor, serving_module
 from zoo.classifier.preprocessor import ClassifierPreprocessor
-from zoo.classifier.run_config import SentimentData, SentimentRunConfig
+from zoo.classifier.run_config import SentimentRunConfig
 from zoo.core import disk
 from zoo.data import batching, tokenizer, word_embedding, word_tokenizer
 from zoo.pretraining import pretrained, published
-from zoo.runs import outputs
-from zoo.runs.run_dir import RunDir
+from zoo.runs import outputs, run_dir
 from zoo.sentiment.explaining import run_explain
 from zoo.sentiment.figures import FIGURES
 from zoo.training import driver, run_settings
 from zoo.training.config import Task
 from zoo.training.distribute import is_chief
 from zoo.training.evaluation import gather, write_summaries
-from zoo.training.run_settings import RunSettings
 
 RECIPE = "sentiment"
 # Shortcut -> config field, beside zoo.training.run_settings.SHORTCUTS.
@@ -33,23 +31,16 @@ SHORTCUTS = {"eval_split": "data.eval_split", "text_column": "data.text_column",
              "dropout": "model.dropout", "init_from": "setup.init_from", "layer_decay": "train.layer_decay",
              "word_vectors": "model.word_vectors", "freeze_word_vectors": "model.freeze_word_vectors",
              "problem_type": "model.problem_type", "threshold": "model.threshold",
-             "label_separator": "data.label_separator", "text_pair_column": "data.text_pair_column"}
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    """A sentiment run: the shared settings (its typed config in run.config when it trains) and its modes' options."""
-
-    run: RunSettings
-    dataset: str | None = None  # to evaluate another dataset's split (sst2 for a run on sst2_tune); None: the run's
-    eval_split: str = SentimentData.eval_split  # the split evaluated (a training run's: data.eval_split)
-    text: str | None = None  # the text to explain (mode explain)
-    text_pair: str | None = None  # its second text, for a run on text pairs (mode explain)
-    # The evaluated files' columns as SentimentData fields (text_column, label_column, bad_rows, classes,
-    # text_pair_column); None: the trained run's.
-    columns: dict | None = None
-    predictions: str | None = None  # a JSON-lines file of each evaluated text's label, prediction and probabilities
-    overwrite_predictions: bool = False  # replace an existing file at `predictions` that the zoo did not write
+             "label_separator": "data.label_separator", "text_pair_column": "data.text_pair_column",
+             **{name: f"eval.{name}" for name in ("predictions", "overwrite_predictions", "text", "text_pair")}}
+COLUMNS = ("text_column", "label_column", "bad_rows", "classes", "text_pair_column")  # what --mode=eval may re-point
+PREDICTIONS = {name: f"eval.{name}" for name in ("predictions", "overwrite_predictions")}  # read, or refused, by all
+# The shortcuts each mode reads beside a training run's fields (zoo.training.run_settings.reads): --mode=eval
+# evaluates another dataset, split or columns of the run's with its own batch; --mode=explain explains a text.
+READS = {**{mode: PREDICTIONS for mode in ("train", "train_and_eval", "export")},
+         "eval": {**PREDICTIONS, "dataset": "data.dataset", "eval_split": "data.eval_split",
+                  **{name: f"data.{name}" for name in COLUMNS}, "batch_size": "eval.batch_size"},
+         "explain": {**PREDICTIONS, "text": "eval.text", "text_pair": "eval.text_pair"}}
 
 
 def label_field(data, rows, problem_type, stats=None):
@@ -63,11 +54,11 @@ def label_field(data, rows, problem_type, stats=None):
     return values.astype(np.float32)
 
 
-def prepare_run(model_dir, config, data, chief, words=None):
-    """The run's config and tokenizer (`run_settings.start_run`): a new run's tokenizer is trained on a sample of
-    `data`'s texts, or is the pretrained run's (SentencePiece or words) or the published checkpoint's with
-    setup.init_from; with `words` (a zoo.data.word_embedding.WordPlan), its word vocabulary."""
-    init_from, seed = config.setup.init_from, config.train.seed
+def prepare_run(folder, config, data, chief, words=None):
+    """The run's config and tokenizer (`run_settings.start_run`; `folder`: the run's RunDir): a new run's tokenizer
+    is trained on a sample of `data`'s texts, or is the pretrained run's (SentencePiece or words) or the published
+    checkpoint's with setup.init_from; with `words` (a zoo.data.word_embedding.WordPlan), its word vocabulary."""
+    init_from, seed, model_dir = config.setup.init_from, config.train.seed, folder.path
     wordpiece = bool(init_from) and (published.is_published(init_from) or tokenizer.holds_wordpiece(init_from))
     words_from = bool(init_from) and not wordpiece and word_tokenizer.holds_words(init_from)  # a word pretraining run
 
@@ -81,7 +72,7 @@ def prepare_run(model_dir, config, data, chief, words=None):
         elif words_from:
             word_tokenizer.save_vocabulary(word_tokenizer.load_word_tokenizer(init_from).get_vocabulary(), model_dir)
         elif init_from:
-            with open(RunDir(init_from).file(tokenizer.TOKENIZER_FILE), "rb") as f:
+            with open(run_dir.opened(init_from).file(tokenizer.TOKENIZER_FILE), "rb") as f:
                 proto = f.read()
             tokenizer.save_tokenizer(proto, model_dir)
         else:
@@ -91,22 +82,20 @@ def prepare_run(model_dir, config, data, chief, words=None):
     last = word_tokenizer.WORDS_FILE if words is not None or words_from else \
         tokenizer.WORDPIECE_CONFIG_FILE if wordpiece else tokenizer.TOKENIZER_FILE
     derived = ("model.vocab_size", "model.embedding_dim") if words is not None else ()
-    config = run_settings.start_run(model_dir, RECIPE, config, write_tokenizer, last, chief, derived)
-    return config, RunDir(model_dir).tokenizer()
+    config = run_settings.start_run(folder, RECIPE, config, write_tokenizer, last, chief, derived)
+    return config, folder.tokenizer()
 
 
-def prepare(settings, strategy):
+def prepare(run, config, strategy):
     """The training run (`driver.Prepared`): its config and tokenizer, the batch plan over the training
     texts, and the Task; with setup.init_from, the encoder starts from the pretrained run's or checkpoint's weights."""
-    shared = settings.run
-    config = shared.config
     data = classifier_data.load(config.dataset_spec, "train", max_examples=config.data.max_examples,
                                 seed=config.train.seed)  # every row read: a bad one is refused before any write
-    train_config = run_settings.with_epochs(config.train, shared.epochs, data.count)  # refused before any write
-    if shared.evaluating and data.paths:  # its bad rows and unknown labels too, before any write
-        classifier_data.load(config.dataset_spec, settings.eval_split, class_names=data.class_names)
+    train_config = run_settings.with_epochs(config.train, run.epochs, data.count)  # refused before any write
+    if run.evaluating and data.paths:  # its bad rows and unknown labels too, before any write
+        classifier_data.load(config.dataset_spec, config.data.eval_split, class_names=data.class_names)
     digest = data.key["files"] if data.paths else None
-    run_settings.check_same_files(shared.model_dir, RECIPE, SentimentRunConfig, digest)
+    run_settings.check_same_files(run.folder, RECIPE, SentimentRunConfig, digest)
     problem_type = config.model.problem_type
     outputs = 1 if problem_type == classifier.REGRESSION else len(data.class_names)
     segments = 2 if config.data.text_pair_column else 0  # a pair's two texts: BERT's token types 0 and 1
@@ -116,17 +105,16 @@ def prepare(settings, strategy):
     # A bad vectors file is refused before any write; a fine-tuned encoder keeps its pretraining's words and embedding.
     words, model = None, config.model
     if model.words and not config.setup.init_from:
-        record = RunDir(shared.model_dir).read_record(RECIPE, SentimentRunConfig) \
-            if os.path.isdir(shared.model_dir) else None
+        record = run.folder.read_record(RECIPE, SentimentRunConfig)
         words = word_embedding.plan_words(
             data.strings(), model.vocab_size, model.word_vectors, model.min_vector_coverage, config.train.seed,
             scaled=model.embedding != "normalized", coverage_setting="--config.model.min_vector_coverage",
-            started=record and record.derived.get("word_vectors"), model_dir=shared.model_dir)
+            started=record and record.derived.get("word_vectors"), model_dir=run.model_dir)
         config = dataclasses.replace(config, model=model.with_words(words))
-    config, tok = prepare_run(shared.model_dir, config, data, is_chief(strategy), words)
+    config, tok = prepare_run(run.folder, config, data, is_chief(strategy), words)
     model = config.model
     framing = ClassifierPreprocessor.for_tokenizer(tok, model.max_length, pairs=bool(model.num_segments))
-    rows = classifier_data.token_rows(data, framing, tokenizer.files_key(shared.model_dir))
+    rows = classifier_data.token_rows(data, framing, tokenizer.files_key(run.model_dir))
     rows.check_ids(model.vocab_size)
     replicas = strategy.num_replicas_in_sync
     plan = batching.training_plan(rows.lengths, train_config.train_steps, train_config.batch_size,
@@ -168,8 +156,9 @@ def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=N
     precision, recall, F1 and support and the confusion matrix; regression's mse, rmse, mae, pearson and spearman;
     multi-label's micro and macro F1, subset accuracy and each label's precision, recall, F1 and support. Printed
     and written to metrics.json; with `predictions`, each text's prediction to that file. `dataset` and `columns`
-    (SentimentData fields) name other files or columns than the run's."""
-    loaded = load_trained(model_dir, average)
+    (SentimentData fields) name other files or columns than the run's; `model_dir`: a path or the run's RunDir."""
+    folder = run_dir.opened(model_dir)
+    model_dir, loaded = folder.path, load_trained(folder, average)
     trained, problem_type, derived = loaded.record.config.data, loaded.config.problem_type, loaded.record.derived
     dataset = dataset or trained.dataset
     # Default: the columns the run trained with; labels are always read as the run's.
@@ -196,7 +185,7 @@ def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=N
     if predictions:
         disk.write_atomically(predictions, figures.lines(), "the predictions")
         result["predictions"] = os.path.abspath(predictions)
-    RunDir(model_dir).update_metrics(**{name: result})
+    folder.update_metrics(**{name: result})
     headline, _, report = figures.text.partition("\n")
     print(f"{split}: {headline} on {len(order)} texts" + (f"\n{report}" if report else ""))
     if predictions:
@@ -212,7 +201,20 @@ def warmup_texts(config):
     return texts
 
 
-def server(loaded, settings):
+def evaluate(run, config):
+    """`run_eval` as the command's config says: its data section's split, dataset and columns (--mode=eval: the
+    run's own unless given), its eval section's batch and predictions file."""
+    data = config.data
+    return run_eval(run.folder, data.eval_split, data.dataset, config.eval.batch_size, run.average_checkpoints,
+                    {name: getattr(data, name) for name in COLUMNS}, config.eval.predictions)
+
+
+def explain(run, config):
+    """--mode=explain of the eval section's text (and text pair)."""
+    return run_explain(run.folder, config.eval.text, run.average_checkpoints, config.eval.text_pair)
+
+
+def server(loaded, config):
     module = serving_module(loaded)
     derived = loaded.record.derived
     return driver.Serving(
@@ -223,12 +225,10 @@ def server(loaded, settings):
     )
 
 
-def encoder_of(init_from, model_dir):
-    """The ClassifierConfig of the encoder `init_from` names: a resumed run's own (the checkpoint or the
-    pretraining folder is not read again), a published checkpoint's, or a pretraining run's (at fine-tuning's
-    dropout)."""
-    existing = RunDir(model_dir).read_record(RECIPE, SentimentRunConfig) if model_dir and os.path.isdir(model_dir) \
-        else None
+def encoder_of(init_from, existing):
+    """The ClassifierConfig of the encoder `init_from` names: a resumed run's own (`existing`, its record: the
+    checkpoint or the pretraining folder is not read again), a published checkpoint's, or a pretraining run's (at
+    fine-tuning's dropout)."""
     if existing is not None and existing.config.setup.init_from == published.normalize(init_from):
         return existing.config.model
     if published.is_published(init_from):
@@ -236,12 +236,13 @@ def encoder_of(init_from, model_dir):
     return pretrained.classifier_config(pretrained.pretrained_encoder_config(init_from))
 
 
-def base_config(preset, init_from, given, model_dir):
+def base_config(preset, init_from, record=None):
     """The run's base config: the preset's (`preset` None: small), or with `init_from` the encoder's (a preset
-    given must then name the encoder's shape, and none goes with a published checkpoint)."""
+    given must then name the encoder's shape, and none goes with a published checkpoint); `record`: the run's, when
+    it resumes."""
     if init_from is None:
         return run_config.base(preset or "small")
-    encoder = encoder_of(init_from, model_dir)
+    encoder = encoder_of(init_from, record)
     if published.is_published(init_from) and preset is not None:  # the model's fields: finish's check_encoder
         raise ValueError("--preset cannot be set with a published --init_from: the model's shape and vocabulary "
                          "come from the checkpoint. Leave it out.")
@@ -250,7 +251,7 @@ def base_config(preset, init_from, given, model_dir):
     return run_config.base(preset, init_from, encoder, published.is_published(init_from))
 
 
-def finish(config, base, given, model_dir, mode):
+def finish(config, base, mode):
     """The encoder's shape kept (`run_config.check_encoder`), setup.init_from as a path made absolute, a regression
     without label smoothing, and a dataset to train on."""
     init_from = config.setup.init_from
@@ -279,32 +280,28 @@ def finish(config, base, given, model_dir, mode):
     return config
 
 
-def make_settings(run, **options):
-    """Settings of a run, checked before any work: a training run evaluates its config's split and columns."""
-    settings = Settings(run, **options)
-    if run.mode == "explain" and not settings.text:
+def check(run, config):
+    """What the command's options need, before any work: explain's text, the predictions file, and the split a
+    training run evaluates."""
+    if run.mode == "explain" and not config.eval.text:
         raise ValueError('--mode=explain needs --text="a sentence".')
-    check_predictions(settings, run)
-    if run.training:
-        data = run.config.data
-        settings = dataclasses.replace(settings, dataset=data.dataset, eval_split=data.eval_split, columns=None)
-        if run.evaluating:
-            classifier_data.check_split(run.config.dataset_spec, data.eval_split)
-    return settings
+    check_predictions(config.eval, run)
+    if run.training and run.evaluating:
+        classifier_data.check_split(config.dataset_spec, config.data.eval_split)
 
 
-def check_predictions(settings, run):
-    """The predictions file: only where the mode evaluates, never over the run's own files, an input or any
-    other file the zoo did not write unless asked (zoo.runs.outputs)."""
-    path = settings.predictions
+def check_predictions(options, run):
+    """The predictions file (`options`: the eval section): only where the mode evaluates, never over the run's own
+    files, an input or any other file the zoo did not write unless asked (zoo.runs.outputs)."""
+    path = options.predictions
     if path is None:
-        if settings.overwrite_predictions:
+        if options.overwrite_predictions:
             raise ValueError("--overwrite_predictions replaces the file --predictions names: give --predictions too.")
         return
     if run.mode not in ("eval", "train_and_eval"):
         raise ValueError("--predictions is written by --mode=eval and --mode=train_and_eval.")
     outputs.check_file("--predictions", path, run.model_dir, metrics.is_predictions_file,
-                       settings.overwrite_predictions)
+                       options.overwrite_predictions)
 
 
 # What run_eval writes to metrics.json by model.problem_type (zoo.sentiment.figures), the figures a sweep ranks by.
@@ -317,16 +314,13 @@ SENTIMENT = driver.Recipe(
     config_class=SentimentRunConfig,
     base=base_config,
     shortcuts=SHORTCUTS,
-    settings_class=Settings,
-    make_settings=make_settings,
     prepare=prepare,
     load=load_trained,
     server=server,
-    evaluate=lambda settings: run_eval(settings.run.model_dir, settings.eval_split, settings.dataset,
-                                       settings.run.batch_size or 64, settings.run.average_checkpoints,
-                                       settings.columns, settings.predictions),
-    modes={"explain": lambda settings: run_explain(settings.run.model_dir, settings.text,
-                                                   settings.run.average_checkpoints, settings.text_pair)},
+    evaluate=evaluate,
+    modes={"explain": explain},
+    reads=READS,
+    check=check,
     finish=finish,
     figures=driver.Figures(FIGURE_NAMES, lambda config: config.data.eval_split, kind="model.problem_type"),
 )

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 
 from zoo.core import config as cfg
 from zoo.runs import checkpoints
-from zoo.runs.run_dir import RunDir
 from zoo.sweeps import metrics, space as spaces
 from zoo.sweeps.metrics import shown
 from zoo.training import driver, run_settings
@@ -39,14 +38,13 @@ class Fixed:
     epochs: float | None = None
 
     def settings(self, point, model_dir=None):
-        """The recipe's settings of the trial at `point` ({field: value}) trained in `model_dir`."""
-        pairs = [*self.overrides, *point.items()]
-        return driver.settings(self.recipe, MODE, model_dir, None, self.preset, self.config, pairs, self.given,
-                               None, self.epochs, self.given.get("batch_size"), 1, self.given.get("seed", 0))
+        """The RunSettings of the trial at `point` ({field: value}) trained in `model_dir`."""
+        return driver.settings(self.recipe, MODE, model_dir, preset=self.preset, config=self.config,
+                               overrides=[*self.overrides, *point.items()], given=self.given, epochs=self.epochs)
 
     def fields(self):
         """{dotted field: how it is given} of the overrides and shortcuts: a searched field may be neither."""
-        names = run_settings.shortcuts(self.recipe)  # each shortcut is one field
+        names = run_settings.training_shortcuts(self.recipe)  # each shortcut is one field
         given = {names[name]: f"--{name}" for name in self.given if name in names}
         for item in self.overrides:
             name = cfg.parse_override(item)[0] if isinstance(item, str) else item[0]
@@ -89,11 +87,11 @@ def check(fixed, space, where):
         print(f"Checking the configs of the {len(corners):,} points before any trial ...", file=sys.stderr, flush=True)
     for point in corners:
         settings = _settings(fixed, point, where, combined=len(point) > 1)
-        metrics.check_trial(fixed.recipe, space.metric, settings.run.config, point)
-        kinds.append(settings.run.config)
+        metrics.check_trial(fixed.recipe, space.metric, settings.config, point)
+        kinds.append(settings.config)
         first = first or settings
     metrics.check_kinds(fixed.recipe, space.metric, kinds)
-    if first.run.config.setup.strategy == "multi_worker_mirrored":
+    if first.config.setup.strategy == "multi_worker_mirrored":
         raise spaces.SpaceError("setup.strategy=multi_worker_mirrored: each worker of a sweep trains trials of its "
                                 "own; give mirrored (every device of this machine) and start one sweep worker per "
                                 "machine (docs/sweep.md).")
@@ -118,7 +116,7 @@ def prepare_first(fixed, point, where):
     folder = tempfile.mkdtemp(prefix="zoo-sweep-check-")
     try:
         settings = fixed.settings(point, folder)
-        setup = settings.run.config.setup
+        setup = settings.config.setup
         with contextlib.redirect_stdout(sys.stderr):
             return driver.prepare(fixed.recipe, settings, make_strategy(setup.strategy, setup.cpu_replicas,
                                                                         setup.tpu)).config
@@ -156,8 +154,9 @@ def run(fixed, point, folder, metric):
     asked for (SIGTERM, Ctrl-C: zoo.training.stopping.Stopped, KeyboardInterrupt) is the sweep's, and goes up."""
     began = time.time()
     try:
-        driver.run(fixed.recipe, fixed.settings(point, folder))
-        value = metrics.read(fixed.recipe, metric, RunDir(folder).read_metrics())
+        settings = fixed.settings(point, folder)
+        driver.run(fixed.recipe, settings)
+        value = metrics.read(fixed.recipe, metric, settings.folder.read_metrics())
         return Outcome(value, steps_of(folder), time.time() - began)
     except Exception as error:  # noqa: BLE001 - a failed trial is recorded, whatever failed
         return Outcome(None, steps_of(folder), time.time() - began, error_line(error))

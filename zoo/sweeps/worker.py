@@ -37,7 +37,7 @@ def run(fixed, source, sweep_dir, storage=None, retry_failed=False):
     where = "the space" if isinstance(source, Mapping) else str(source)
     check_folder(sweep_dir)  # the cheap refusal first: checking the space prepares the first trial's data
     space, first = trials.check(fixed, spaces.read(source, fixed.recipe.name), where)
-    identity = {**space.as_data(), **fixed.record(first.run.config, space)}
+    identity = {**space.as_data(), **fixed.record(first.config, space)}
     sweep = studies.start(sweep_dir, storage, space, identity)
     with folders.locked(sweep_dir):  # a copy for the eye: the study holds the space it was made with
         disk.write_atomically(os.path.join(sweep_dir, SPACE_FILE),

@@ -33,13 +33,9 @@ class TrainConfig:
     CHOICES: ClassVar = {"schedule": SCHEDULES, "mixed_precision": ("auto", *PRECISIONS)}
 
     def __post_init__(self):
-        if self.mixed_precision == "auto":  # this machine's choice (zoo.training.precision), kept with its reason
-            from zoo.training import precision
-
-            dtype, reason = precision.choose("auto")
-            object.__setattr__(self, "mixed_precision", dtype)
-            object.__setattr__(self, "precision_reason", reason)
-        if self.mixed_precision not in PRECISIONS:
+        # "auto" is decided once, where the run's config is resolved (zoo.training.run_settings.choose_dtype): this
+        # machine's dtype, or a resumed run's own. A config holding it has not been resolved yet.
+        if self.mixed_precision not in self.CHOICES["mixed_precision"]:
             raise ValueError(f"mixed_precision={self.mixed_precision!r} is not one of {tuple(PRECISIONS)}.")
         checks.choices(self)
         checks.positive(self, "learning_rate", "keep_checkpoints", "max_tokens")

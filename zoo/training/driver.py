@@ -14,8 +14,7 @@ import os
 from typing import Callable, Mapping
 
 from zoo.data import cache
-from zoo.runs import export, outputs
-from zoo.runs.run_dir import RunDir
+from zoo.runs import export, outputs, run_dir
 from zoo.training import run_settings
 from zoo.training.config import Task
 from zoo.training.distribute import is_chief, make_strategy
@@ -80,122 +79,123 @@ class Figures:
 
 @dataclasses.dataclass(frozen=True)
 class Recipe:
-    """What a recipe adds to the driver. `settings` is the recipe's own frozen dataclass (`settings_class`), made by
-    `make_settings(RunSettings, **options)` (its modes' options: the text to explain, the search ...)."""
+    """What a recipe adds to the driver. Each of its functions takes the command's `RunSettings` (mode, run folder,
+    places) and the run's typed config, eval section included (run_settings.resolve)."""
 
     name: str  # config.json's "recipe"
-    config_class: type  # its typed run config (data, model, train, setup)
-    base: Callable  # (preset, init_from, given shortcuts, model_dir) -> the config before any file or override
+    config_class: type  # its typed run config (data, model, train, setup, eval)
+    base: Callable  # (preset, init_from, record or None) -> the config before any file or override
     shortcuts: Mapping  # shortcut name -> the one config field it is another name of, beside run_settings.SHORTCUTS
-    settings_class: type  # its settings: `run` (a RunSettings) and its modes' options, with defaults
-    make_settings: Callable  # (RunSettings, **options) -> a settings_class, checked before any work
-    prepare: Callable  # (settings, strategy) -> Prepared
-    load: Callable  # (model_dir, average=N) -> zoo.runs.run_dir.LoadedRun
-    server: Callable  # (LoadedRun, settings) -> Serving
-    evaluate: Callable | None = None  # settings -> results (mode eval, train_and_eval)
-    modes: Mapping[str, Callable] = dataclasses.field(default_factory=dict)  # its own modes: name -> fn(settings)
-    finish: Callable | None = None  # (config, base, given, model_dir, mode) -> config: what the layers cannot check
+    prepare: Callable  # (run, config, strategy) -> Prepared
+    load: Callable  # (model_dir or RunDir, average=N) -> zoo.runs.run_dir.LoadedRun
+    server: Callable  # (LoadedRun, config) -> Serving
+    evaluate: Callable | None = None  # (run, config) -> results (mode eval, train_and_eval)
+    modes: Mapping[str, Callable] = dataclasses.field(default_factory=dict)  # its own modes: name -> fn(run, config)
+    # mode -> {shortcut: field} of the eval section's (and, for a mode that reads a trained run, the data's) fields
+    # it reads (run_settings.reads); "export" also for a training run that exports
+    reads: Mapping[str, Mapping] = dataclasses.field(default_factory=dict)
+    check: Callable | None = None  # (run, config) -> None: what the mode's options need, checked before any work
+    finish: Callable | None = None  # (config, base, mode) -> config: what the layers cannot check
     figures: Figures | None = None  # what its evaluation writes to metrics.json, and the split it evaluates
 
 
-def settings(recipe, mode="train_and_eval", model_dir=None, export_dir=None, preset=None, config=None,
-             overrides=(), given=None, options=None, epochs=None, batch_size=None, average_checkpoints=1, seed=0):
-    """The recipe's settings for one run: in a training mode (and mode config) with the typed config
-    (`run_settings.resolve` of preset < config < overrides < the shortcuts `given`), and `options` for its modes.
-    The folders it writes are checked first (zoo.runs.outputs: no output lands on the run's own files)."""
+def settings(recipe, mode="train_and_eval", model_dir=None, export_dir=None, *, preset=None, config=None,
+             overrides=(), given=None, epochs=None, average_checkpoints=1):
+    """The command's RunSettings: its run folder opened (once: its record is read once and passed down), the run's
+    typed config (`run_settings.resolve`: in a training mode, and mode config, of preset < config < overrides < the
+    shortcuts `given`; in the others, the trained run's record with the mode's shortcuts `given`), checked with the
+    recipe's `check` before any work. The folders it writes are checked first (zoo.runs.outputs: no output lands
+    on the run's own files)."""
     outputs.check_folders(model_dir, export_dir, mode in TRAINING_MODES)
-    typed = None
-    if mode in TRAINING_MODES or mode == "config":
-        typed = run_settings.resolve(recipe, preset, config, overrides, given, model_dir, mode)
-        if mode != "config":
-            run_settings.check_training(typed, epochs, average_checkpoints, "train_steps" in (given or {}))
-    chosen = run_settings.recorded_preset(preset, config, typed) if typed is not None else None
-    shared = RunSettings(mode, model_dir, export_dir, typed, epochs, batch_size, average_checkpoints, seed, chosen)
-    return recipe.make_settings(shared, **(options or {}))
+    folder = run_dir.opened(model_dir) if model_dir else None
+    typed = run_settings.resolve(recipe, preset, config, overrides, given, folder, mode)
+    training = mode in TRAINING_MODES
+    if training:
+        run_settings.check_training(typed, epochs, average_checkpoints, "train_steps" in (given or {}))
+    chosen = run_settings.recorded_preset(preset, config, typed) if training or mode == "config" else None
+    run = RunSettings(mode, folder, typed, export_dir, epochs, average_checkpoints, chosen)
+    if recipe.check is not None and mode != "config":
+        recipe.check(run, typed)
+    return run
 
 
-def prepare(recipe, settings, strategy):
-    """The training run in settings.run.model_dir made ready (`Recipe.prepare`: its data read, tokenizer made,
-    tokens cached, batches planned), not trained. A sweep prepares its first trial so before any trial runs."""
-    shared = settings.run
+def prepare(recipe, run, strategy):
+    """The training run in run.folder made ready (`Recipe.prepare`: its data read, tokenizer made, tokens cached,
+    batches planned), not trained. A sweep prepares its first trial so before any trial runs."""
     replicas = strategy.num_replicas_in_sync
-    if shared.train.batch_size % replicas:
-        raise ValueError(f"train.batch_size={shared.train.batch_size} is not divisible by the {replicas} replicas.")
+    if run.train.batch_size % replicas:
+        raise ValueError(f"train.batch_size={run.train.batch_size} is not divisible by the {replicas} replicas.")
     cache.check_writable()  # a cache that cannot take the tokens is refused before the run folder gets a file
-    os.makedirs(shared.model_dir, exist_ok=True)
-    return recipe.prepare(settings, strategy)
+    os.makedirs(run.model_dir, exist_ok=True)
+    return recipe.prepare(run, run.config, strategy)
 
 
-def train(recipe, settings, strategy):
-    """Trains (or resumes) the run in settings.run.model_dir; returns the training metrics (None when the run
-    had already finished). Only the chief writes the record and the metrics."""
-    shared = settings.run
+def train(recipe, run, strategy):
+    """Trains (or resumes) the run in run.folder; returns the training metrics (None when the run had already
+    finished). Only the chief writes the record and the metrics."""
     replicas = strategy.num_replicas_in_sync
-    prepared = prepare(recipe, settings, strategy)
+    prepared = prepare(recipe, run, strategy)
     chief = is_chief(strategy)
-    run_dir = RunDir(shared.model_dir)
-    derived = {**prepared.derived, "epochs": shared.epochs, "replicas": replicas, "strategy": type(strategy).__name__,
-               "preset": shared.preset}
-    run_dir.record_training(recipe.name, prepared.config, derived, chief)
-    metrics = Trainer(prepared.task, prepared.config.train, shared.model_dir, strategy).train()
+    derived = {**prepared.derived, "epochs": run.epochs, "replicas": replicas, "strategy": type(strategy).__name__,
+               "preset": run.preset}
+    run.folder.record_training(recipe.name, prepared.config, derived, chief)
+    metrics = Trainer(prepared.task, prepared.config.train, run.model_dir, strategy).train()
     if chief and metrics is not None:
-        run_dir.update_metrics(train=metrics)
+        run.folder.update_metrics(train=metrics)
     return metrics
 
 
-def export_run(recipe, settings):
-    """Exports the trained run in TF Serving's layout under settings.run.export_dir; returns the version's path.
+def export_run(recipe, run):
+    """Exports the trained run in TF Serving's layout under run.export_dir; returns the version's path.
     An unchanged checkpoint already exported there (the newest version) is not exported again."""
-    shared = settings.run
-    loaded = recipe.load(shared.model_dir, average=shared.average_checkpoints)
-    serving = recipe.server(loaded, settings)
-    source = export.source_digest(shared.model_dir, shared.average_checkpoints, serving.metadata)
-    same = export.unchanged_version(shared.export_dir, source)
+    loaded = recipe.load(run.folder, average=run.average_checkpoints)
+    serving = recipe.server(loaded, run.config)
+    source = export.source_digest(run.model_dir, run.average_checkpoints, serving.metadata)
+    same = export.unchanged_version(run.export_dir, source)
     if same is not None:
-        print(f"{same} already holds step {loaded.step} of {shared.model_dir} with the same settings, unchanged "
+        print(f"{same} already holds step {loaded.step} of {run.model_dir} with the same settings, unchanged "
               "since: not exported again (remove that version, or give another --export_dir, to export anew).",
               flush=True)
         return same
-    print(f"Exporting step {loaded.step} to {shared.export_dir} ...", flush=True)
-    path = export.export(serving.module, serving.signatures, shared.export_dir, serving.examples,
+    print(f"Exporting step {loaded.step} to {run.export_dir} ...", flush=True)
+    path = export.export(serving.module, serving.signatures, run.export_dir, serving.examples,
                          metadata=serving.metadata, source=source)
     print(f"Exported step {loaded.step} to {path}")
     return path
 
 
 def run(recipe, settings):
-    """One run of `recipe` as `settings` say: trains, evaluates, exports and runs the recipe's own mode."""
-    shared = settings.run
-    if not shared.model_dir:
+    """One command of `recipe` as its RunSettings say: trains, evaluates, exports and runs the recipe's own mode,
+    each given the run's one typed config."""
+    if not settings.model_dir:
         raise ValueError("--model_dir is required.")
-    if shared.mode == "export" and not shared.export_dir:
+    if settings.mode == "export" and not settings.export_dir:
         raise ValueError("--mode=export needs --export_dir.")
-    setup = shared.config.setup if shared.training else None
-    strategy = make_strategy(setup.strategy, setup.cpu_replicas, setup.tpu) if shared.training else None
-    with hold_model_dir(shared, strategy):
-        if shared.training:
-            print(f"Compute dtype: {shared.train.mixed_precision} ({shared.train.precision_reason}).", flush=True)
+    setup = settings.config.setup if settings.training else None
+    strategy = make_strategy(setup.strategy, setup.cpu_replicas, setup.tpu) if settings.training else None
+    with hold_model_dir(settings, strategy):
+        if settings.training:
+            print(f"Compute dtype: {settings.train.mixed_precision} ({settings.train.precision_reason}).", flush=True)
             train(recipe, settings, strategy)
             if not is_chief(strategy):
                 return
-        if shared.evaluating and recipe.evaluate is not None:
-            recipe.evaluate(settings)
-        if shared.exporting:
+        if settings.evaluating and recipe.evaluate is not None:
+            recipe.evaluate(settings, settings.config)
+        if settings.exporting:
             export_run(recipe, settings)
-        if shared.mode in recipe.modes:
-            recipe.modes[shared.mode](settings)
+        if settings.mode in recipe.modes:
+            recipe.modes[settings.mode](settings, settings.config)
 
 
-def hold_model_dir(shared, strategy=None):
+def hold_model_dir(run, strategy=None):
     """A context that holds the model folder (`RunDir.hold`) while the mode writes there: the WRITING_MODES,
     and an export into a folder inside the model folder. The other modes only read it (generate,
     translate, an export elsewhere), and of a multi-worker job only the chief writes there."""
-    exports_inside = shared.mode == "export" and bool(shared.export_dir) and inside(shared.export_dir, shared.model_dir)
-    if not (shared.mode in WRITING_MODES or exports_inside) or (strategy is not None and not is_chief(strategy)):
+    exports_inside = run.mode == "export" and bool(run.export_dir) and inside(run.export_dir, run.model_dir)
+    if not (run.mode in WRITING_MODES or exports_inside) or (strategy is not None and not is_chief(strategy)):
         return contextlib.nullcontext()
-    run_dir = RunDir(shared.model_dir)
-    run_dir.read_metrics()  # a damaged metrics.json is named now, not after the work that would update it
-    return run_dir.hold(create=shared.training)
+    run.folder.read_metrics()  # a damaged metrics.json is named now, not after the work that would update it
+    return run.folder.hold(create=run.training)
 
 
 def inside(path, folder):

@@ -1,6 +1,7 @@
-"""What one run of a recipe is given (`RunSettings`), its typed config made from its sources (`resolve`), and
-the steps every recipe takes with it: starting or resuming the run's record (`start_run`), the files a resumed
-run must find again (`check_same_files`), epochs counted as steps (`with_epochs`).
+"""What one command on a run of a recipe is given (`RunSettings`), its final typed config made in one place
+(`resolve`, for every mode, from the run's record read once), the shortcuts each mode reads (`reads`), and the
+steps every recipe takes with it: starting or resuming the run's record (`start_run`), the files a resumed run
+must find again (`check_same_files`), epochs counted as steps (`with_epochs`).
 
 The command line (recipes/) and `zoo.train` both come here: the one precedence, preset (the base) < a config
 file or mapping < dotted overrides < the shortcuts the user gave (flags or keywords of the same names).
@@ -11,7 +12,7 @@ import difflib
 import math
 
 from zoo.core import config as cfg
-from zoo.runs import record
+from zoo.runs import record as record_module, run_dir
 from zoo.runs.run_dir import RunDir, RunDirError
 from zoo.training import precision
 
@@ -27,8 +28,10 @@ SHORTCUTS = {**{name: f"train.{name}" for name in TRAIN_SHORTCUTS}, "mixed_preci
              "strategy": "setup.strategy", "cpu_replicas": "setup.cpu_replicas", "tpu": "setup.tpu"}
 # A field given nowhere that `resolve` treats as given this (auto: this machine's dtype, or a resumed run's own).
 UNSET = {"train.mixed_precision": "auto"}
+EVAL = "eval"  # the section of what the modes read (evaluation, decoding, generation ...): set per command
 # Fields a resumed run may change: how long and how fast it trains, what it logs, the split it evaluates and
-# the devices (their number is checked with the derived replicas). Every other field must match the record.
+# the devices (their number is checked with the derived replicas), and the eval section (each command's own).
+# Every other field must match the record.
 CHANGEABLE = tuple(f"train.{name}" for name in (
     "train_steps", "learning_rate", "warmup_steps", "schedule", "label_smoothing", "weight_decay", "layer_decay",
     "clip_norm", "checkpoint_every", "keep_checkpoints", "log_every", "profile_steps", "jit_compile",
@@ -37,22 +40,18 @@ CHANGEABLE = tuple(f"train.{name}" for name in (
 
 @dataclasses.dataclass(frozen=True)
 class RunSettings:
-    """What one run of a recipe is given beside its own options: the mode, its folders and, when it trains
-    (or prints the config), the run's typed config."""
+    """One command on a run: its mode, the run folder (a RunDir, opened once and passed down: its record is read
+    once), the run's typed config as `resolve` made it, and the invocation's places and counts."""
 
     mode: str
-    model_dir: str | None
+    folder: RunDir | None  # None only where nothing is run (a sweep's check of its points, --mode=config)
+    config: object  # the recipe's typed run config, eval section included (`resolve`)
     export_dir: str | None = None
-    config: object | None = None  # the recipe's typed run config; None unless the mode trains or prints it
     epochs: float | None = None  # turned into train.train_steps once the data is read (`with_epochs`)
-    batch_size: int | None = None  # evaluation's batch as asked (a recipe's default otherwise)
     average_checkpoints: int = 1  # the modes that load the model load the mean of the newest this many
-    seed: int = 0  # sampling's, in the modes that generate (training's is config.train.seed)
     preset: str | None = None  # the preset config.json records (`recorded_preset`)
 
     def __post_init__(self):
-        if self.batch_size is not None and self.batch_size < 1:
-            raise ValueError(f"batch_size={self.batch_size} must be at least 1.")
         if self.average_checkpoints < 1:
             raise ValueError(f"average_checkpoints={self.average_checkpoints} must be at least 1 (1: the newest "
                              "alone).")
@@ -60,8 +59,12 @@ class RunSettings:
             raise ValueError(f"epochs={self.epochs} must be positive and finite.")
 
     @property
+    def model_dir(self):
+        return self.folder.path if self.folder is not None else None
+
+    @property
     def train(self):
-        return self.config.train if self.config is not None and self.training else None
+        return self.config.train if self.training else None
 
     @property
     def training(self):
@@ -77,7 +80,8 @@ class RunSettings:
 
 
 def shortcuts(recipe):
-    """{shortcut: its dotted field} of a `recipe` run: the shared SHORTCUTS its config has, and its own."""
+    """{shortcut: its dotted field} of a `recipe` run: the shared SHORTCUTS its config has, and its own (its eval
+    section's among them). recipes/shortcuts.py makes a flag of each."""
     def has(field):
         try:
             return bool(cfg.field_type(recipe.config_class, field))
@@ -87,42 +91,76 @@ def shortcuts(recipe):
     return {**{name: field for name, field in SHORTCUTS.items() if has(field)}, **recipe.shortcuts}
 
 
+def training_shortcuts(recipe):
+    """The shortcuts of the fields a run trains with (its eval section's left out): what a sweep's trials share."""
+    return {name: field for name, field in shortcuts(recipe).items() if not field.startswith(f"{EVAL}.")}
+
+
+def reads(recipe, mode, exports=False):
+    """{shortcut: its dotted field} of the shortcuts `mode` takes: a training mode its training fields and the eval
+    fields it uses (Recipe.reads: the evaluation after training, and an export's with `exports`), --mode=config
+    every field; a mode that reads a trained run the fields of Recipe.reads[mode] (a name may set another field
+    there: --batch_size sets eval.batch_size of --mode=eval)."""
+    if mode == "config":
+        return shortcuts(recipe)
+    own = dict(recipe.reads.get(mode, {}))
+    if mode not in TRAINING_MODES:
+        return own
+    if exports:
+        own.update(recipe.reads.get("export", {}))
+    every = shortcuts(recipe)
+    return {**{name: every.get(name, field) for name, field in own.items()}, **training_shortcuts(recipe)}
+
+
 def resolve(recipe, preset=None, source=None, overrides=(), given=None, model_dir=None, mode="train"):
-    """The typed config of a `recipe` run (zoo.training.driver.Recipe): recipe.base(preset (None: not given, the
-    small one), init_from, given, model_dir) < `source` (a file, a mapping, a typed config, or a list of them, each
-    over the one before) < `overrides`
-    ('model.num_layers=6' or (name, value)) < `given` (the shortcuts asked for, by name: `shortcuts(recipe)`
-    names their fields). A field the config class FOLLOWS takes the value of the one it follows unless asked for
-    (zoo.core.config.follow). Without a dtype asked for anywhere, train.mixed_precision is auto: this machine's,
-    or a resumed run's own."""
+    """The one place a run's final config is made, for every mode, from the run's record read once (`model_dir`: a
+    path or the command's RunDir). A training mode (and config): recipe.base(preset (None: the small one),
+    init_from, the record) < `source` (a file, a mapping, a typed config, or a list of them, each over the one
+    before) < `overrides` ('model.num_layers=6' or (name, value)) < `given` (shortcuts by name: `reads(recipe,
+    mode)` names their fields); a field the config class FOLLOWS takes the value of the one it follows unless asked
+    for (zoo.core.config.follow); train.mixed_precision decided (`choose_dtype`); then recipe.finish. A mode that
+    reads a trained run: the record's config (the recipe's defaults where there is none yet: the mode then says
+    so) with its eval section at its defaults, and `given` over them."""
+    folder = run_dir.opened(model_dir) if model_dir else None
+    names = shortcuts(recipe) if mode in (*TRAINING_MODES, "config") else reads(recipe, mode)
     given = dict(given or {})
-    names = shortcuts(recipe)
     unknown = [name for name in given if name not in names]
     if unknown:
         near = difflib.get_close_matches(unknown[0], list(names), n=3)
         raise cfg.ConfigError(f"{unknown[0]} is not a setting of {recipe.name} runs"
                               f"{': did you mean ' + ', '.join(near) + '?' if near else ''} (the config's fields are "
                               "in docs/configuration.md; set any of them with config= or overrides=).")
-    fields = {names[name]: value for name, value in given.items()}
-    sources = source if isinstance(source, list) else [source]
-    layers = [record.source_layer(item, recipe.name, recipe.config_class) for item in sources]
-    asked = cfg.follow(recipe.config_class,
-                       cfg.merge(*layers, cfg.nested(override_fields(overrides)), cfg.nested(fields)))
+    fields = cfg.nested({names[name]: value for name, value in given.items()})
+    record = folder.read_record(recipe.name, recipe.config_class) if folder is not None else None
+    if mode not in (*TRAINING_MODES, "config"):
+        trained = cfg.to_dict(record.config if record else recipe.base(None, None, None))
+        trained.pop(EVAL, None)  # the command's evaluation, not the one after training
+        return cfg.from_dict(recipe.config_class, cfg.merge(trained, fields))
+    layers = [record_module.source_layer(item, recipe.name, recipe.config_class)
+              for item in (source if isinstance(source, list) else [source])]
+    asked = cfg.follow(recipe.config_class, cfg.merge(*layers, cfg.nested(override_fields(overrides)), fields))
+    asked = cfg.merge(asked, {"train": choose_dtype(asked, given, record)})
+    setup = asked.get("setup") if isinstance(asked.get("setup"), dict) else {}
+    base = recipe.base(preset, setup.get("init_from"), record)
+    config = cfg.from_dict(recipe.config_class, cfg.merge(cfg.to_dict(base), asked))
+    return recipe.finish(config, base, mode) if recipe.finish is not None else config
+
+
+def choose_dtype(asked, given, record):
+    """{mixed_precision, precision_reason} of the run, decided here once: a shortcut's dtype, else a config's (file,
+    mapping, override), else auto: this machine's, or the resumed run's own (`record`). A config's own
+    precision_reason (a copied config.json's) is not this run's, so it is said anew."""
     train, setup = (asked.get(name) if isinstance(asked.get(name), dict) else {} for name in ("train", "setup"))
-    # The dtype is decided here once: a shortcut's, else a config's (file, mapping, override), else auto. A
-    # config's own precision_reason (a copied config.json's) is not this run's, so it is said anew.
     wanted = given.get("mixed_precision", train.get("mixed_precision", UNSET["train.mixed_precision"]))
-    resumed = RunDir(model_dir).trained_dtype() if model_dir and wanted == "auto" else None
+    kept = record is not None and wanted == "auto" and "train.mixed_precision" in record.fields
+    resumed = record.config.train.mixed_precision if kept else None
     try:
         dtype, reason = precision.choose(wanted, resumed, tpu=setup.get("strategy") == "tpu")
     except ValueError as error:  # the dtype asked for: named as the field it sets
         raise cfg.ConfigError(f"train.{error}") from None
     if wanted != "auto" and "mixed_precision" not in given:
         reason = "set in the config (train.mixed_precision)"
-    asked = cfg.merge(asked, {"train": {"mixed_precision": dtype, "precision_reason": reason}})
-    base = recipe.base(preset, setup.get("init_from"), given, model_dir)
-    config = cfg.from_dict(recipe.config_class, cfg.merge(cfg.to_dict(base), asked))
-    return recipe.finish(config, base, given, model_dir, mode) if recipe.finish is not None else config
+    return {"mixed_precision": dtype, "precision_reason": reason}
 
 
 def recorded_preset(preset, source, config):
@@ -159,38 +197,38 @@ def check_training(config, epochs=None, average_checkpoints=1, train_steps_given
         raise ValueError("Give train_steps or epochs, not both.")
 
 
-def start_run(model_dir, recipe, config, write_tokenizer, last_file, chief, derived=()):
-    """The run's config: `config`, with the model of the record `model_dir` holds when resuming; its tokenizer
-    written now by the chief (`write_tokenizer()`) or waited for by the other workers (its `last_file`). A
-    resumed run whose record differs from `config` is refused, naming each dotted field (less CHANGEABLE and
-    the `derived` fields, which come from the data: the LM's model.vocab_size, and the fields a record of format 1
-    did not hold)."""
-    run_dir = RunDir(model_dir)
-    existing = run_dir.read_record(recipe, type(config))
+def start_run(folder, recipe, config, write_tokenizer, last_file, chief, derived=()):
+    """The run's config: `config`, with the model of the record the run folder `folder` (a RunDir) holds when
+    resuming; its tokenizer written now by the chief (`write_tokenizer()`) or waited for by the other workers (its
+    `last_file`). A resumed run whose record differs from `config` is refused, naming each dotted field (less
+    CHANGEABLE, the eval section, and the `derived` fields, which come from the data: the LM's model.vocab_size,
+    and the fields a record of format 1 did not hold)."""
+    existing = folder.read_record(recipe, type(config))
     if existing is not None:
-        unknown = tuple(name for name in record.dotted_names(cfg.to_dict(config)) if name not in existing.fields)
-        differ = cfg.differences(existing.config, config, skip=CHANGEABLE + tuple(derived) + unknown)
+        names = tuple(record_module.dotted_names(cfg.to_dict(config)))
+        skip = tuple(name for name in names if name not in existing.fields or name.startswith(f"{EVAL}."))
+        differ = cfg.differences(existing.config, config, skip=CHANGEABLE + tuple(derived) + skip)
         if differ:
-            raise RunDirError(f"{model_dir} holds a {recipe} run with other settings ({'; '.join(differ)}): resume "
+            raise RunDirError(f"{folder.path} holds a {recipe} run with other settings ({'; '.join(differ)}): resume "
                               "it with the same config, or use another --model_dir.")
         config = dataclasses.replace(config, model=existing.config.model)
-        if run_dir.holds(last_file):
+        if folder.holds(last_file):
             return config
     if chief:
         write_tokenizer()
     else:
-        run_dir.wait_for(last_file)
+        folder.wait_for(last_file)
     return config
 
 
-def check_same_files(model_dir, recipe, cls, digest):
+def check_same_files(folder, recipe, cls, digest):
     """A resumed run must read the files it started with (`digest`: zoo.data.sources.files_digest of them, None
-    for a built-in dataset): a changed file is refused, not trained on."""
-    existing = RunDir(model_dir).read_record(recipe, cls) if digest else None
+    for a built-in dataset): a changed file is refused, not trained on. `folder`: the run's RunDir."""
+    existing = folder.read_record(recipe, cls) if digest else None
     started = existing.derived.get("files", {}).get("digest") if existing else None
     if started and started != digest:
-        raise RunDirError(f"The files of {existing.config.data.dataset} changed since {model_dir} started training on "
-                          "them: resuming would read other data. Restore them, or train in another --model_dir.")
+        raise RunDirError(f"The files of {existing.config.data.dataset} changed since {folder.path} started training "
+                          "on them: resuming would read other data. Restore them, or train in another --model_dir.")
 
 
 def with_epochs(config, epochs, num_examples, per_batch=None):

@@ -9,7 +9,7 @@ import dataclasses
 
 from zoo.core import inputs
 from zoo.core.signatures import call, strings
-from zoo.runs.run_dir import RunDir
+from zoo.runs import run_dir
 from zoo.translation.run_config import TranslateRunConfig
 from zoo.translation import model as translation
 from zoo.translation.search import DecodeConfig
@@ -19,11 +19,12 @@ RECIPE = "translate"
 
 
 def load_run(model_dir, average=1):
-    """The newest checkpoint of a run (with average=N, the mean of the newest N), rebuilt in float32
-    whatever it trained in: a LoadedRun whose tokenizer is the (source, target) pair."""
-    return RunDir(model_dir).load_run(RECIPE, TranslateRunConfig, translation.build_translator,
-                                      lambda run_dir, config: run_dir.tokenizers(config.shared_vocabulary, config.words),
-                                      average)
+    """The newest checkpoint of a run (`model_dir`: a path or the command's RunDir; with average=N, the mean of
+    the newest N), rebuilt in float32 whatever it trained in: a LoadedRun whose tokenizer is the (source, target)
+    pair."""
+    return run_dir.opened(model_dir).load_run(
+        RECIPE, TranslateRunConfig, translation.build_translator,
+        lambda folder, config: folder.tokenizers(config.shared_vocabulary, config.words), average)
 
 
 class Translator:

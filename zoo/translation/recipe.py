@@ -17,17 +17,19 @@ from zoo.translation import data as translation_data, model as translation, prep
 from zoo.translation import word_embedding as translation_words
 from zoo.translation.load import load_run as load_trained
 from zoo.training.distribute import is_chief, uses_xla
-from zoo.training.evaluation import evaluate, write_summaries
+from zoo.training import evaluation
+from zoo.training.evaluation import write_summaries
 from zoo.core.progress import Progress
+from zoo.runs import run_dir
 from zoo.runs.run_dir import RunDir
 from zoo.training import driver, run_settings
 from zoo.training.config import Task
-from zoo.training.run_settings import RunSettings
 from zoo.translation.run_config import TranslateRunConfig, base as run_config_base
-from zoo.translation.search import DecodeConfig, translate_ids
+from zoo.translation.search import translate_ids
 from zoo.translation.server import TranslatorServer
 
 RECIPE = "translate"
+DECODE = {name: f"eval.decode.{name}" for name in ("beam_size", "length_penalty", "top_k", "top_p", "temperature")}
 # Shortcut -> config field, beside zoo.training.run_settings.SHORTCUTS (model.target_vocab_size follows
 # model.source_vocab_size unless set: TranslateRunConfig.FOLLOWS).
 SHORTCUTS = {"source": "data.source", "target": "data.target", "eval_split": "data.eval_split",
@@ -35,27 +37,23 @@ SHORTCUTS = {"source": "data.source", "target": "data.target", "eval_split": "da
              "max_tokens": "train.max_tokens",
              **{name: f"model.{name}" for name in ("shared_vocabulary", "tie_embeddings", "max_length", "dropout",
                                                    "source_vectors", "target_vectors", "freeze_word_vectors",
-                                                   "min_vector_coverage")}}
+                                                   "min_vector_coverage")},
+             **DECODE, "num_return": "eval.decode.num_return", "eval_batch_size": "eval.batch_size"}
+SEARCH = {**DECODE, "seed": "eval.decode.seed"}  # a mode's search (in a training run, --seed is train.seed's)
+# The shortcuts each mode reads beside a training run's fields (zoo.training.run_settings.reads): the search and
+# batches of the evaluation, of --mode=translate (its n-best too) and of the export; --mode=eval's split and rows.
+READS = {"train_and_eval": {**DECODE, "eval_batch_size": "eval.batch_size"},
+         "export": {**SEARCH, "jit_compile": "eval.jit_compile"},
+         "eval": {**SEARCH, "eval_batch_size": "eval.batch_size", "eval_split": "data.eval_split",
+                  "bad_rows": "data.bad_rows", "jit_compile": "eval.jit_compile"},
+         "translate": {**SEARCH, "num_return": "eval.decode.num_return", "eval_batch_size": "eval.batch_size"}}
 
 
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    """A translation run: the shared settings (its typed config in run.config when it trains) and its modes'
-    options."""
-
-    run: RunSettings
-    decode: DecodeConfig = DecodeConfig()  # the search of evaluation, translation and the export
-    eval_split: str | None = None  # None: `default_split` of the run's dataset
-    eval_batch_size: int = 100  # sentences per decoding batch
-    jit_compile: bool = False  # the search compiled with XLA
-    bad_rows: str = "error"  # evaluation's (training's is config.data.bad_rows)
-
-
-def prepare_run(model_dir, config, data, chief, plans):
+def prepare_run(folder, config, data, chief, plans):
     """The run's config and tokenizers (`run_settings.start_run`): a new run's are trained now (cased), or are the
     word vocabularies of `plans` (planned already by zoo.translation.word_embedding.plan_sides) for its word sides."""
-    run_dir, model, seed = RunDir(model_dir), config.model, config.train.seed
-    source_file, target_file = run_dir.tokenizer_files(model.shared_vocabulary, model.words)
+    model_dir, model, seed = folder.path, config.model, config.train.seed
+    source_file, target_file = folder.tokenizer_files(model.shared_vocabulary, model.words)
 
     def write_tokenizers():
         # Every side's tokenizer is made before any is written: a side refused (a vocab_size its text cannot make)
@@ -79,8 +77,8 @@ def prepare_run(model_dir, config, data, chief, plans):
             write()
 
     derived = tuple(f"model.{side}_{name}" for side in plans for name in ("vocab_size", "embedding_dim"))
-    config = run_settings.start_run(model_dir, RECIPE, config, write_tokenizers, target_file, chief, derived)
-    return config, run_dir.tokenizers(model.shared_vocabulary, model.words)
+    config = run_settings.start_run(folder, RECIPE, config, write_tokenizers, target_file, chief, derived)
+    return config, folder.tokenizers(model.shared_vocabulary, model.words)
 
 
 def padded_lengths(config):
@@ -95,23 +93,23 @@ def tokenizers_key(model_dir, config):
     return tokenizer.files_key(model_dir, RunDir.tokenizer_files(config.shared_vocabulary, config.words))
 
 
-def prepare(settings, strategy):
+def prepare(run, config, strategy):
     """The training run (`driver.Prepared`): its record and tokenizers, the batch plan over the
     training pairs (batches of at most max_tokens tokens) and the Task."""
-    shared, names, spec = settings.run, settings.run.config.data, settings.run.config.dataset_spec
+    names, spec = config.data, config.dataset_spec
     data = translation_data.load(spec, "train", names.source, names.target, names.bad_rows)
-    data = data.subsample(names.max_examples, shared.train.seed)
+    data = data.subsample(names.max_examples, run.train.seed)
     digest = data.key.get("files")  # your own files' digest, as load read them (None for a built-in dataset)
-    if shared.evaluating and digest:  # its bad rows and line counts too, before any write
-        translation_data.load(spec, settings.eval_split, names.source, names.target, names.bad_rows)
-    run_settings.check_same_files(shared.model_dir, RECIPE, TranslateRunConfig, digest)
+    if run.evaluating and digest:  # its bad rows and line counts too, before any write
+        translation_data.load(spec, names.eval_split or default_split(spec), names.source, names.target,
+                              names.bad_rows)
+    run_settings.check_same_files(run.folder, RECIPE, TranslateRunConfig, digest)
     # Word vectors: a bad file is refused before any write, and a resumed run must find the matrices it started from.
-    record = RunDir(shared.model_dir).read_record(RECIPE, TranslateRunConfig) \
-        if any(shared.config.model.words) and os.path.isdir(shared.model_dir) else None
-    plans = translation_words.plan_sides(shared.config.model, data, shared.config.train.seed, names,
-                                         record.derived.get("word_vectors", {}) if record else {}, shared.model_dir)
-    asked = dataclasses.replace(shared.config, model=shared.config.model.with_words(plans))
-    run_config, tokenizers = prepare_run(shared.model_dir, asked, data, is_chief(strategy), plans)
+    record = run.folder.read_record(RECIPE, TranslateRunConfig) if any(config.model.words) else None
+    plans = translation_words.plan_sides(config.model, data, config.train.seed, names,
+                                         record.derived.get("word_vectors", {}) if record else {}, run.model_dir)
+    asked = dataclasses.replace(config, model=config.model.with_words(plans))
+    run_config, tokenizers = prepare_run(run.folder, asked, data, is_chief(strategy), plans)
     derived = {"example": data.example}
     if plans:
         derived["word_vectors"] = {side: plan.derived for side, plan in plans.items()}
@@ -119,16 +117,16 @@ def prepare(settings, strategy):
         derived["files"] = {"digest": digest, "bad_rows_skipped": data.skipped}
         derived["held_out"] = translation_data.held_out(spec, names.source)
     config = run_config.model
-    sources, targets = translation_data.token_rows(data, tokenizers, tokenizers_key(shared.model_dir, config),
+    sources, targets = translation_data.token_rows(data, tokenizers, tokenizers_key(run.model_dir, config),
                                                    config.max_length)
     sources.check_ids(config.source_vocab_size)
     targets.check_ids(config.target_vocab_size)
     lengths = np.maximum(sources.lengths, targets.lengths - 1)
-    train_config = shared.train
+    train_config = run.train
     # A batch holds max_tokens tokens (at most batch_size pairs), not batch_size pairs: an epoch's steps
     # count batches of the mean pair's length.
     per_batch = min(train_config.batch_size, train_config.max_tokens // max(1, int(lengths.mean())))
-    train_config = run_settings.with_epochs(train_config, shared.epochs, len(lengths), per_batch)
+    train_config = run_settings.with_epochs(train_config, run.epochs, len(lengths), per_batch)
     replicas = strategy.num_replicas_in_sync
     plan = batching.training_plan(lengths, train_config.train_steps, train_config.batch_size, train_config.seed,
                                   replicas, train_config.max_tokens)
@@ -178,9 +176,12 @@ def default_split(dataset):
 
 
 def run_eval(model_dir, split, decode, batch_size, jit_compile=False, average=1, bad_rows="error"):
+    """sacreBLEU, chrF and the loss of `split` (None: `default_split`), its hypotheses written beside the run's files;
+    `model_dir`: a path or the run's RunDir."""
     import sacrebleu
 
-    loaded = load_trained(model_dir, average)
+    folder = run_dir.opened(model_dir)
+    model_dir, loaded = folder.path, load_trained(folder, average)
     run, spec = loaded.record.config.data, loaded.record.config.dataset_spec
     split = split or default_split(spec)
     data = translation_data.load(spec, split, run.source, run.target, bad_rows)
@@ -201,7 +202,7 @@ def run_eval(model_dir, split, decode, batch_size, jit_compile=False, average=1,
     rows = {"source": sources, "target": targets}
     plan = batching.evaluation_plan(targets.lengths, batch_size)
     batches = batching.plan_dataset(plan, rows, max_length=padded_lengths(loaded.config))
-    totals = evaluate(translation.translation_metrics(loaded.model), batches, len(plan), split)
+    totals = evaluation.evaluate(translation.translation_metrics(loaded.model), batches, len(plan), split)
     loss = totals["loss"] / totals["tokens"]
     result = {"bleu": bleu.score, "chrf": chrf.score, "loss": loss}
     write_summaries(model_dir, f"eval_{split}", loaded.step, result)
@@ -216,21 +217,34 @@ def run_eval(model_dir, split, decode, batch_size, jit_compile=False, average=1,
         average_checkpoints=average,
         hypotheses=name,
     )
-    RunDir(model_dir).update_metrics(**{f"eval_{split}": result})
+    folder.update_metrics(**{f"eval_{split}": result})
     print(f"{split}: sacreBLEU {bleu.score:.2f}, chrF {chrf.score:.2f}, loss {loss:.4f} on {len(hypotheses)} "
           f"sentences (decoding {seconds:.1f} s); hypotheses in {os.path.join(model_dir, name)}")
     return result
 
 
-def server(loaded, settings):
-    module = TranslatorServer(loaded.model, loaded.tokenizer.source, loaded.tokenizer.target, settings.decode,
-                              settings.jit_compile)
+def evaluate(run, config):
+    """`run_eval` as the command's config says: its data section's split and rows (--mode=eval: the run's own
+    unless given), its eval section's search and batches."""
+    return run_eval(run.folder, config.data.eval_split, config.eval.decode, config.eval.batch_size,
+                    config.eval.jit_compile, run.average_checkpoints, config.data.bad_rows)
+
+
+def translate(run, config):
+    """--mode=translate with the eval section's search (its n-best) and batches."""
+    return run_translate(run.folder, config.eval.decode, config.eval.batch_size, average=run.average_checkpoints)
+
+
+def server(loaded, config):
+    decode = config.eval.decode
+    module = TranslatorServer(loaded.model, loaded.tokenizer.source, loaded.tokenizer.target, decode,
+                              config.eval.jit_compile)
     run = loaded.record.config.data
     return driver.Serving(
         module, {"serving_default": module.serve}, {"text": [loaded.record.derived["example"], ""]},
         metadata={"recipe": RECIPE, "dataset": run.dataset, "source": run.source, "target": run.target,
                   "model": dataclasses.asdict(loaded.config),
-                  "decode": dataclasses.asdict(settings.decode), "step": loaded.step},
+                  "decode": dataclasses.asdict(decode), "step": loaded.step},
     )
 
 
@@ -267,7 +281,7 @@ def run_translate(model_dir, decode, batch_size, lines_in=None, out=None, averag
         flush(batch)
 
 
-def finish(config, base, given, model_dir, mode):
+def finish(config, base, mode):
     """A dataset to train on."""
     if mode != "config" and not config.data.dataset:
         raise ValueError("--dataset is required to train (multi30k, tfds:<name>, or your own files: text:PATTERN "
@@ -275,20 +289,18 @@ def finish(config, base, given, model_dir, mode):
     return config
 
 
-def make_settings(run, **options):
-    """Settings of a run, checked before any work: a training run evaluates its config's split, whose data is
+def check(run, config):
+    """A training run's data, before any work: the pair (multi30k), and the split it evaluates, whose data is
     checked now."""
-    settings = Settings(run, **options)
-    if run.training:
-        data, spec = run.config.data, run.config.dataset_spec
-        settings = dataclasses.replace(settings, eval_split=data.eval_split or default_split(spec),
-                                       bad_rows=data.bad_rows, jit_compile=run.config.train.jit_compile)
-        if data.dataset == "multi30k":  # checks the pair, and a damaged evaluation file, before training
-            for split in {"validation", settings.eval_split if run.evaluating else "validation"}:
-                translation_corpora.load_translation("multi30k", split, data.source, data.target)
-        elif run.evaluating:
-            translation_data.check_split(spec, settings.eval_split, data.source, data.target)
-    return settings
+    if not run.training:
+        return
+    data, spec = config.data, config.dataset_spec
+    split = data.eval_split or default_split(spec)
+    if data.dataset == "multi30k":  # checks the pair, and a damaged evaluation file, before training
+        for name in {"validation", split if run.evaluating else "validation"}:
+            translation_corpora.load_translation("multi30k", name, data.source, data.target)
+    elif run.evaluating:
+        translation_data.check_split(spec, split, data.source, data.target)
 
 
 TRANSLATE = driver.Recipe(
@@ -296,17 +308,13 @@ TRANSLATE = driver.Recipe(
     config_class=TranslateRunConfig,
     base=run_config_base,
     shortcuts=SHORTCUTS,
-    settings_class=Settings,
-    make_settings=make_settings,
     prepare=prepare,
     load=load_trained,
     server=server,
-    evaluate=lambda settings: run_eval(settings.run.model_dir, settings.eval_split, settings.decode,
-                                       settings.eval_batch_size, settings.jit_compile,
-                                       settings.run.average_checkpoints, settings.bad_rows),
-    modes={"translate": lambda settings: run_translate(settings.run.model_dir, settings.decode,
-                                                       settings.eval_batch_size,
-                                                       average=settings.run.average_checkpoints)},
+    evaluate=evaluate,
+    modes={"translate": translate},
+    reads=READS,
+    check=check,
     finish=finish,
     figures=driver.Figures(("bleu", "chrf", "loss"),
                            lambda config: config.data.eval_split or default_split(config.data.dataset)),

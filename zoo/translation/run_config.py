@@ -13,6 +13,7 @@ from zoo.training.config import TrainConfig
 from zoo.training.setup import SetupConfig
 from zoo.translation import model as translation
 from zoo.translation.data import FORMS
+from zoo.translation.search import DecodeConfig
 
 @dataclasses.dataclass(frozen=True)
 class TranslationData:
@@ -33,6 +34,21 @@ class TranslationData:
             raise ValueError(f"max_examples={self.max_examples} must be at least 1.")
 
 
+@dataclasses.dataclass(frozen=True)
+class TranslationEval:
+    """What a command reads beside the run's data and model: the search of the evaluation (after training and
+    --mode=eval), of --mode=translate and of the export, and its batches. The evaluated split and rows are the data
+    section's (--mode=eval: the run's own, unless given)."""
+
+    decode: DecodeConfig = DecodeConfig()  # beam search or sampling (num_return: --mode=translate's n-best)
+    batch_size: int = 100  # sentences per decoding batch (--eval_batch_size)
+    jit_compile: bool = False  # the search compiled with XLA; follows train.jit_compile in a training run unless set
+
+    def __post_init__(self):
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size={self.batch_size} must be at least 1.")
+
+
 TRAIN = TrainConfig(train_steps=5000, batch_size=512, max_tokens=6144, learning_rate=1e-3, warmup_steps=800,
                     label_smoothing=0.1, checkpoint_every=500, log_every=50)
 
@@ -43,9 +59,12 @@ class TranslateRunConfig:
     model: translation.TranslatorConfig = translation.PRESETS["small"]
     train: TrainConfig = TRAIN
     setup: SetupConfig = SetupConfig()
+    eval: TranslationEval = TranslationEval()
 
-    # A field set nowhere takes the value given to the one it follows (zoo.core.config.follow).
-    FOLLOWS: ClassVar = {"model.target_vocab_size": "model.source_vocab_size"}
+    # A field set nowhere takes the value given to the one it follows (zoo.core.config.follow): the evaluation after
+    # training searches as it trained (compiled, seeded).
+    FOLLOWS: ClassVar = {"model.target_vocab_size": "model.source_vocab_size", "eval.jit_compile": "train.jit_compile",
+                         "eval.decode.seed": "train.seed"}
 
     def __post_init__(self):
         self.setup.from_scratch("translation")
@@ -64,6 +83,6 @@ class TranslateRunConfig:
         return dataset_spec.parse(self.data.dataset, FORMS)
 
 
-def base(preset=None, init_from=None, given=None, model_dir=None):
+def base(preset=None, init_from=None, record=None):
     """The preset's model (None: small) with the recipe's training defaults (init_from is refused by TranslateRunConfig)."""
     return config.preset(TranslateRunConfig, translation.PRESETS, preset or "small")

@@ -18,13 +18,13 @@ from zoo.data.tokenizer import END_ID, PAD_ID, START_ID
 class DecodeConfig:
     """How to search: beam_size 1 is greedy; top_k > 0 or top_p < 1 samples instead."""
 
-    beam_size: int = 5
-    length_penalty: float = 0.6
-    num_return: int = 1
-    top_k: int = 0
-    top_p: float = 1.0
-    temperature: float = 1.0
-    seed: int = 0
+    beam_size: int = 5  # hypotheses kept; 1: greedy search
+    length_penalty: float = 0.6  # GNMT's alpha of beam search; 0: none
+    num_return: int = 1  # translations returned per sentence, best first (--mode=translate's n-best)
+    top_k: int = 0  # sample from the k most likely tokens instead of searching (needs beam_size 1)
+    top_p: float = 1.0  # sample from the smallest set of tokens reaching this probability (needs beam_size 1)
+    temperature: float = 1.0  # sampling's
+    seed: int = 0  # sampling's; follows train.seed in a training run unless set
     max_extra_length: int = 50  # a translation has at most source length + this many tokens
 
     def __post_init__(self):
@@ -34,7 +34,8 @@ class DecodeConfig:
         if not 1 <= self.num_return <= self.beam_size:
             raise ValueError(f"num_return={self.num_return} must be between 1 and beam_size={self.beam_size}.")
         if self.top_k < 0 or not 0.0 < self.top_p <= 1.0 or self.temperature <= 0:
-            raise ValueError("top_k must be >= 0, top_p in (0, 1] and temperature > 0.")
+            raise ValueError(f"top_k must be >= 0, top_p in (0, 1] and temperature > 0 (top_k={self.top_k}, "
+                             f"top_p={self.top_p}, temperature={self.temperature}).")
         if not 0.0 <= self.length_penalty < math.inf:
             raise ValueError(f"length_penalty={self.length_penalty} must be a finite number, 0 or more (GNMT's alpha, "
                              "e.g. 0.6; 0 = none).")

@@ -122,12 +122,14 @@ def test_sentiment_parses_once(tmp_path, parses):
     assert train.key["spec"] == config.data.dataset  # the token cache's key as before the spec
 
 
-def test_sentiment_make_settings_reads_the_config_spec(tmp_path, parses):
+def test_sentiment_check_reads_the_config_spec(tmp_path, parses):
+    """The recipe's check of a training run's evaluated split reads the config's spec (issue 59: the Settings
+    classes and make_settings went; the mode's options are the config's)."""
+    from zoo.runs.run_dir import RunDir
     from zoo.training.run_settings import RunSettings
 
     config = SentimentRunConfig(data=SentimentData(dataset=f"csv:{write_rows(tmp_path)}"))
-    settings = sentiment.make_settings(RunSettings("train_and_eval", str(tmp_path / "run"), config=config))
-    assert settings.columns is None and settings.dataset == config.data.dataset
+    sentiment.check(RunSettings("train_and_eval", RunDir(str(tmp_path / "run")), config), config)
     assert parses == [config.data.dataset]
 
 

@@ -56,7 +56,7 @@ def contents(folder):
 
 def evaluate(base, **options):
     """--mode=eval of the run in this process (zoo.training.driver, as the command line runs it)."""
-    driver.run(SENTIMENT, driver.settings(SENTIMENT, "eval", str(base / "run"), options=options))
+    driver.run(SENTIMENT, driver.settings(SENTIMENT, "eval", str(base / "run"), given=options))
 
 
 @pytest.mark.parametrize("target, extra, message", [

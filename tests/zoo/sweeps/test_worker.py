@@ -31,8 +31,7 @@ class Fixed:
 def trained(monkeypatch):
     """The trials' runs: ([(folder, point)] run, the error to fail them with, else None)."""
     runs, failing = [], {"error": VOCABULARY}
-    monkeypatch.setattr(trials, "check", lambda fixed, space, where: (space, types.SimpleNamespace(
-        run=types.SimpleNamespace(config=None))))
+    monkeypatch.setattr(trials, "check", lambda fixed, space, where: (space, types.SimpleNamespace(config=None)))
 
     def run(fixed, point, folder, metric):
         runs.append((os.path.basename(folder), point))

@@ -70,12 +70,21 @@ def test_an_explicit_value_wins_and_auto_keeps_a_resumed_runs_dtype():
         precision.choose("half")
 
 
-def test_a_train_config_asked_for_auto_holds_this_machines_choice_and_why():
+def test_a_config_asked_for_auto_holds_this_machines_choice_and_why_decided_once(monkeypatch):
+    """Issue 59: TrainConfig keeps "auto" as given (it probed the machine too); the run's config is resolved in one
+    place, which decides it once, for a typed config as for any other source."""
+    from zoo.classifier.run_config import SentimentData, SentimentRunConfig
+    from zoo.registry import RECIPES
     from zoo.training.config import TrainConfig
+    from zoo.training.run_settings import resolve
 
-    config = TrainConfig(mixed_precision="auto")
-    assert (config.mixed_precision, config.precision_reason) == precision.choose("auto")
-    assert config.mixed_precision in ("float32", "bfloat16")
+    assert TrainConfig(mixed_precision="auto").mixed_precision == "auto"
+    choose, calls = precision.choose, []
+    monkeypatch.setattr(precision, "choose", lambda *args, **kwargs: calls.append(args) or choose(*args, **kwargs))
+    typed = SentimentRunConfig(data=SentimentData("sst2"), train=TrainConfig(mixed_precision="auto"))
+    config = resolve(RECIPES["sentiment"], source=typed)
+    assert (config.train.mixed_precision, config.train.precision_reason) == choose("auto")
+    assert config.train.mixed_precision in ("float32", "bfloat16") and len(calls) == 1
 
 
 def test_a_fresh_run_from_a_copied_config_says_its_dtype_came_from_the_config(tmp_path):
