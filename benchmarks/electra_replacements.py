@@ -67,11 +67,10 @@ def replace_proposals(kind):
 
 def worker(kind):
     """Runs `recipes.pretrain` (the remaining arguments) with `kind` proposals."""
-    from recipes import driver
-    from zoo.pretraining.recipe import PRETRAIN
+    from recipes import driver, pretrain  # the recipe's flags, defined on import
 
     replace_proposals(kind)
-    driver.run(PRETRAIN, lambda mode: {})
+    driver.run(pretrain.PRETRAIN, pretrain.options)
 
 
 def worker_program(kind):
