@@ -14,10 +14,10 @@ from zoo.pretraining import checkpoint_weights, data as pretraining_data, masks 
 from zoo.pretraining import model as pretraining, pretrained, published, run_config
 from zoo.pretraining.run_config import PretrainRunConfig
 from zoo.runs import run_dir
-from zoo.training import driver, run_settings
+from zoo.training import driver, evaluation, run_settings
 from zoo.training.config import Task
 from zoo.training.distribute import is_chief
-from zoo.training.evaluation import evaluate, write_summaries
+from zoo.training.evaluation import write_summaries
 
 RECIPE = "pretrain"
 
@@ -156,7 +156,8 @@ def run_eval(model_dir, batch_size=64, average=1):
     rows = packed_rows(trained.tokenizer, documents, held, trained.config, model_dir, "held-out")
     plan = batching.evaluation_plan(rows.lengths, batch_size)
     batches = masked_dataset(rows, plan, trained.config, seed=trained.record.config.train.seed + 1, stream_id=0)
-    totals = evaluate(pretraining.pretraining_metrics(trained.model), batches, len(plan), description="held-out")
+    totals = evaluation.evaluate(pretraining.pretraining_metrics(trained.model), batches, len(plan),
+                                 description="held-out")
     result = pretraining.summarize(totals)
     write_summaries(model_dir, "eval_held_out", trained.step, result)
     result.update(sequences=len(rows), documents=int(held.sum()), step=trained.step, average_checkpoints=average)
