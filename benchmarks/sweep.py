@@ -92,7 +92,7 @@ def defaults_trial(rows, fields):
     from recipes.shortcuts import value_of
     from zoo.sentiment.recipe import SENTIMENT
 
-    config = SENTIMENT.base(None if FLAGS.init_from else FLAGS.preset, init_from(), {}, None)
+    config = SENTIMENT.base(None if FLAGS.init_from else FLAGS.preset, init_from())
     wanted = {field: value_of(config, field) for field in fields}
     for row in rows:
         if all(float(row[field]) == float(value) for field, value in wanted.items()):
