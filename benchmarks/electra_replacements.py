@@ -66,11 +66,12 @@ def replace_proposals(kind):
 
 
 def worker(kind):
-    """Runs `recipes.pretrain` (the remaining arguments) with `kind` proposals."""
-    from recipes import driver, pretrain  # the recipe's flags, defined on import
+    """Runs `recipes.pretrain` (the remaining arguments) with `kind` proposals, as `python -m recipes.pretrain`
+    runs it (its flags and its main, whatever they are)."""
+    import runpy
 
     replace_proposals(kind)
-    driver.run(pretrain.PRETRAIN, pretrain.options)
+    runpy.run_module("recipes.pretrain", run_name="__main__", alter_sys=True)
 
 
 def worker_program(kind):

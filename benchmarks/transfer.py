@@ -56,17 +56,12 @@ REPORTED_SPLIT = {"imdb": "test", "sst2": "validation"}
 SPLIT_NAME = {"imdb": "IMDB test", "sst2": "SST-2 dev"}
 
 
-def shown(command):
-    """A command as BENCHMARKS.md prints it: paths relative to the repository root, as a reader's checkout has them."""
-    return runs.relative(command)
-
-
 def pretrain(run_dir, objective):
     flags_ = quick.training([*PRETRAIN_FLAGS, f"--train_steps={PRETRAIN_STEPS[objective]}", f"--objective={objective}"],
                             **quick.PRETRAINING)
     runs.train_unless_finished("pretrain", run_dir, flags_)
     metrics = runs.run_recipe("pretrain", run_dir, "--mode=eval")
-    return metrics, shown(runs.command("pretrain", flags_, run_dir))
+    return metrics, runs.relative(runs.command("pretrain", flags_, run_dir))
 
 
 def fine_tune(dataset, pretrain_dir, run_dir):
@@ -90,7 +85,7 @@ def fine_tune_with(flags_, dataset, run_dir):
         "accuracy": accuracy["accuracy"],
         "train_seconds": runs.read_metrics(run_dir)["train"]["seconds"],
         "seconds": time.time() - began,
-        "command": shown(runs.command("sentiment", flags_, run_dir)),
+        "command": runs.relative(runs.command("sentiment", flags_, run_dir)),
     }
 
 
