@@ -61,8 +61,8 @@ takes `train.seed` and `train.jit_compile`); then `train.mixed_precision`, decid
 dtype, or the resumed run's own); then the recipe's `finish` (what the dataclasses cannot check alone). A mode that
 reads a trained run (eval, export, explain, generate, translate) takes the run's record as its config, its `eval`
 section at the defaults (each command's own), and the shortcut flags that mode reads over them: `--mode=eval
---eval_split=test --batch_size=8` sets `data.eval_split` and `eval.batch_size`, the data's fields it is not given
-staying the run's own. A training run writes the `eval` section it evaluated and exported with into `config.json`;
+--eval_split=test --batch_size=8` sets `data.eval_split` and `eval.batch_size`; the split evaluated is each
+command's own too (the recipe's default unless given), the data's other fields it is not given stay the run's own. A training run writes the `eval` section it evaluated and exported with into `config.json`;
 an older run's record, without it, takes its defaults.
 
 Why not ml_collections' `config_flags`: its flags hold one config fixed when the flags are defined, while

@@ -29,6 +29,9 @@ SHORTCUTS = {**{name: f"train.{name}" for name in TRAIN_SHORTCUTS}, "mixed_preci
 # A field given nowhere that `resolve` treats as given this (auto: this machine's dtype, or a resumed run's own).
 UNSET = {"train.mixed_precision": "auto"}
 EVAL = "eval"  # the section of what the modes read (evaluation, decoding, generation ...): set per command
+# Beside the eval section, what a mode that reads a trained run takes at the recipe's default unless given: the split
+# it evaluates is each command's own (the one a training run evaluated is not --mode=eval's).
+PER_COMMAND = ("data.eval_split",)
 # Fields a resumed run may change: how long and how fast it trains, what it logs, the split it evaluates and
 # the devices (their number is checked with the derived replicas), and the eval section (each command's own).
 # Every other field must match the record.
@@ -120,7 +123,7 @@ def resolve(recipe, preset=None, source=None, overrides=(), given=None, model_di
     mode)` names their fields); a field the config class FOLLOWS takes the value of the one it follows unless asked
     for (zoo.core.config.follow); train.mixed_precision decided (`choose_dtype`); then recipe.finish. A mode that
     reads a trained run: the record's config (the recipe's defaults where there is none yet: the mode then says
-    so) with its eval section at its defaults, and `given` over them."""
+    so) with its eval section and PER_COMMAND fields at their defaults, and `given` over them."""
     folder = run_dir.opened(model_dir) if model_dir else None
     names = shortcuts(recipe) if mode in (*TRAINING_MODES, "config") else reads(recipe, mode)
     given = dict(given or {})
@@ -133,8 +136,12 @@ def resolve(recipe, preset=None, source=None, overrides=(), given=None, model_di
     fields = cfg.nested({names[name]: value for name, value in given.items()})
     record = folder.read_record(recipe.name, recipe.config_class) if folder is not None else None
     if mode not in (*TRAINING_MODES, "config"):
-        trained = cfg.to_dict(record.config if record else recipe.base(None, None, None))
+        defaults = cfg.to_dict(recipe.base(None, None, None))
+        trained = cfg.to_dict(record.config) if record else defaults
         trained.pop(EVAL, None)  # the command's evaluation, not the one after training
+        for section, name in (field.split(".") for field in PER_COMMAND):
+            if name in trained.get(section, {}):
+                trained[section][name] = defaults[section][name]
         return cfg.from_dict(recipe.config_class, cfg.merge(trained, fields))
     layers = [record_module.source_layer(item, recipe.name, recipe.config_class)
               for item in (source if isinstance(source, list) else [source])]
