@@ -73,9 +73,9 @@ def test_config_json_is_read_once_per_training_start_evaluation_and_export(tmp_p
 
     monkeypatch.setattr(RunDir, "_read_json", counted)
     run = str(tmp_path / "run")
-    first = {**QUICK, "train_steps": 2, "checkpoint_every": 2}
-    assert count(lambda: zoo.train("sentiment", model_dir=run, **first)) == [run]
-    assert count(lambda: zoo.train("sentiment", model_dir=run, **QUICK)) == [run]  # resumed from step 2 to 4
+    steps = {**QUICK, "train_steps": 1, "checkpoint_every": 1}
+    assert count(lambda: zoo.train("sentiment", model_dir=run, **steps)) == [run]
+    assert count(lambda: zoo.train("sentiment", model_dir=run, **{**steps, "train_steps": 2})) == [run]  # resumed
     record = (tmp_path / "run" / CONFIG_FILE).read_bytes()
     assert json.loads(record)["eval"]["batch_size"] == 16  # follows train.batch_size
     evaluated = []
