@@ -10,6 +10,7 @@ file or mapping < dotted overrides < the shortcuts the user gave (flags or keywo
 import dataclasses
 import difflib
 import math
+import os
 
 from zoo.core import config as cfg
 from zoo.runs import record as record_module, run_dir
@@ -171,14 +172,24 @@ def choose_dtype(asked, given, record):
 
 
 def recorded_preset(preset, source, config):
-    """The preset config.json records as the one the run started from: the one asked for; else, with no config
-    file or mapping, the recipes' default (small) unless setup.init_from's checkpoint gave the model's shape;
-    else None (the config source gave the model)."""
+    """The preset config.json records as the one the run started from: the one asked for; else, with a config
+    source, the preset the last run record among them recorded (a run trained again from its config.json keeps
+    it), or None (the source gave the model); else the recipes' default (small) unless setup.init_from's
+    checkpoint gave the model's shape."""
     if preset is not None:
         return preset
-    if source is not None and source != []:
-        return None
+    sources = [item for item in (source if isinstance(source, list) else [source]) if item is not None]
+    if sources:
+        recorded = [item.get("derived", {}).get("preset") for item in map(_mapping_of, sources)]
+        return next((name for name in reversed(recorded) if name is not None), None)
     return None if getattr(config.setup, "init_from", None) else "small"
+
+
+def _mapping_of(source):
+    """A config source's mapping as given (a run record keeps its derived part), {} for a typed config."""
+    if isinstance(source, (str, os.PathLike)):
+        return cfg.read_file(os.fspath(source))
+    return source if isinstance(source, dict) else {}
 
 
 def override_fields(overrides):
