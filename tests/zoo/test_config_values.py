@@ -16,7 +16,8 @@ from zoo.core import config as cfg
 NAMES = {"bad_rows", "level", "eval_split", "position", "activation", "embedding", "objective", "schedule",
          "mixed_precision", "strategy", "tokenizer", "problem_type"}
 TEXTS = {"dataset", "text_column", "label_column", "source", "target", "precision_reason", "tpu", "init_from",
-         "label_separator", "word_vectors", "source_vectors", "target_vectors", "text_pair_column"}
+         "label_separator", "word_vectors", "source_vectors", "target_vectors", "text_pair_column",
+         "predictions", "text", "text_pair", "prompt"}  # the eval sections' (issue 59): a file, texts to read
 NAME_FREE = {("translate", "data.eval_split")}  # a dataset's own split names (Multi30k's test_2017_flickr ...)
 
 # Values out of range beyond the kinds every field of a type refuses (below): upper bounds, framing, vocabularies;

@@ -50,8 +50,8 @@ class SentimentEval:
     text_pair: str | None = None  # its second text, for a run trained on text pairs (--mode=explain)
 
     def __post_init__(self):
-        if self.batch_size < 1:  # --batch_size of --mode=eval: said by the flag's name
-            raise ConfigError(f"batch_size={self.batch_size} must be at least 1.")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size={self.batch_size} must be at least 1.")
 
 
 TRAIN = TrainConfig(train_steps=2000, batch_size=32, learning_rate=5e-4, warmup_steps=400, checkpoint_every=500,

@@ -54,8 +54,8 @@ class PretrainEval:
     batch_size: int = 64  # sequences per evaluation batch; follows train.batch_size in a training run unless set
 
     def __post_init__(self):
-        if self.batch_size < 1:  # --batch_size of --mode=eval: said by the flag's name
-            raise ConfigError(f"batch_size={self.batch_size} must be at least 1.")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size={self.batch_size} must be at least 1.")
 
 
 # Fields of the encoder's config that only a classifier's head reads, and the values they must keep here.

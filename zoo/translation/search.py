@@ -29,6 +29,7 @@ class DecodeConfig:
 
     def __post_init__(self):
         checks.non_negative(self, "max_extra_length")
+        checks.seed(self)
         if self.beam_size < 1:
             raise ValueError(f"beam_size={self.beam_size}: it must be at least 1 (1 = greedy search).")
         if not 1 <= self.num_return <= self.beam_size:

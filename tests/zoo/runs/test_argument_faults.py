@@ -102,8 +102,10 @@ def test_flags_out_of_range_are_refused_when_parsed(recipe, flags, named, tmp_pa
 @pytest.mark.parametrize(
     "recipe, flags, message",
     [
-        ("sentiment", ["--mode=eval", "--batch_size=-1"], "error: batch_size=-1 must be at least 1."),
-        ("pretrain", ["--mode=eval", "--batch_size=0"], "error: batch_size=0 must be at least 1."),
+        # --batch_size of --mode=eval is eval.batch_size's shortcut since issue 59: named as the field, as
+        # --max_examples is named data.max_examples
+        ("sentiment", ["--mode=eval", "--batch_size=-1"], "error: eval.batch_size=-1 must be at least 1."),
+        ("pretrain", ["--mode=eval", "--batch_size=0"], "error: eval.batch_size=0 must be at least 1."),
         ("sentiment", ["--dataset=sst2", "--max_length=1"],
          "error: model.max_length=1 leaves no room for text beside the start token: use at least 2."),
         ("translate", ["--dataset=multi30k", "--max_tokens=1", "--max_length=16"],

@@ -48,7 +48,7 @@ def test_a_mode_takes_only_the_shortcuts_it_reads(trained):
     assert run_settings.reads(SENTIMENT, "train")["batch_size"] == "train.batch_size"
     with pytest.raises(ConfigError, match="learning_rate is not a setting of sentiment runs"):
         resolve(SENTIMENT, given={"learning_rate": 1e-3}, model_dir=str(folder), mode="eval")
-    with pytest.raises(ConfigError, match=r"^batch_size=0 must be at least 1\.$"):  # said by the flag's name
+    with pytest.raises(ConfigError, match=r"^eval\.batch_size=0 must be at least 1\.$"):  # named as the field
         resolve(SENTIMENT, given={"batch_size": 0}, model_dir=str(folder), mode="eval")
 
 
