@@ -92,7 +92,7 @@ def prepare(run, config, strategy):
     if run.evaluating and corpus.paths:  # a held-out share too short to evaluate is refused before training
         held_out = lm_data.load(spec, eval_split, corpus.level, bad_rows="skip")
         evaluation_streams(lm_data.token_stream(held_out, vocabulary, lm_data.vocabulary_key(run.model_dir)),
-                           config.eval.batch_size, config.segment_length, eval_split)
+                           run_config.eval.batch_size, config.segment_length, eval_split)
     streams = lm_preprocessing.stream_layout(ids, run.train.batch_size)
     per_pass = lm_preprocessing.segments_per_pass(streams, config.segment_length, data.random_offset)
     train_config = run_settings.with_epochs(run.train, run.epochs, per_pass, per_batch=1)
