@@ -1,6 +1,6 @@
 """zoo/classifier's model files, each against a reference written apart from it: the head on the <s> token's
 state, padding that changes nothing, layer depths counted by hand, the losses in NumPy, the servers' answers
-worked out by hand, and the presets' sizes as README.md's table gives them."""
+worked out by hand, and the presets' sizes as docs/training.md's table gives them."""
 
 import keras
 import numpy as np
@@ -126,6 +126,6 @@ def test_the_servers_answer_labels_scores_and_label_sets_as_worked_out_by_hand()
 
 @pytest.mark.parametrize("name, parameters", [("tiny", 264_610), ("small", 1_420_802), ("medium", 5_207_554),
                                               ("base", 23_011_330)])
-def test_each_preset_has_the_size_the_readme_gives(name, parameters):
+def test_each_preset_has_the_size_the_docs_give(name, parameters):
     model = build_classifier(PRESETS[name])
     assert sum(int(np.prod(w.shape)) for w in model.trainable_weights) == parameters
