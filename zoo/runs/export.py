@@ -23,7 +23,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from zoo.core import disk
-from zoo.runs import run_lock
+from zoo.runs import checkpoints, run_lock
 
 MANIFEST = "ops_manifest.json"
 VARIABLES_INDEX = os.path.join("variables", "variables.index")
@@ -37,18 +37,17 @@ def next_version(export_dir):
     return max(versions, default=0) + 1
 
 
-def source_digest(model_dir, average=1, metadata=None):
-    """A digest of what an export of `model_dir` would hold: the run's config.json, the index files of the
-    newest `average` readable checkpoints (which hold each tensor's checksum) and the export's `metadata` (its
-    serving options: decoding, threshold ...), or None without a checkpoint."""
-    from zoo.runs import checkpoints  # noqa: PLC0415 - the run folder's, imported where asked
-
-    try:
-        found = checkpoints.newest_readable_paths(model_dir, average, log=lambda _: None)
-    except (FileNotFoundError, checkpoints.CheckpointError):
+def source_digest(model_dir, average=1, metadata=None, step=None):
+    """A digest of what an export of `model_dir` would hold: the run's config.json, the index files (which hold
+    each tensor's checksum) of the newest `average` checkpoints up to `step` (the one loaded; None: the newest)
+    and the export's `metadata` (its serving options: decoding, threshold ...), or None without a checkpoint. The
+    index files alone are read: the load has read the tensors already."""
+    steps = [s for s in checkpoints.checkpoint_steps(model_dir) if step is None or s <= step][:average]
+    if not steps:
         return None
     digest = hashlib.sha256(json.dumps(metadata, sort_keys=True, default=str).encode())
-    for path in [os.path.join(model_dir, "config.json"), *(f"{path}.index" for path, _ in found)]:
+    paths = [os.path.join(model_dir, "config.json"), *(f"{checkpoints.path_of(model_dir, s)}.index" for s in steps)]
+    for path in paths:
         with contextlib.suppress(OSError), open(path, "rb") as f:
             digest.update(os.path.basename(path).encode() + b"\0" + f.read())
     return digest.hexdigest()

@@ -150,7 +150,7 @@ def export_run(recipe, run):
     An unchanged checkpoint already exported there (the newest version) is not exported again."""
     loaded = recipe.load(run.folder, average=run.average_checkpoints)
     serving = recipe.server(loaded, run.config)
-    source = export.source_digest(run.model_dir, run.average_checkpoints, serving.metadata)
+    source = export.source_digest(run.model_dir, run.average_checkpoints, serving.metadata, loaded.step)
     same = export.unchanged_version(run.export_dir, source)
     if same is not None:
         print(f"{same} already holds step {loaded.step} of {run.model_dir} with the same settings, unchanged "
