@@ -4,15 +4,13 @@ Every search drives a *step function*
 
     step_fn(token_ids (N,), index, state) -> (logits (N, V), new_state)
 
-that feeds one token per sequence at position `index` (the start token is at
-index 0) and returns the next token's logits. `state` is whatever the model
-keeps between steps (the decoder's key/value caches, Transformer-XL's
-memory): a nested structure of tensors with leading dimension N. Nothing is
-recomputed for earlier positions; that is the step function's job.
+that feeds one token per sequence at position `index` (the start token is at index 0) and returns the next
+token's logits. `state` is whatever the model keeps between steps (the decoder's key/value caches,
+Transformer-XL's memory): a nested structure of tensors with leading dimension N. Nothing is recomputed for
+earlier positions; that is the step function's job.
 
-The loops are `tf.while_loop`s with static shapes, so they compile with XLA,
-and they stop as soon as every sequence has finished. Id 0 is padding:
-positions after a sequence's end token are 0.
+The loops are `tf.while_loop`s with static shapes, so they compile with XLA, and they stop as soon as every
+sequence has finished. Id 0 is padding: positions after a sequence's end token are 0.
 """
 
 import tensorflow as tf
@@ -26,16 +24,15 @@ def tile_beams(x, beam_size):
 
 
 def greedy(step_fn, state, start_ids, max_steps, end_id):
-    """The most likely token at every step. Returns (tokens (B, max_steps) int32,
-    scores (B,) float32: summed log-probabilities of the tokens)."""
+    """The most likely token at every step. Returns (tokens (B, max_steps) int32, scores (B,) float32: summed
+    log-probabilities of the tokens)."""
     return _search(step_fn, state, start_ids, max_steps, end_id, _argmax)
 
 
 def sample(step_fn, state, start_ids, max_steps, end_id, top_k=0, top_p=1.0, temperature=1.0, seed=(0, 0)):
-    """Tokens drawn from softmax(logits / temperature), restricted to the top_k
-    most likely (0: all) and to the smallest set reaching probability top_p.
-    `top_k`, `top_p` and `temperature` may be tensors (serving inputs).
-    Returns (tokens, scores) as `greedy`; scores use the unmodified softmax."""
+    """Tokens drawn from softmax(logits / temperature), restricted to the top_k most likely (0: all) and to the
+    smallest set reaching probability top_p (each may be a tensor: serving inputs). Returns (tokens, scores) as
+    `greedy`; scores use the unmodified softmax."""
     seed = tf.cast(tf.convert_to_tensor(seed), tf.int32)
 
     def choose(logits, index):
@@ -82,18 +79,15 @@ def _search(step_fn, state, start_ids, max_steps, end_id, choose):
     def body(index, last, state, tokens, scores, finished):
         logits, state = step_fn(last, index, state)
         log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
-        chosen = choose(logits, index)
-        chosen = tf.where(finished, 0, chosen)
+        chosen = tf.where(finished, 0, choose(logits, index))
         gained = tf.gather(log_probs, chosen, batch_dims=1)
         scores += tf.where(finished, 0.0, gained)
         finished = tf.logical_or(finished, tf.equal(chosen, end_id))
         tokens = tf.where(tf.equal(positions, index)[None, :], chosen[:, None], tokens)
         return index + 1, chosen, state, tokens, scores, finished
 
-    _, _, _, tokens, scores, _ = tf.while_loop(
-        condition, body, (tf.constant(0), start_ids, state, tokens, scores, finished)
-    )
-    return tokens, scores
+    loop = tf.while_loop(condition, body, (tf.constant(0), start_ids, state, tokens, scores, finished))
+    return loop[3], loop[4]
 
 
 def length_penalty_factor(length, alpha):
@@ -141,21 +135,14 @@ def _sentences_done(done, finished_scores, alive_scores, index, max_steps, lengt
 def beam_search(step_fn, state, start_ids, max_steps, end_id, beam_size, length_penalty=0.6, num_return=1):
     """Beam search with GNMT's length penalty, as in Tensor2Tensor / fairseq.
 
-    Keeps `beam_size` unfinished hypotheses per sentence. As in fairseq, a
-    candidate ending with `end_id` is finished only if it ranks among the
-    `beam_size` best candidates of its step. A sentence is done once it has
-    `beam_size` finished hypotheses and its best unfinished one, scored at its
-    present length, does not beat the worst of them (as Hugging Face's default;
-    so beam_size=1 is exactly greedy search), or once no unfinished one can beat
-    the worst finished one at any length. A hypothesis'
-    score is its summed log-probability divided by ((5 + length) / 6) **
-    length_penalty, its length counting the end token. `state` (leading
-    dimension B) is repeated per beam and reordered with the beams; what the
-    step function closes over (the encoder's keys/values) is the caller's to
-    repeat once with `tile_beams`.
+    Keeps `beam_size` unfinished hypotheses per sentence. As in fairseq, a candidate ending with `end_id` is
+    finished only if it ranks among the `beam_size` best candidates of its step. A sentence is done as
+    `_sentences_done` says (so beam_size=1 is exactly greedy search). A hypothesis' score is its summed
+    log-probability divided by ((5 + length) / 6) ** length_penalty, its length counting the end token. `state`
+    (leading dimension B) is repeated per beam and reordered with the beams; what the step function closes over
+    (the encoder's keys/values) is the caller's to repeat once with `tile_beams`.
 
-    Returns (tokens (B, num_return, max_steps) int32, scores (B, num_return)
-    float32), best first.
+    Returns (tokens (B, num_return, max_steps) int32, scores (B, num_return) float32), best first.
     """
     if not 1 <= num_return <= beam_size:
         raise ValueError(f"num_return={num_return} must be between 1 and beam_size={beam_size}.")
@@ -202,19 +189,7 @@ def beam_search(step_fn, state, start_ids, max_steps, end_id, beam_size, length_
         done = _sentences_done(done, finished_scores, alive_scores, index, max_steps, length_penalty)
         return index + 1, last, state, alive_seqs, alive_scores, finished_seqs, finished_scores, done
 
-    loop = tf.while_loop(
-        condition,
-        body,
-        (
-            tf.constant(0),
-            last,
-            state,
-            alive_seqs,
-            alive_log_probs,
-            finished_seqs,
-            finished_scores,
-            tf.zeros([batch], tf.bool),
-        ),
-    )
+    loop = tf.while_loop(condition, body, (tf.constant(0), last, state, alive_seqs, alive_log_probs, finished_seqs,
+                                           finished_scores, tf.zeros([batch], tf.bool)))
     finished_seqs, finished_scores = loop[5], loop[6]
     return finished_seqs[:, :num_return], finished_scores[:, :num_return]
