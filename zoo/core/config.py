@@ -1,18 +1,16 @@
-"""Typed configs from plain data: a recipe's frozen, nested dataclasses made from a YAML or JSON file,
-dotted overrides (`model.num_layers=6`) and Python keywords, checked field by field, and written back.
+"""Typed configs from plain data: a recipe's frozen, nested dataclasses made from a YAML or JSON file (read by
+zoo.core.strict_yaml), dotted overrides (`model.num_layers=6`) and Python keywords, checked field by field, and
+written back; zoo.training.run_settings.resolve applies their precedence.
 
-One precedence, applied by zoo.training.run_settings.resolve: the preset's config (the base) < a file <
-dotted overrides < the recipe's shortcut flags. Every error names the dotted field (`model.num_heads=5 does not divide
-model.hidden_dim=384`), and an unknown field the nearest valid names. Files are read by PyYAML (JSON is
-YAML); an override's value is one YAML scalar or list, so `true`, `6`, `1e-4`, `null` and `[11, 20]` mean
-what they say, but a string field takes the text as written (`--config.data.target=no` is Norwegian).
-Nothing is dropped: a mapping naming a key twice is refused (YAML would keep the last), and so is a document
-whose aliases expand past strict_yaml.MAX_VALUES values (a "billion laughs"). docs/configuration.md says why
-this module, not ml_collections' `config_flags`.
+Every error names the dotted field (`model.num_heads=5 does not divide model.hidden_dim=384`), an unknown field
+the nearest valid names. An override's value is one YAML scalar or list (`true`, `6`, `1e-4`, `null`, `[11, 20]`),
+but a string field takes the text as written (`--config.data.target=no` is Norwegian). docs/configuration.md says
+why this module, not ml_collections' `config_flags`.
 """
 
 import dataclasses
 import difflib
+import inspect
 import math
 import re
 import reprlib
@@ -281,8 +279,7 @@ def preset(cls, presets, name, **sections):
 
 def differences(before, after, skip=()):
     """'field: before -> after' for every dotted field where two configs (or their dicts) differ, less `skip`."""
-    before = before if isinstance(before, dict) else to_dict(before)
-    after = after if isinstance(after, dict) else to_dict(after)
+    before, after = (config if isinstance(config, dict) else to_dict(config) for config in (before, after))
     return [f"{name}: {before_value!r} -> {after_value!r}"
             for name, before_value, after_value in _pairs(before, after, "") if name not in skip]
 
@@ -317,15 +314,9 @@ def _type_name(kind):
 
 def field_notes(cls):
     """The trailing comment of each field in the class's source (`name: type = default  # note`)."""
-    import inspect
-
     try:
         source = inspect.getsource(cls)
     except (OSError, TypeError):
         return {}
-    notes = {}
-    for line in source.splitlines():
-        match = re.match(r"\s+(\w+): [^#]+#\s*(.+)$", line)
-        if match:
-            notes[match.group(1)] = match.group(2).strip()
-    return notes
+    matches = (re.match(r"\s+(\w+): [^#]+#\s*(.+)$", line) for line in source.splitlines())
+    return {match.group(1): match.group(2).strip() for match in matches if match}

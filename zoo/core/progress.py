@@ -7,12 +7,8 @@ import keras
 
 
 class Progress:
-    """`update(current, values)` shows progress towards `target`.
-
-    On a terminal this is keras.utils.Progbar; when output goes to a file or a
-    CI log, a line per update at most every `min_interval` seconds (and at the
-    end), so logs stay readable.
-    """
+    """`update(current, values)` shows progress towards `target`: on a terminal keras.utils.Progbar; when output goes
+    to a file or a CI log, a line at most every `min_interval` seconds (and at the end), so logs stay readable."""
 
     def __init__(self, target, unit="step", min_interval=5.0):
         self.target, self.unit, self.min_interval = target, unit, min_interval
