@@ -1,0 +1,133 @@
+"""The texts a classifier trains on beyond its labelled ones (docs/distillation.md): the training texts, then their
+augmented copies (augment), then the transfer set's texts (distill.transfer), with each text's gold label (where
+it has one) and, with a teacher (distill.teacher), the teacher's outputs. `plan` builds it, or returns None for a run
+that has none of the three, which trains as before."""
+
+import dataclasses
+
+import numpy as np
+
+from zoo.classifier import data as classifier_data
+from zoo.classifier.config import REGRESSION, SINGLE_LABEL
+from zoo.data.datasets import DatasetError
+from zoo.distill import augment as augmenting
+from zoo.distill.teacher import open_teacher
+
+
+class DistillError(ValueError):
+    """A distillation setting that cannot work with this run; the message names the field."""
+
+
+@dataclasses.dataclass
+class TrainingSet:
+    examples: object  # zoo.classifier.data.Examples over every text, each iterated as (text, its row here)
+    labels: np.ndarray  # each text's gold label: a class id, a number in the labels' units, or a 0/1 row
+    gold: np.ndarray  # (texts,) float32: 1 where the text's label teaches it
+    teacher: np.ndarray | None  # (texts, outputs) float32, the teacher's (zoo.distill.teacher), or None
+    derived: dict  # what config.json's derived part keeps: the teacher and transfer set a resumed run must find
+
+    def fields(self, rows, problem_type, stats=None):
+        """The batch fields of the token `rows` (their labels index this set): label (standardised for a
+        regression, with `stats`), gold, and teacher (standardised likewise) when there is one."""
+        index = np.asarray(rows.labels)
+        labels = self.labels[index]
+        if problem_type == REGRESSION:
+            labels = (labels - stats["mean"]) / stats["std"]
+        fields = {"token_ids": rows, "label": labels if problem_type == SINGLE_LABEL else labels.astype(np.float32)}
+        if self.teacher is not None:
+            teacher = self.teacher[index]
+            if problem_type == REGRESSION:
+                teacher = (teacher - stats["mean"]) / stats["std"]
+            fields.update(gold=self.gold[index], teacher=teacher.astype(np.float32))
+        return fields
+
+
+def gold_labels(data, problem_type):
+    """Each training text (in order) and its label, as `TrainingSet.labels` holds them."""
+    texts, ids = zip(*data) if data.count else ((), ())
+    if problem_type == SINGLE_LABEL:
+        return list(texts), np.asarray(ids, np.int32)
+    return list(texts), np.asarray(data.targets.values)[np.asarray(ids)]
+
+
+def plan(config, data, seed, record=None):
+    """The run's TrainingSet (`config`: a SentimentRunConfig; `data`: its training Examples; `record`: a resumed
+    run's), or None when it has no teacher, transfer set or augmentation. Bad settings are refused before any
+    text is read again; the teacher answers here, before anything is written into the run's folder."""
+    distill, augment, problem_type = config.distill, config.augment, config.model.problem_type
+    if not (distill.teacher or distill.transfer or augment.copies):
+        return None
+    pairs = bool(config.data.text_pair_column)
+    if distill.transfer and not distill.teacher:
+        raise DistillError(f"distill.transfer={distill.transfer} holds unlabelled texts, and only a teacher can label "
+                           "them: give distill.teacher too (--teacher), or leave the transfer set out.")
+    if distill.transfer and pairs:
+        raise DistillError(f"distill.transfer={distill.transfer} holds single texts, and this run reads text pairs "
+                           "(data.text_pair_column): leave the transfer set out.")
+    teacher = open_teacher(distill.teacher, problem_type, data.class_names, pairs) if distill.teacher else None
+    transfer = read_transfer(distill, seed) if distill.transfer else None
+    derived = {}
+    if teacher is not None:
+        derived["teacher"] = teacher.record
+    if transfer is not None:
+        derived["transfer"] = {"count": len(transfer[0]), "files": transfer[1]}
+    check_resumed(record, derived)
+
+    texts, labels = gold_labels(data, problem_type)
+    originals = len(texts)
+    gold = [np.ones(originals, np.float32)]
+    if augment.copies:
+        neighbours = None
+        if any(name == "neighbours" for name, _ in augment.parsed):
+            neighbours = augmenting.neighbour_table(texts, augment.vectors, augment.neighbours)
+        augmenter = augmenting.Augmenter(augment, seed, neighbours)
+        print(f"Augmenting {originals:,} training texts: {augment.copies} cop{'y' if augment.copies == 1 else 'ies'} "
+              f"each ({', '.join(augment.methods)}) ...", flush=True)
+        copies = [copy for row, text in enumerate(texts) for copy in augmenter.copies(text, row)]
+        texts += copies
+        labels = np.concatenate([labels, np.repeat(labels[:originals], augment.copies, axis=0)])
+        gold.append(np.full(len(copies), 0.0 if teacher is not None else 1.0, np.float32))
+    if transfer is not None:
+        texts += transfer[0]
+        labels = np.concatenate([labels, np.zeros((len(transfer[0]), *labels.shape[1:]), labels.dtype)])
+        gold.append(np.zeros(len(transfer[0]), np.float32))
+    outputs = teacher.outputs(texts) if teacher is not None else None
+    key = {"data": data.key, "augment": dataclasses.asdict(augment), "seed": seed,
+           "transfer": [distill.transfer, distill.transfer_text_column, distill.max_transfer, derived.get("transfer")]}
+    size = sum(classifier_data.text_size(text) for text in texts)
+    examples = classifier_data.Examples(lambda: ((text, row) for row, text in enumerate(texts)), len(texts),
+                                        data.class_names, key, data.paths, size, data.skipped, data.sources)
+    print(f"Training texts: {originals:,} labelled, {len(texts) - originals - (len(transfer[0]) if transfer else 0):,} "
+          f"augmented, {len(transfer[0]) if transfer else 0:,} transfer{'; taught by ' + teacher.path if teacher else ''}.",
+          flush=True)
+    return TrainingSet(examples, labels, np.concatenate(gold), outputs, derived)
+
+
+def read_transfer(distill, seed):
+    """The transfer set's texts (at most distill.max_transfer, a seeded choice) and its files' digest."""
+    from zoo.pretraining import data as corpora  # noqa: PLC0415 - the pretraining family imports the classifier's
+
+    try:
+        documents = corpora.load_corpora([distill.transfer], text_column=distill.transfer_text_column)
+    except DatasetError as error:
+        raise DistillError(f"distill.transfer={distill.transfer}: {error}") from None
+    texts = list(documents)
+    if distill.max_transfer is not None and distill.max_transfer < len(texts):
+        keep = np.sort(np.random.default_rng(seed).permutation(len(texts))[:distill.max_transfer])
+        texts = [texts[i] for i in keep]
+    return texts, documents.digest
+
+
+def check_resumed(record, derived):
+    """A resumed run must find the teacher and transfer set it started with: refused naming what changed."""
+    started = (record.derived.get("distill") if record is not None else None)
+    if started is None or started == derived:
+        return
+    for name, field in (("teacher", "distill.teacher"), ("transfer", "distill.transfer")):
+        before, now = started.get(name), derived.get(name)
+        if before != now:
+            what = {key: (before or {}).get(key) for key in ("path", "digest", "step", "count", "files")
+                    if (before or {}).get(key) != (now or {}).get(key)}
+            raise DistillError(f"{field} changed since this run started ({', '.join(what)}: was "
+                               f"{', '.join(str(v) for v in what.values())}): a resumed run learns from what it "
+                               "started with. Start a new run (another --model_dir) for the new one.")
