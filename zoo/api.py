@@ -1,9 +1,9 @@
 """The Python API, re-exported by the zoo package: `zoo.load(path)`, `zoo.train(recipe, ...)` and
 `zoo.sweep(recipe, sweep_dir, space=...)` (a hyper-parameter search: zoo.sweeps).
 
-`load` takes a trained run folder (a recipe's --model_dir) or an export (a version folder
-`<export_dir>/<n>`, or the --export_dir itself: its newest version) and returns its family's model,
-which answers exactly as the export answers TF Serving:
+`load` takes a trained run folder (a recipe's --model_dir) or an export (a version folder `<export_dir>/<n>`, or
+the --export_dir itself: its newest version) and returns its family's model, which answers exactly as the export
+answers TF Serving:
 
     recipe      model           methods
     sentiment   Classifier      predict(texts)
@@ -11,11 +11,10 @@ which answers exactly as the export answers TF Serving:
     lm          LanguageModel   generate(prompts, max_new_tokens, top_k, temperature, seed), score(texts)
     pretrain    Encoder         encode(texts), fill_mask(texts, top_k)
 
-Each method takes a list of any length, answered `batch_size` texts at a time (default 32), and refuses
-what is no list of texts, or an out-of-range number, by name before TensorFlow sees it (zoo.core.inputs).
-A run is loaded by its family's `load` (float32, the newest checkpoint) and served by the same
-module its export would hold; an export by its SavedModel's signatures, a damaged one refused naming its
-missing file (zoo.runs.export.load_version). docs/python_api.md has more.
+Each method takes a list of any length, answered `batch_size` texts at a time (default 32), and refuses what is
+no list of texts, or an out-of-range number, by name before TensorFlow sees it (zoo.core.inputs). A run is served
+by the module its export would hold (float32, the newest checkpoint), an export by its SavedModel's signatures (a
+damaged one refused naming its missing file). docs/python_api.md has more.
 """
 
 import dataclasses
@@ -103,7 +102,8 @@ def train(recipe, model_dir, config=None, *, preset=None, mode="train_and_eval",
     epochs = None if epochs is None else inputs.finite("epochs", epochs, 0, above=True)
     spec = RECIPES[recipe]
     # A shortcut first (dataset: the data trained on), else a field of the eval section named whole (decode=...).
-    sections = eval_fields(spec) - set(shortcuts_of(spec))
+    eval_section = cfg.field_type(spec.config_class, EVAL)[1]
+    sections = {field.name for field in dataclasses.fields(eval_section)} - set(shortcuts_of(spec))
     whole = [(f"{EVAL}.{name}", cfg.to_dict(value) if dataclasses.is_dataclass(value) else value)
              for name, value in keywords.items() if name in sections]
     given = {name: value for name, value in keywords.items() if name not in sections}
@@ -115,13 +115,6 @@ def train(recipe, model_dir, config=None, *, preset=None, mode="train_and_eval",
     except Stopped as stop:
         raise KeyboardInterrupt(str(stop)) from stop
     return model_of(recipe, model_dir).from_run(settings.folder, average_checkpoints)  # the record read once
-
-
-def eval_fields(recipe):
-    """The names of the fields of `recipe`'s eval section."""
-    from zoo.training.run_settings import EVAL
-
-    return {field.name for field in dataclasses.fields(cfg.field_type(recipe.config_class, EVAL)[1])}
 
 
 def sweep(recipe, sweep_dir, space, config=None, *, preset=None, overrides=(), storage=None, epochs=None,
@@ -168,9 +161,7 @@ def path_argument(name, value, what):
     if isinstance(value, bytes) or not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name}={inputs.shown(value)} must be the path of {what} (a str or os.PathLike), not "
                         f"{type(value).__name__}.")
-    path = os.fspath(value)
-    if isinstance(path, bytes):
-        path = os.fsdecode(path)
+    path = os.fsdecode(value)  # a PathLike may give bytes
     if not path:
         raise ValueError(f"{name}='' names no path: give the path of {what}.")
     return path

@@ -19,15 +19,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from zoo.core.dtype_policy import dtype_policy
+from zoo.core.progress import Progress
 from zoo.runs import checkpoints
 from zoo.training.distribute import is_chief
 from zoo.training.optimization import make_optimizer
-from zoo.core.progress import Progress
-from zoo.runs.checkpoints import random_states
-from zoo.core.dtype_policy import dtype_policy
 from zoo.training.runtime import keep_freed_memory
 from zoo.training.stopping import Stopped, noting_stop_signals
-
 
 
 class NonFiniteLossError(RuntimeError):
@@ -35,12 +33,9 @@ class NonFiniteLossError(RuntimeError):
 
 
 class Trainer:
-    """Builds model, optimizer and checkpoint under `strategy`, then trains.
-
-    Re-running on a model_dir that holds checkpoints resumes from the newest:
-    same step count, optimizer state and data position (the dataset for the
-    start step skips the batches already seen).
-    """
+    """Builds model, optimizer and checkpoint under `strategy`, then trains. Re-running on a model_dir that holds
+    checkpoints resumes from the newest: same step count, optimizer state and data position (the dataset for the
+    start step skips the batches already seen)."""
 
     def __init__(self, task, config, model_dir, strategy):
         self.task, self.config, self.model_dir, self.strategy = task, config, model_dir, strategy
@@ -65,16 +60,14 @@ class Trainer:
         self.compiled_gradients = tf.function(self._gradients, jit_compile=config.jit_compile)
         self.state, self.saved_state, self.agree = (), None, None
         saved = dict(model=self.model, optimizer=self.optimizer, step=self.step,
-                     random_states=random_states(self.model))
+                     random_states=checkpoints.random_states(self.model))
         if task.initial_state is not None:
             self.state = strategy.run(lambda: task.initial_state(self.model))
             # Every replica's state, concatenated in replica order on the batch axis, for checkpoints.
             first = strategy.experimental_local_results(self.state)[0]
             replicas = strategy.num_replicas_in_sync
-            self.saved_state = tf.nest.map_structure(
-                lambda t: tf.Variable(tf.zeros([replicas * t.shape[0], *t.shape[1:]], t.dtype), trainable=False), first
-            )
-            saved["state"] = self.saved_state
+            saved["state"] = self.saved_state = tf.nest.map_structure(
+                lambda t: tf.Variable(tf.zeros([replicas * t.shape[0], *t.shape[1:]], t.dtype), trainable=False), first)
         latest, _, unreadable = checkpoints.newest_readable(model_dir, log=self._log)
         if self.chief:  # a run continuing from an older step never writes over them
             checkpoints.set_aside(unreadable, model_dir)
@@ -183,11 +176,10 @@ class Trainer:
         return losses.stack(), tokens, state
 
     def train(self):
-        """Trains to config.train_steps; returns {"step", "loss" (of the last steps logged),
-        "tokens_per_second" (over the whole call), "steady_tokens_per_second" (leaving out
-        the first log interval, which traces the loop), "seconds"}, or None when the run
-        had already reached train_steps. SIGTERM or SIGINT stops it at the end of the call
-        of the loop under way, once that step's checkpoint is saved: `Stopped`."""
+        """Trains to config.train_steps; returns {"step", "loss" (of the last steps logged), "tokens_per_second" (over
+        the whole call), "steady_tokens_per_second" (leaving out the first log interval, which traces the loop),
+        "seconds"}, or None when the run had already reached train_steps. SIGTERM or SIGINT stops it at the end of
+        the call of the loop under way, once that step's checkpoint is saved: `Stopped`."""
         with dtype_policy(self.config.mixed_precision), noting_stop_signals() as noted:
             return self._train(noted)
 
@@ -236,11 +228,10 @@ class Trainer:
         """Stops training at a NaN or infinite loss among `losses`, the steps after `step`."""
         bad = np.flatnonzero(~np.isfinite(losses))
         if bad.size:
-            raise NonFiniteLossError(
-                f"The loss is {losses[bad[0]]} at step {step + bad[0] + 1}; training stopped and nothing after "
-                f"the last checkpoint in {self.model_dir} was saved. Lower --learning_rate, raise "
-                "--warmup_steps or train in float32, then run again to resume from that checkpoint."
-            )
+            raise NonFiniteLossError(f"The loss is {losses[bad[0]]} at step {step + bad[0] + 1}; training stopped and "
+                                     f"nothing after the last checkpoint in {self.model_dir} was saved. Lower "
+                                     "--learning_rate, raise --warmup_steps or train in float32, then run again to "
+                                     "resume from that checkpoint.")
 
     def _train(self, noted):
         config = self.config
