@@ -1,6 +1,9 @@
-"""A worker's claim on a trial (zoo.sweeps.study says how trials are held): the next trial taken, through Optuna's
-public API, under the sweep folder's lock (`take`), told how it ended (`Claim.tell`), and failed trials enqueued
-again for their own folders (`retry_failed`)."""
+"""A worker's claim on a trial: the next trial taken, through Optuna's public API, under the sweep folder's lock
+(`take`), told how it ended (`Claim.tell`), and failed trials enqueued again for their own folders
+(`retry_failed`). While a worker runs a trial it holds the trial's claim (zoo.sweeps.folder.hold). The kernel lets
+go of a dead process's locks (over NFS, the server, once the client is gone), so a RUNNING trial whose claim can be
+taken was cut (kill -9, a crash, a reboot): it is taken again under its own number, with its values, and run in its
+folder, where the run resumes from its checkpoints."""
 
 from zoo.sweeps import folder as folders, study as studies
 
@@ -16,20 +19,22 @@ class Claim:
         self.handle, self.resumed = handle, resumed
 
     def tell(self, outcome):
-        """Records the trial's outcome (zoo.sweeps.trials.Outcome): complete with its metric, or failed. Its steps,
-        seconds and error are the study's user attribute `outcome-N` (a trial taken again after a cut has no
-        Optuna Trial object to set them on)."""
-        study = self.sweep.study()
+        """Records the trial's outcome (zoo.sweeps.trials.Outcome): complete with its metric, or failed."""
         seconds = None if outcome.seconds is None else round(outcome.seconds, 3)
-        study.set_user_attr(f"{studies.OUTCOME}{self.number}",
-                            {"steps": outcome.steps, "seconds": seconds, "error": outcome.error})
-        if outcome.error is None:
-            study.tell(self.number, outcome.value)
-        else:
-            study.tell(self.number, state=studies.optuna_module().trial.TrialState.FAIL)
+        _tell(self.sweep.study(), self.number, outcome.steps, seconds, outcome.error, outcome.value)
 
     def release(self):
         self.handle.close()
+
+
+def _tell(study, number, steps, seconds, error, value=None):
+    """Ends trial `number`: its steps, seconds and error go in the study's user attribute `outcome-N` (a trial
+    taken again after a cut has no Optuna Trial object to set them on)."""
+    study.set_user_attr(f"{studies.OUTCOME}{number}", {"steps": steps, "seconds": seconds, "error": error})
+    if error is None:
+        study.tell(number, value)
+    else:
+        study.tell(number, state=studies.optuna_module().trial.TrialState.FAIL)
 
 
 def take(sweep, space):
@@ -64,11 +69,10 @@ def _cut(sweep, study, trial, space):
     handle = folders.hold(sweep.folder, name)
     if handle is None:
         return None  # its worker is at work
-    values = {**trial.system_attrs.get("fixed_params", {}), **trial.params}
+    values = studies.values_of(trial)
     if set(space.fields) <= set(values):
         return Claim(sweep, trial.number, name, {field: values[field] for field in space.fields}, handle, True)
-    study.set_user_attr(f"{studies.OUTCOME}{trial.number}", {"steps": 0, "seconds": None, "error": CUT_EARLY})
-    study.tell(trial.number, state=studies.optuna_module().trial.TrialState.FAIL)
+    _tell(study, trial.number, 0, None, CUT_EARLY)
     study.enqueue_trial({}, user_attrs={"folder": name})
     handle.close()
     return None
@@ -76,10 +80,7 @@ def _cut(sweep, study, trial, space):
 
 def latest(study):
     """{folder: its latest Optuna trial (a FrozenTrial)}, in the folders' order."""
-    found = {}
-    for trial in study.get_trials(deepcopy=False):
-        found[studies.folder_of(trial)] = trial
-    return found
+    return {studies.folder_of(trial): trial for trial in study.get_trials(deepcopy=False)}
 
 
 def retry_failed(sweep):
@@ -90,6 +91,5 @@ def retry_failed(sweep):
         study = sweep.study()
         failed = {name: trial for name, trial in latest(study).items() if trial.state == fail}
         for name, trial in failed.items():
-            values = {**trial.system_attrs.get("fixed_params", {}), **trial.params}
-            study.enqueue_trial(values, user_attrs={"folder": name})
+            study.enqueue_trial(studies.values_of(trial), user_attrs={"folder": name})
     return list(failed)

@@ -1,12 +1,8 @@
-"""A sweep folder's own files, and how the sweep knows them: its record, `sweep.json`, written first (atomically)
-when the sweep is made, names the study the folder holds (`a-3f9c01d2e4b5`: the folder's name and a unique id).
-A folder is the sweep's when it holds that record; a copied folder holds it too, and so continues its own study,
-and two sweeps of the same folder name on one storage hold two names.
-
-A folder without the record is taken only when it is new or empty, or when it is a sweep folder of the zoo's
-earlier form (no record, its study named after the folder, zoo.sweeps.study.find): any other file in it (the
-user's results.csv, space.yaml, notes ...) refuses it before anything is written, as --predictions refuses a
-user's file (zoo.runs.outputs).
+"""A sweep folder's own files and locks. Its record, `sweep.json`, written first when the sweep is made, names the
+study the folder holds (`a-3f9c01d2e4b5`: the folder's name and a unique id), so a copied folder continues its own
+study, and two sweeps of the same folder name on one storage hold two names. A folder without the record is taken
+only when it is new or empty, or a sweep folder of the zoo's earlier form (zoo.sweeps.study.find): any other file
+in it (the user's results.csv, notes ...) refuses it before anything is written.
 """
 
 import contextlib
@@ -35,7 +31,6 @@ class FolderError(ValueError):
 
 
 def ours(name):
-    """Whether the entry `name` of a sweep folder is one a sweep writes."""
     return name in OWN or bool(OWN_PATTERN.match(name))
 
 
@@ -45,7 +40,6 @@ def entries(sweep_dir):
 
 
 def refuse_foreign(sweep_dir, names):
-    """The FolderError of a folder holding files this sweep did not write (`names`)."""
     shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     raise FolderError(f"--sweep_dir={sweep_dir} holds files this sweep did not write ({shown}): a sweep writes "
                       "results.csv, results.md, best, space.yaml and trial folders there and would replace them. "
@@ -70,12 +64,10 @@ def read_record(sweep_dir):
 
 
 def new_name(sweep_dir):
-    """A study name of its own for a new sweep in `sweep_dir`: the folder's name and a unique id."""
     return f"{os.path.basename(os.path.realpath(sweep_dir))}-{uuid.uuid4().hex[:12]}"
 
 
 def write_record(sweep_dir, name):
-    """Writes the folder's record naming the study `name` (atomically: whole, or not at all)."""
     data = json.dumps({"study": name, "written_by": "zoo.sweeps"}, indent=2) + "\n"
     disk.write_atomically(os.path.join(sweep_dir, RECORD), data.encode(), "the sweep's record")
 
@@ -89,10 +81,7 @@ def locked(sweep_dir):
         os.makedirs(sweep_dir, exist_ok=True)
         handle = open(path, "a")
     except OSError as error:
-        refused = disk.write_error(error, "the sweep's lock", path, "nothing was written")
-        if refused is None:
-            raise
-        raise refused from None
+        raise disk.write_error(error, "the sweep's lock", path, "nothing was written") or error from None
     with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:

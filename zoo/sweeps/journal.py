@@ -1,14 +1,12 @@
 """A study journal (Optuna's JournalFileBackend: one JSON record a line, appended under its lock file) checked
-before Optuna reads it, so that damage is one line naming the file instead of Optuna's own words:
-
-- a path that is a folder, or in no folder, is refused;
-- a file whose complete lines are not all the journal's JSON records (random bytes, a CSV, another program's
-  file) is refused, naming the line;
-- a last line cut short (what a kill during a write leaves: Optuna writes each batch of records in one write)
-  is set aside into `<journal>.damaged-N` and the journal goes on from the records before it. Optuna's own lock
-  is held while this is decided, so a line another worker is writing at that moment is not taken for a cut one.
+before Optuna reads it, so that damage is one line naming the file instead of Optuna's own words. A folder, a path
+in no folder, or a file whose complete lines are not all journal records (random bytes, a CSV ...) is refused,
+naming the line. A last line cut short (what a kill during a write leaves: Optuna writes each batch of records in
+one write) is set aside into `<journal>.damaged-N`, under Optuna's own lock, so that a line another worker is
+writing at that moment is not taken for a cut one; the journal goes on from the records before it.
 """
 
+import itertools
 import json
 import os
 
@@ -73,7 +71,6 @@ def _refuse(path, flag, number, why):
 
 def _set_aside_cut_line(path):
     """Moves the journal's last line, cut short, into `<path>.damaged-N`, under Optuna's lock of the journal."""
-
     lock = optuna_module().storages.journal.JournalFileSymlinkLock(path)  # JournalFileBackend's default lock
     if os.path.lexists(path + LOCK_SUFFIX):
         print(f"{path} ends in a line cut short: waiting for its lock {path}{LOCK_SUFFIX} (one left by a killed "
@@ -85,10 +82,7 @@ def _set_aside_cut_line(path):
         if not data or data.endswith(b"\n"):
             return  # another worker was writing that line, and has finished it
         keep = data.rfind(b"\n") + 1
-        number = 1
-        while os.path.exists(f"{path}{DAMAGED}{number}"):
-            number += 1
-        aside = f"{path}{DAMAGED}{number}"
+        aside = next(f"{path}{DAMAGED}{n}" for n in itertools.count(1) if not os.path.exists(f"{path}{DAMAGED}{n}"))
         with open(aside, "xb") as f:
             f.write(data[keep:])
         os.truncate(path, keep)

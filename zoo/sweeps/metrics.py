@@ -1,10 +1,8 @@
 """The figures a sweep can optimize: what a recipe's runs write to metrics.json, named SPLIT.FIGURE
 (`validation.accuracy`: the `accuracy` of the `eval_validation` section), or `train.loss` (training's last loss).
 Each recipe says which figures it writes and the split it evaluates (its zoo.training.driver.Figures): this module
-asks it, and knows no recipe by name.
-
-A figure's goal follows its kind: accuracy, F1, BLEU, chrF, recall and correlations are maximized; loss, errors
-(mse, rmse, mae), perplexity and bits per character minimized (a space file's `goal:` says otherwise)."""
+asks it, and knows no recipe by name. A figure's goal follows its kind (`KINDS`; a space file's `goal:` may say
+otherwise)."""
 
 import math
 
@@ -16,31 +14,20 @@ KINDS = (("accuracy", "max"), ("f1", "max"), ("bleu", "max"), ("chrf", "max"), (
 TRAIN = "train.loss"
 
 
-def recipe_of(recipe):
-    """`recipe` (a zoo.training.driver.Recipe), or the Recipe of that name in the registry (zoo.registry)."""
-    if isinstance(recipe, str):
-        from zoo.registry import RECIPES
-
-        return RECIPES[recipe]
-    return recipe
-
-
 def names(recipe):
-    """The metric names of a `recipe` run, its evaluated split written SPLIT."""
-    return [f"SPLIT.{figure}" for figure in recipe_of(recipe).figures.every()] + [TRAIN]
+    """The metric names of a `recipe` run (a zoo.training.driver.Recipe), its evaluated split written SPLIT."""
+    return [f"SPLIT.{figure}" for figure in recipe.figures.every()] + [TRAIN]
 
 
 def example(recipe):
     """A metric of a run of the recipe's default config: its evaluated split and headline figure."""
-    recipe = recipe_of(recipe)
     config = recipe.config_class()
     return f"{recipe.figures.split(config)}.{recipe.figures.of(config)[0]}"
 
 
 def check(recipe, metric, where):
     """`metric` if some `recipe` run writes it (each trial's split and kind are checked against its config later:
-    `check_trials`)."""
-    recipe = recipe_of(recipe)
+    `check_trial`)."""
     split, _, figure = str(metric).rpartition(".")
     if metric == TRAIN or (isinstance(metric, str) and split and figure in recipe.figures.every()):
         return metric
@@ -63,7 +50,7 @@ def check_trial(recipe, metric, config, point):
     one it evaluates, or a figure its kind (model.problem_type ...) does not write."""
     if metric == TRAIN:
         return
-    figures, at = recipe_of(recipe).figures, f" (at {shown(point)})" if point else ""
+    figures, at = recipe.figures, f" (at {shown(point)})" if point else ""
     split, _, figure = metric.rpartition(".")
     evaluated = figures.split(config)
     if split != evaluated:
@@ -83,7 +70,7 @@ def check_kinds(recipe, metric, configs):
     """Refuses a sweep whose trials (`configs`: their configs) are runs of different kinds: each kind writes its own
     figures (a single-label classifier's loss is a softmax cross-entropy, a multi-label one's a sigmoid's), which
     do not rank against each other."""
-    figures = recipe_of(recipe).figures
+    figures = recipe.figures
     kinds = dict.fromkeys(figures.kind_of(config) for config in configs)
     kinds.pop(None, None)  # not known from the config alone (an LM's data.level before its data is read)
     if len(kinds) > 1:
@@ -101,7 +88,7 @@ def read(recipe, metric, figures):
     else:
         split, _, figure = metric.rpartition(".")
         section = figures.get(f"eval_{split}") or {}
-        within = recipe_of(recipe).figures.within
+        within = recipe.figures.within
         if within is not None:
             section = section.get(within) or {}
     value = section.get(figure)
@@ -114,5 +101,4 @@ def read(recipe, metric, figures):
 
 
 def shown(point):
-    """A point as `name=value, ...`."""
     return ", ".join(f"{name}={value!r}" for name, value in point.items())

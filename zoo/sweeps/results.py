@@ -48,7 +48,7 @@ def collect(study, space):
     outcomes = study.user_attrs
     rows = []
     for name, trial in claims.latest(study).items():
-        values = {**trial.system_attrs.get("fixed_params", {}), **trial.params}  # a waiting trial's too
+        values = studies.values_of(trial)
         attrs = outcomes.get(f"{studies.OUTCOME}{trial.number}") or trial.user_attrs  # the earlier form's
         rows.append({"trial": name, **{field: values.get(field) for field in space.fields},
                      space.metric: trial.value, "steps": attrs.get("steps"), "seconds": attrs.get("seconds"),
@@ -66,7 +66,8 @@ def write(sweep_dir, results, space):
         disk.write_atomically(os.path.join(sweep_dir, "results.md"), markdown(results, space).encode(), "the results")
         disk.write_atomically(os.path.join(sweep_dir, "plot.png"), plot(results, space), "the plot")
         if results.best is not None:
-            disk.write_atomically(os.path.join(sweep_dir, BEST_FILE), best_line(results).encode(), "the best trial")
+            line = f"{results.best['trial']} {results.metric}={results.best[results.metric]!r}\n"
+            disk.write_atomically(os.path.join(sweep_dir, BEST_FILE), line.encode(), "the best trial")
 
 
 def summary(sweep_dir, results):
@@ -81,11 +82,6 @@ def summary(sweep_dir, results):
         return f"Sweep {sweep_dir}: {counts}; no best yet."
     return (f"Sweep {sweep_dir}: {counts}; best {best['trial']} {results.metric} {shown(best[results.metric])} "
             f"({os.path.join(sweep_dir, best['trial'])}).")
-
-
-def best_line(results):
-    best = results.best
-    return f"{best['trial']} {results.metric}={best[results.metric]!r}\n"
 
 
 def csv_text(results):

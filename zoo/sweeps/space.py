@@ -105,10 +105,14 @@ class Space:
         two ends against each other (each value alone when there are more than MAX_CHECKED of those)."""
         if self.method == "grid":
             return self.points()
-        choices = {name: values if isinstance(values, tuple) else values.ends() for name, values in self.fields.items()}
+        choices = self.edges()
         if math.prod(len(values) for values in choices.values()) > MAX_CHECKED:
             return [{name: value} for name, values in choices.items() for value in values]
         return [dict(zip(choices, combination)) for combination in itertools.product(*choices.values())]
+
+    def edges(self):
+        """{field: its list's values, or its range's two ends}."""
+        return {name: values if isinstance(values, tuple) else values.ends() for name, values in self.fields.items()}
 
     def as_data(self):
         """The space as a space file holds it (sweep_dir/space.yaml, and the study's record of it)."""
@@ -124,9 +128,12 @@ class Space:
 
 def read(source, recipe):
     """The Space of `source` (a space file's path, or its mapping) for a sweep of `recipe` runs (a
-    zoo.training.driver.Recipe, or its name)."""
+    zoo.training.driver.Recipe, or its name in zoo.registry)."""
     where = "the space" if isinstance(source, Mapping) else str(source)
-    recipe = metrics.recipe_of(recipe)
+    if isinstance(recipe, str):
+        from zoo.registry import RECIPES
+
+        recipe = RECIPES[recipe]
     data = dict(source) if isinstance(source, Mapping) else _read_file(source)
     unknown = [key for key in data if key not in KEYS]
     if unknown:
@@ -169,9 +176,9 @@ def check_size(space, where):
     if total > MAX_TRIALS:
         counted = "more points than can be counted" if total == math.inf else f"{total:,} points"
         shape = " x ".join("past counting" if size == math.inf else f"{size:,}" for size in sizes)
-        raise SpaceError(f"{where}: the grid has {counted} (its fields' values: {shape}), more than the {MAX_TRIALS:,} trials a "
-                         "sweep runs, each a training run: give fewer values or a larger step, or draw max_trials "
-                         "points of it with method: random.")
+        raise SpaceError(f"{where}: the grid has {counted} (its fields' values: {shape}), more than the "
+                         f"{MAX_TRIALS:,} trials a sweep runs, each a training run: give fewer values or a larger "
+                         "step, or draw max_trials points of it with method: random.")
 
 
 def _read_file(path):
@@ -232,9 +239,8 @@ def _range(name, values, where):
     if unknown:
         raise SpaceError(f"{where}: {name}: {unknown[0]!r} is not a key of a range: it holds min, max, and step or "
                          "scale (linear or log).")
-    for key in ("min", "max"):
-        if key not in values:
-            raise SpaceError(f"{where}: {name}: a range needs min and max.")
+    if "min" not in values or "max" not in values:
+        raise SpaceError(f"{where}: {name}: a range needs min and max.")
     low, high = (_finite(name, key, values[key], where) for key in ("min", "max"))
     step = None if values.get("step") is None else _finite(name, "step", values["step"], where)
     scale = values.get("scale", "linear")

@@ -3,19 +3,12 @@ JournalFileBackend, which several processes and, on a shared file system, severa
 its own lock) or in the database `--storage` names (an RDB URL: sqlite:///..., postgresql://...). The study's
 name is the one the folder's record holds (zoo.sweeps.folder), so a copied folder continues its own study.
 
-Every trial is in the study from the start, enqueued: a grid's points and a random search's draws (all made at
-the start from one stream seeded by the space's seed: `draws`) with their values, a bayesian search's trials
-empty, given their values by Optuna's TPESampler as they start. Only Optuna's public API is used: a worker takes the next
-waiting trial with `Study.ask` (which moves it to RUNNING, in one worker alone), draws its values there
-(`fixed_distributions`), and ends it with `Study.tell(number, ...)`; no search runs more trials than enqueued,
-since a worker asks only while a trial waits, under the sweep folder's lock.
-
-While a worker runs a trial it holds the trial's claim, an exclusive flock(2) on `claims/trial-007.lock` in the
-sweep folder. The kernel lets go of a dead process's locks (over NFS, the server, once the client is gone), so
-a RUNNING trial whose claim can be taken was cut (kill -9, a crash, a reboot): the next worker takes it under
-its own number, with its values (`FrozenTrial.params`), and runs it again in its folder, where the run resumes
-from its checkpoints. A failed trial is run again (--retry_failed) as a trial enqueued with its values for its
-own folder (the user attribute `folder`): a finished Optuna trial cannot be reopened.
+Every trial is in the study from the start, enqueued: a grid's points and a random search's draws (`draws`) with
+their values, a bayesian search's trials empty, given their values by Optuna's TPESampler as they start. Only
+Optuna's public API is used: a worker takes the next waiting trial with `Study.ask` (zoo.sweeps.claims) and ends
+it with `Study.tell(number, ...)`; no search runs more trials than enqueued, since a worker asks only while a trial
+waits, under the sweep folder's lock. A failed trial is run again (--retry_failed) as a trial enqueued with its
+values for its own folder (the user attribute `folder`): a finished Optuna trial cannot be reopened.
 """
 
 import dataclasses
@@ -42,6 +35,11 @@ def folder_of(trial):
     """The trial folder of an Optuna trial (a FrozenTrial or the Trial of `ask`): its own number's, or the one
     it was enqueued again for."""
     return trial.user_attrs.get("folder") or trial_name(trial.number)
+
+
+def values_of(trial):
+    """{field: value} of an Optuna trial: those Optuna drew, and those it was enqueued with (a waiting trial's)."""
+    return {**trial.system_attrs.get("fixed_params", {}), **trial.params}
 
 
 def connect(sweep_dir, storage=None):

@@ -74,12 +74,12 @@ def check(fixed, space, where):
     fixed_fields = fixed.fields()
     for name in space.fields:
         if name in fixed_fields:
-            raise spaces.SpaceError(f"{name} is searched by {where} and set by {fixed_fields[name]} too: leave one out.")
+            raise spaces.SpaceError(f"{name} is searched by {where} and set by {fixed_fields[name]} too: leave one "
+                                    "out.")
         if name in DEVICES:
             raise spaces.SpaceError(f"{where}: {name} sets the devices, not a hyper-parameter: give it as a flag.")
     space = spaces.with_types(space, fixed.recipe.config_class)
-    single = [{name: value} for name, values in space.fields.items()
-              for value in (values if isinstance(values, tuple) else values.ends())]
+    single = [{name: value} for name, values in space.edges().items() for value in values]
     for point in single:  # an unknown field or a wrong value named alone, before any combination
         _settings(fixed, point, where)
     first, kinds, corners = None, [], space.corners()
@@ -95,14 +95,9 @@ def check(fixed, space, where):
         raise spaces.SpaceError("setup.strategy=multi_worker_mirrored: each worker of a sweep trains trials of its "
                                 "own; give mirrored (every device of this machine) and start one sweep worker per "
                                 "machine (docs/sweep.md).")
-    point = _first_point(space)
+    point = {name: values[0] for name, values in space.edges().items()}  # a grid's first point too
     metrics.check_trial(fixed.recipe, space.metric, prepare_first(fixed, point, where), point)  # an LM's level known
     return space, first
-
-
-def _first_point(space):
-    """The first trial's point: a grid's first, else every list's first value and every range's low end."""
-    return {name: values[0] if isinstance(values, tuple) else values.ends()[0] for name, values in space.fields.items()}
 
 
 def prepare_first(fixed, point, where):
@@ -168,6 +163,6 @@ def steps_of(folder):
 
 def error_line(error):
     """An error as one line: its type and the first line of its message, cut short."""
-    text = " ".join(str(error).strip().splitlines()[:1]) if str(error).strip() else ""
+    text = " ".join(str(error).strip().splitlines()[:1])
     line = f"{type(error).__name__}: {text}" if text else type(error).__name__
     return line if len(line) <= ERROR_CHARACTERS else line[:ERROR_CHARACTERS - 3] + "..."

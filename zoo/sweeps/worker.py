@@ -1,8 +1,7 @@
-"""One worker of a sweep (`run`): the space and every value it names checked before anything is written, the
-sweep's study made or joined (a folder of another's files refused), then trial after trial taken, run in its
-folder and recorded, the results refreshed and one line printed as each ends, until no trial is left for it; a
-summary line at the end. The same command started again resumes a sweep; started on several processes or
-machines at once, they share it (zoo.sweeps.study)."""
+"""One worker of a sweep (`run`): the space checked before anything is written, the sweep's study made or joined,
+then trial after trial taken, run in its folder and recorded, one line printed as each ends, until no trial is left
+for it. The same command started again resumes a sweep; started on several processes or machines at once, they
+share it (zoo.sweeps.study)."""
 
 import collections
 import dataclasses
@@ -15,8 +14,6 @@ from zoo.core import disk
 from zoo.runs import outputs
 from zoo.runs.run_dir import RunDir
 from zoo.sweeps import claims, folder as folders, results as sweep_results, space as spaces, study as studies, trials
-
-SPACE_FILE = folders.SPACE_FILE
 
 
 class SweepFailed(ValueError):
@@ -40,7 +37,7 @@ def run(fixed, source, sweep_dir, storage=None, retry_failed=False):
     identity = {**space.as_data(), **fixed.record(first.config, space)}
     sweep = studies.start(sweep_dir, storage, space, identity)
     with folders.locked(sweep_dir):  # a copy for the eye: the study holds the space it was made with
-        disk.write_atomically(os.path.join(sweep_dir, SPACE_FILE),
+        disk.write_atomically(os.path.join(sweep_dir, folders.SPACE_FILE),
                               yaml.safe_dump(space.as_data(), sort_keys=False).encode(), "the space")
     print(f"Sweep {sweep_dir}: {studies.describe(space)} of {fixed.recipe.name} runs, {space.metric} "
           f"({'highest' if space.goal == 'max' else 'lowest'} best); study {sweep.name} in "
