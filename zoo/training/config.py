@@ -44,9 +44,7 @@ class TrainConfig:
         checks.seed(self)
         if not 0.0 < self.layer_decay <= 1.0:
             raise ValueError(f"layer_decay={self.layer_decay} must be in (0, 1] (1 = the same rate everywhere).")
-        for name in ("train_steps", "batch_size", "checkpoint_every", "log_every"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name}={getattr(self, name)} must be positive.")
+        checks.positive(self, "train_steps", "batch_size", "checkpoint_every", "log_every")
         if self.profile_steps is not None:
             first, last = self.profile_steps
             if not 1 < first <= last <= self.train_steps:
@@ -63,21 +61,17 @@ class Task:
     """What a recipe gives the loop.
 
     build_model: () -> keras.Model, called inside the strategy's scope.
-    dataset: (tf.distribute.InputContext, start_step) -> tf.data.Dataset of
-        per-replica batches for that input pipeline, from `start_step` on.
-    loss: (model, batch, training) -> (loss_sum, weight, tokens): the summed
-        float32 loss over the batch, what it is summed over (tokens or
-        examples), and the number of real input tokens (for tokens/s).
-    initial_state: optional (model) -> nested tensors, a replica's state at
-        the start (Transformer-XL's memory). With it the loss is
-        (model, batch, training, state) -> (loss_sum, weight, tokens, state):
-        each replica's state goes from one of its steps to the next and is
-        saved with every checkpoint.
-    initialize: optional (model) -> None, called once on a run that starts from step 0
-        (no checkpoint), after the model is built: pretrained weights go in here.
-    layer_depths: optional (model) -> one int per trainable variable, its layer's depth
-        below the top (0 = the head); with TrainConfig.layer_decay, a variable learns at
-        learning_rate * layer_decay ** depth.
+    dataset: (tf.distribute.InputContext, start_step) -> tf.data.Dataset of per-replica batches for that input
+        pipeline, from `start_step` on.
+    loss: (model, batch, training) -> (loss_sum, weight, tokens): the summed float32 loss over the batch, what it
+        is summed over (tokens or examples), and the number of real input tokens (for tokens/s).
+    initial_state: optional (model) -> nested tensors, a replica's state at the start (Transformer-XL's memory).
+        With it the loss is (model, batch, training, state) -> (loss_sum, weight, tokens, state): each replica's
+        state goes from one of its steps to the next and is saved with every checkpoint.
+    initialize: optional (model) -> None, called once on a run that starts from step 0 (no checkpoint), after the
+        model is built: pretrained weights go in here.
+    layer_depths: optional (model) -> one int per trainable variable, its layer's depth below the top (0 = the
+        head); with TrainConfig.layer_decay, a variable learns at learning_rate * layer_decay ** depth.
     """
 
     build_model: Callable

@@ -27,8 +27,8 @@ def split_cpu(replicas, check=True):
 
 
 def make_strategy(name, cpu_replicas=0, tpu=None):
-    """The strategy `name` (one of STRATEGIES). `cpu_replicas` > 1 gives that many
-    CPU replicas to "mirrored" on a machine without accelerators."""
+    """The strategy `name` (one of STRATEGIES). `cpu_replicas` > 1 gives that many CPU replicas to "mirrored" on a
+    machine without accelerators."""
     if name not in STRATEGIES:
         raise ValueError(f"strategy={name!r} is not one of {STRATEGIES}.")
     # Multi-worker and TPU set up the runtime themselves: no op may run before them.
@@ -38,7 +38,12 @@ def make_strategy(name, cpu_replicas=0, tpu=None):
             raise ValueError("strategy=multi_worker_mirrored reads the cluster from TF_CONFIG, which is not set.")
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
-        return _tpu_strategy(tpu)
+        if not tpu:
+            raise ValueError("strategy=tpu needs the TPU's address (--tpu=grpc://... or a TPU name).")
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
     gpus = tf.config.list_logical_devices("GPU")
     if name == "one_device":
         return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
@@ -46,27 +51,16 @@ def make_strategy(name, cpu_replicas=0, tpu=None):
     return tf.distribute.MirroredStrategy(devices)
 
 
-def _tpu_strategy(tpu):
-    if not tpu:
-        raise ValueError("strategy=tpu needs the TPU's address (--tpu=grpc://... or a TPU name).")
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
-    tf.config.experimental_connect_to_cluster(resolver)
-    tf.tpu.experimental.initialize_tpu_system(resolver)
-    return tf.distribute.TPUStrategy(resolver)
-
-
 def uses_xla(strategy, jit_compile):
-    """Whether training steps compile with XLA (jit_compile, or any step on a TPU): shapes
-    must then be static, so data-dependent ones (skipping padding) are out."""
+    """Whether training steps compile with XLA (jit_compile, or any step on a TPU): shapes must then be static, so
+    data-dependent ones (skipping padding) are out."""
     return bool(jit_compile) or isinstance(strategy, tf.distribute.TPUStrategy)
 
 
 def is_chief(strategy):
     """Whether this process writes checkpoints, summaries and exports."""
     resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not resolver.task_type:
-        return True
-    if resolver.task_type == "chief":
+    if resolver is None or not resolver.task_type or resolver.task_type == "chief":
         return True
     has_chief = "chief" in json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {})
     return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief

@@ -1,15 +1,15 @@
 """The one driver of every recipe: `run(recipe, settings)`, from the command line (recipes/) and from Python
 (`zoo.train`) alike.
 
-A recipe is a `Recipe`: its typed config and base, its shortcuts, how it prepares a training run (its
-record, data and `Task`), evaluates, loads a trained run, what its export serves, and any modes of its own.
-The driver does the rest, the same way for all of them: makes the tf.distribute strategy, holds the run
-folder, trains (only the chief writes), records the metrics, evaluates, exports and dispatches the other
-modes.
+A recipe is a `Recipe`: its typed config and base, its shortcuts, how it prepares a training run (its record, data
+and `Task`), evaluates, loads a trained run, what its export serves, and any modes of its own. The driver does the
+rest, the same way for all of them: makes the tf.distribute strategy, holds the run folder, trains (only the chief
+writes), records the metrics, evaluates, exports and dispatches the other modes.
 """
 
 import contextlib
 import dataclasses
+import functools
 import os
 from typing import Callable, Mapping
 
@@ -30,8 +30,7 @@ WRITING_MODES = (*TRAINING_MODES, "eval", "explain")
 class Prepared:
     """A training run made ready by `Recipe.prepare`: what the driver records and trains."""
 
-    config: object  # the recipe's typed config as the run trains it: the model's derived fields and the steps
-    # epochs asked for filled in
+    config: object  # the recipe's typed config as the run trains it (derived model fields, the epochs' steps)
     derived: dict  # what the run found out (class names, the files' digest, data sizes: zoo.runs.record)
     task: Task
 
@@ -64,12 +63,7 @@ class Figures:
 
     def kind_of(self, config):
         """The value of the kind field in `config`, None where the figures have no kind or it is not yet known."""
-        if self.kind is None:
-            return None
-        value = config
-        for part in self.kind.split("."):
-            value = getattr(value, part)
-        return value
+        return None if self.kind is None else functools.reduce(getattr, self.kind.split("."), config)
 
     def of(self, config):
         """The figures a run of `config` writes (every figure, where its kind is not yet known)."""
@@ -106,10 +100,10 @@ def settings(recipe, mode="train_and_eval", model_dir=None, export_dir=None, *, 
     shortcuts `given`; in the others, the trained run's record with the mode's shortcuts `given`), checked with the
     recipe's `check` before any work. The folders it writes are checked first (zoo.runs.outputs: no output lands
     on the run's own files)."""
-    outputs.check_folders(model_dir, export_dir, mode in TRAINING_MODES)
+    training = mode in TRAINING_MODES
+    outputs.check_folders(model_dir, export_dir, training)
     folder = run_dir.opened(model_dir) if model_dir else None
     typed = run_settings.resolve(recipe, preset, config, overrides, given, folder, mode)
-    training = mode in TRAINING_MODES
     if training:
         run_settings.check_training(typed, epochs, average_checkpoints, "train_steps" in (given or {}))
     chosen = run_settings.recorded_preset(preset, config, typed) if training or mode == "config" else None
@@ -133,11 +127,10 @@ def prepare(recipe, run, strategy):
 def train(recipe, run, strategy):
     """Trains (or resumes) the run in run.folder; returns the training metrics (None when the run had already
     finished). Only the chief writes the record and the metrics."""
-    replicas = strategy.num_replicas_in_sync
     prepared = prepare(recipe, run, strategy)
     chief = is_chief(strategy)
-    derived = {**prepared.derived, "epochs": run.epochs, "replicas": replicas, "strategy": type(strategy).__name__,
-               "preset": run.preset}
+    derived = {**prepared.derived, "epochs": run.epochs, "replicas": strategy.num_replicas_in_sync,
+               "strategy": type(strategy).__name__, "preset": run.preset}
     run.folder.record_training(recipe.name, prepared.config, derived, chief)
     metrics = Trainer(prepared.task, prepared.config.train, run.model_dir, strategy).train()
     if chief and metrics is not None:

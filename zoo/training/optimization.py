@@ -8,18 +8,16 @@ import tensorflow as tf
 
 @keras.saving.register_keras_serializable(package="zoo")
 class WarmupInverseSqrt(keras.optimizers.schedules.LearningRateSchedule):
-    """The paper's schedule (section 5.3), scaled so that its peak is `peak`:
+    """The paper's schedule (section 5.3), scaled so that its peak is `peak`: linear warm-up for `warmup_steps`,
+    then decay with 1/sqrt(step),
 
         lr(step) = peak * min(step / warmup_steps, sqrt(warmup_steps / step))
 
-    i.e. linear warm-up for `warmup_steps`, then decay with 1/sqrt(step).
-    Vaswani et al.'s d_model^-0.5 * min(step^-0.5, step * warmup^-1.5) is
-    this with peak = (d_model * warmup_steps)^-0.5.
+    Vaswani et al.'s d_model^-0.5 * min(step^-0.5, step * warmup^-1.5) is it with peak = (d_model * warmup_steps)^-0.5.
     """
 
     def __init__(self, peak, warmup_steps):
-        self.peak = peak
-        self.warmup_steps = warmup_steps
+        self.peak, self.warmup_steps = peak, warmup_steps
 
     def __call__(self, step):
         step = tf.cast(step, tf.float32) + 1.0  # Keras counts from 0
@@ -32,20 +30,15 @@ class WarmupInverseSqrt(keras.optimizers.schedules.LearningRateSchedule):
 
 @keras.saving.register_keras_serializable(package="zoo")
 class WarmupCosine(keras.optimizers.schedules.LearningRateSchedule):
-    """Linear warm-up to `peak` over `warmup_steps`, then half a cosine down to
-    `peak * floor` at `total_steps` (Transformer-XL's schedule; fairseq's `cosine`):
+    """Linear warm-up to `peak` over `warmup_steps`, then half a cosine down to `peak * floor` at `total_steps`
+    (Transformer-XL's schedule; fairseq's `cosine`), which ends a fixed budget lower than 1/sqrt(step) decay:
 
         lr(step) = peak * (floor + (1 - floor) * (1 + cos(pi * t)) / 2),
         t = (step - warmup_steps) / (total_steps - warmup_steps), clipped to [0, 1].
-
-    Annealing to the end of a fixed budget ends lower than 1/sqrt(step) decay.
     """
 
     def __init__(self, peak, warmup_steps, total_steps, floor=0.0):
-        self.peak = peak
-        self.warmup_steps = warmup_steps
-        self.total_steps = total_steps
-        self.floor = floor
+        self.peak, self.warmup_steps, self.total_steps, self.floor = peak, warmup_steps, total_steps, floor
 
     def __call__(self, step):
         step = tf.cast(step, tf.float32) + 1.0  # Keras counts from 0
@@ -96,19 +89,15 @@ class ScaledAdamW(ScaledRates, keras.optimizers.AdamW):
     pass
 
 
-def make_optimizer(
-    learning_rate, warmup_steps, mixed_precision="float32", schedule="inverse_sqrt", total_steps=None, weight_decay=0.0,
-    rate_scales=None,
-):
-    """Adam with the paper's betas (0.9, 0.98), eps 1e-9, and a warm-up schedule
-    (`total_steps` is where `cosine` ends); wrapped in dynamic loss scaling for float16.
+def make_optimizer(learning_rate, warmup_steps, mixed_precision="float32", schedule="inverse_sqrt", total_steps=None,
+                   weight_decay=0.0, rate_scales=None):
+    """Adam with the paper's betas (0.9, 0.98), eps 1e-9, and a warm-up schedule (`total_steps` is where `cosine`
+    ends); wrapped in dynamic loss scaling for float16.
 
-    With `weight_decay`, AdamW (Loshchilov & Hutter): each step also shrinks the weights by
-    learning_rate(step) * weight_decay, decoupled from the gradient; biases and LayerNorm's
-    scales and offsets (NOT_DECAYED) are not decayed.
-
-    With `rate_scales` (one factor per variable, in the order the optimizer is built with), each
-    variable's learning rate is the schedule's times its factor (`ScaledRates`)."""
+    With `weight_decay`, AdamW (Loshchilov & Hutter): each step also shrinks the weights by learning_rate(step) *
+    weight_decay, decoupled from the gradient; biases and LayerNorm's scales and offsets (NOT_DECAYED) are not
+    decayed. With `rate_scales` (one factor per variable, in the order the optimizer is built with), each variable's
+    learning rate is the schedule's times its factor (`ScaledRates`)."""
     schedule = make_schedule(schedule, learning_rate, warmup_steps, total_steps or warmup_steps)
     adam, adamw = (keras.optimizers.Adam, keras.optimizers.AdamW) if rate_scales is None else (ScaledAdam, ScaledAdamW)
     if weight_decay:

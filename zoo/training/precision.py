@@ -1,21 +1,19 @@
-"""Which compute dtype to train in: `--mixed_precision=auto` picks bfloat16 where the device
-runs it fast, float32 elsewhere, and says why.
+"""Which compute dtype to train in: `--mixed_precision=auto` picks bfloat16 where the device runs it fast, float32
+elsewhere, and says why.
 
-bfloat16 is fast on a GPU of compute capability 8.0 or more (Ampere, Hopper: tensor cores), on
-a TPU, and on a CPU with AVX512-BF16 or AMX-BF16 instructions through oneDNN. Without them
-TensorFlow emulates it, slower than float32 (BENCHMARKS.md, "Hardware notes", has both measured).
+bfloat16 is fast on a GPU of compute capability 8.0 or more (Ampere, Hopper: tensor cores), on a TPU, and on a CPU
+with AVX512-BF16 or AMX-BF16 instructions through oneDNN. Without them TensorFlow emulates it, slower than float32
+(BENCHMARKS.md, "Hardware notes", has both measured).
 """
 
 import os
 
 CHOICES = ("auto", "float32", "bfloat16", "float16")
 CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
-CPUINFO = "/proc/cpuinfo"
 
 
 def cpu_flags(cpuinfo_text):
-    """The set of instruction-set flags of the first processor in /proc/cpuinfo's text (x86: "flags",
-    Arm: "Features")."""
+    """The instruction-set flags of the first processor in /proc/cpuinfo's text (x86: "flags", Arm: "Features")."""
     for line in cpuinfo_text.splitlines():
         name, _, value = line.partition(":")
         if name.strip() in ("flags", "Features"):
@@ -35,7 +33,7 @@ def gpu_capabilities():
     return found
 
 
-def read_cpuinfo(path=CPUINFO):
+def read_cpuinfo(path="/proc/cpuinfo"):
     if not os.path.exists(path):
         return ""
     with open(path, errors="replace") as f:
@@ -43,11 +41,8 @@ def read_cpuinfo(path=CPUINFO):
 
 
 def auto_precision(tpu=False, gpus=None, cpuinfo=None):
-    """("bfloat16" or "float32", the reason) for this machine.
-
-    tpu: training on a TPU. gpus: `gpu_capabilities()` (read if None). cpuinfo: the text of
-    /proc/cpuinfo (read if None); the CPU decides only when there is no GPU.
-    """
+    """("bfloat16" or "float32", the reason) for this machine: training on a TPU (`tpu`), else its `gpus`
+    (`gpu_capabilities()` if None), else its CPU (`cpuinfo`: the text of /proc/cpuinfo, read if None)."""
     if tpu:
         return "bfloat16", "a TPU computes in bfloat16 natively"
     gpus = gpu_capabilities() if gpus is None else gpus
@@ -72,8 +67,8 @@ def auto_precision(tpu=False, gpus=None, cpuinfo=None):
 
 
 def choose(asked, resumed=None, **device):
-    """(dtype, reason) for `--mixed_precision=asked`: an explicit dtype as asked; "auto" keeps
-    the dtype of the run being resumed (`resumed`, from its config.json) or else `auto_precision(**device)`."""
+    """(dtype, reason) for `--mixed_precision=asked`: an explicit dtype as asked; "auto" keeps the dtype of the run
+    being resumed (`resumed`, from its config.json) or else `auto_precision(**device)`."""
     if asked not in CHOICES:
         raise ValueError(f"mixed_precision={asked!r} is not one of {CHOICES}.")
     if asked != "auto":

@@ -1,11 +1,8 @@
-"""What one command on a run of a recipe is given (`RunSettings`), its final typed config made in one place
-(`resolve`, for every mode, from the run's record read once), the shortcuts each mode reads (`reads`), and the
-steps every recipe takes with it: starting or resuming the run's record (`start_run`), the files a resumed run
-must find again (`check_same_files`), epochs counted as steps (`with_epochs`).
-
-The command line (recipes/) and `zoo.train` both come here: the one precedence, preset (the base) < a config
-file or mapping < dotted overrides < the shortcuts the user gave (flags or keywords of the same names).
-"""
+"""What one command on a run of a recipe is given (`RunSettings`), its final typed config made in one place for the
+command line and `zoo.train` alike (`resolve`, for every mode, from the run's record read once), the shortcuts each
+mode reads (`reads`), and the steps every recipe takes with it: starting or resuming the run's record
+(`start_run`), the files a resumed run must find again (`check_same_files`), epochs counted as steps
+(`with_epochs`)."""
 
 import dataclasses
 import difflib
@@ -85,7 +82,7 @@ class RunSettings:
 
 def shortcuts(recipe):
     """{shortcut: its dotted field} of a `recipe` run: the shared SHORTCUTS its config has, and its own (its eval
-    section's among them). recipes/shortcuts.py makes a flag of each."""
+    section's among them)."""
     def has(field):
         try:
             return bool(cfg.field_type(recipe.config_class, field))
@@ -250,9 +247,9 @@ def check_same_files(folder, recipe, cls, digest):
 
 
 def with_epochs(config, epochs, num_examples, per_batch=None):
-    """`config` with train_steps covering `epochs` passes over `num_examples` examples, `per_batch`
-    (default: config.batch_size) a step (if epochs is given); an epochs too small for one step, or too large
-    to count, is refused. A warm-up longer than the training is said in the log."""
+    """`config` with train_steps covering `epochs` passes over `num_examples` examples, `per_batch` (default:
+    config.batch_size) a step (if epochs is given); an epochs too small for one step, or too large to count, is
+    refused. A warm-up longer than the training is said in the log."""
     if epochs is not None:
         per_batch = per_batch or config.batch_size
         steps = epochs * num_examples / per_batch
