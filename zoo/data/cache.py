@@ -205,9 +205,10 @@ def open_entry(directory):
 def token_rows(key, examples, encode, description, total_bytes=None, in_graph=True, sources=None):
     """The cache entry of `key`, made now if missing (or refused by `check_entry`): `examples` (an iterable of
     (text, label or None), a text a string or a tuple of them: a text pair) tokenized by `encode` a chunk at a
-    time: a batch of strings ((batch, 2) for pairs) -> ragged ids, run as a tf.function, or with in_graph=False a Python function of a list of strings -> a list of id lists. Shows
-    progress (MB done, MB/s, time left against `total_bytes`). `sources` (a zoo.data.sources.Sources, the files the examples
-    are read from) are checked after the pass: one that changed keeps the new entry out of the cache."""
+    time: a batch of strings ((batch, 2) for pairs) -> ragged ids, run as a tf.function, or with in_graph=False
+    a Python function of a list of strings -> a list of id lists. Shows progress (MB done, MB/s, time left
+    against `total_bytes`). `sources` (a zoo.data.sources.Sources, the files the examples are read from) are
+    checked after the pass: one that changed keeps the new entry out of the cache."""
     directory = os.path.join(cache_root(), key_name(key))
     staging.remove_dead(cache_root())
     rows = open_entry(directory)
@@ -276,25 +277,24 @@ class _EntryFile:
 
 
 def _write_entry(staging, key, examples, encode, description, total_bytes):
-    texts, labels, chunk_bytes, end, low, high = [], [], 0, np.int64(0), None, None
+    texts, labels, id_ranges, chunk_bytes, rows, end = [], [], [], 0, 0, np.int64(0)
     meter = ByteMeter(description, total_bytes)
     written = {name: _EntryFile(os.path.join(staging, name)) for name in FILES}
+
+    def flush():
+        nonlocal end
+        values, lengths = encode(texts)
+        ends = end + np.cumsum(lengths, dtype=np.int64)
+        written[IDS_FILE].write(np.asarray(values, np.int32))
+        written[OFFSETS_FILE].write(ends)
+        written[LABELS_FILE].write(np.asarray(labels, np.int32))
+        texts.clear()
+        labels.clear()
+        if len(values):
+            id_ranges.append((int(values.min()), int(values.max())))
+        end = ends[-1] if len(ends) else end
+
     try:
-
-        def flush(end, low, high):
-            values, lengths = encode(texts)
-            written[IDS_FILE].write(np.asarray(values, np.int32))
-            ends = end + np.cumsum(lengths, dtype=np.int64)
-            written[OFFSETS_FILE].write(ends)
-            written[LABELS_FILE].write(np.asarray(labels, np.int32))
-            texts.clear()
-            labels.clear()
-            if len(values):
-                low = int(values.min()) if low is None else min(low, int(values.min()))
-                high = int(values.max()) if high is None else max(high, int(values.max()))
-            return (ends[-1] if len(ends) else end), low, high
-
-        rows = 0
         for text, label in examples:
             texts.append(text)
             rows += 1
@@ -305,16 +305,16 @@ def _write_entry(staging, key, examples, encode, description, total_bytes):
             chunk_bytes += size
             meter.add(size)
             if chunk_bytes >= CHUNK_BYTES:
-                end, low, high = flush(end, low, high)
+                flush()
                 chunk_bytes = 0
         if texts:
-            end, low, high = flush(end, low, high)
+            flush()
     finally:
         records = {name: entry_file.close() for name, entry_file in written.items()}
     meter.done()
-    meta = {"format": FORMAT, "key": key, "rows": rows, "tokens": int(end), "id_range": None if low is None else
-            [low, high], "files": records, "bytes": meter.bytes, "seconds": round(meter.seconds(), 3)}
+    id_range = [min(low for low, _ in id_ranges), max(high for _, high in id_ranges)] if id_ranges else None
+    meta = {"format": FORMAT, "key": key, "rows": rows, "tokens": int(end), "id_range": id_range, "files": records,
+            "bytes": meter.bytes, "seconds": round(meter.seconds(), 3)}
     with writing(), open(os.path.join(staging, META_FILE), "w") as f:
         json.dump(meta, f, indent=1)
     return meta
-

@@ -86,6 +86,13 @@ IMDB_LOCAL = Source("imdb", "aclImdb_v1_labeled.tar.gz", "https://ai.stanford.ed
 SST2_TRAIN = Source("sst2", "train.tsv.gz", "https://dl.fbaipublicfiles.com/glue/data/SST-2.zip")
 SST2_DEV = Source("sst2", "dev.tsv", "https://dl.fbaipublicfiles.com/glue/data/SST-2.zip")
 HELD_OUT_EVERY = 20  # IMDB (and sst2_tune) hold out every 20th training text (5%) for validation
+SENTIMENT = ("negative", "positive")
+
+
+def _held_out(texts, labels, numbers, split):
+    """The validation share of training texts (those whose `numbers` are multiples of HELD_OUT_EVERY), or the rest."""
+    keep = (np.asarray(numbers) % HELD_OUT_EVERY == 0) == (split == "validation")
+    return [t for t, k in zip(texts, keep) if k], np.asarray(labels, np.int32)[keep]
 
 
 def _imdb(split):
@@ -100,26 +107,17 @@ def _imdb(split):
                 labels.append(int(parts[2] == "pos"))
                 ids.append(int(parts[3].split("_")[0]))
     if folder == "train":
-        held_out = np.asarray(ids) % HELD_OUT_EVERY == 0
-        keep = held_out if split == "validation" else ~held_out
-        texts = [t for t, k in zip(texts, keep) if k]
-        labels = [label for label, k in zip(labels, keep) if k]
-    return Classification(texts, np.asarray(labels, np.int32), ("negative", "positive"))
+        texts, labels = _held_out(texts, labels, ids, split)
+    return Classification(texts, np.asarray(labels, np.int32), SENTIMENT)
 
 
 def _read_sst2_rows(split):
-    source = SST2_TRAIN if split == "train" else SST2_DEV
-    path = fetch(source)
-    with reading(path):
-        if path.endswith(".zip"):
-            with zipfile.ZipFile(path) as archive:
-                text = archive.read(f"SST-2/{'train' if split == 'train' else 'dev'}.tsv").decode("utf-8")
-        elif path.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as f:
-                text = f.read()
-        else:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
+    path = fetch(SST2_TRAIN if split == "train" else SST2_DEV)
+    if path.endswith(".zip"):
+        with reading(path), zipfile.ZipFile(path) as archive:
+            text = archive.read(f"SST-2/{'train' if split == 'train' else 'dev'}.tsv").decode("utf-8")
+    else:
+        text = read_text(path)
     texts, labels = [], []
     for number, line in enumerate(text.splitlines()[1:], start=2):
         if not line:
@@ -138,8 +136,7 @@ def _read_sst2_rows(split):
 def _sst2(split):
     if split == "test":
         raise DatasetError("SST-2's test labels are hidden (GLUE): evaluate on split 'validation' (GLUE's dev set).")
-    texts, labels = _read_sst2_rows(split)
-    return Classification(texts, labels, ("negative", "positive"))
+    return Classification(*_read_sst2_rows(split), SENTIMENT)
 
 
 def _sst2_tune(split):
@@ -148,8 +145,7 @@ def _sst2_tune(split):
     if split == "test":
         raise DatasetError("sst2_tune is for tuning and has no test split: report on sst2's validation (GLUE dev).")
     texts, labels = _read_sst2_rows("train")
-    keep = (np.arange(len(texts)) % HELD_OUT_EVERY == 0) == (split == "validation")
-    return Classification([t for t, k in zip(texts, keep) if k], labels[keep], ("negative", "positive"))
+    return Classification(*_held_out(texts, labels, np.arange(len(texts)), split), SENTIMENT)
 
 
 TFDS_CATALOG = "https://www.tensorflow.org/datasets/catalog/overview"

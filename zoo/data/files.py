@@ -13,6 +13,7 @@ Every row carries where it came from (`file:line`), so a bad one is named; `BadR
 """
 
 import codecs
+import contextlib
 import csv
 import dataclasses
 import gzip
@@ -28,6 +29,7 @@ from zoo.data.spec import in_split, paths
 
 SHOWN_BAD_ROWS = 5
 BAD_ROWS = ("error", "skip")
+DIALECTS = {"csv": {"delimiter": ","}, "tsv": {"delimiter": "\t", "quoting": csv.QUOTE_NONE}}
 
 csv.field_size_limit(2**31 - 1)  # a long review is one field; the module's default stops at 128 KiB
 
@@ -70,39 +72,27 @@ def first_invalid_utf8(path):
     """The byte offset (of the decompressed data) where `path` stops being UTF-8, or None."""
     decoder, offset = codecs.getincrementaldecoder("utf-8")(), 0
     with open_binary(path) as f:
-        while chunk := f.read(1 << 20):
+        while True:
+            chunk = f.read(1 << 20)
             try:
-                decoder.decode(chunk)
+                decoder.decode(chunk, final=not chunk)
             except UnicodeDecodeError as error:
                 return offset + error.start
+            if not chunk:
+                return None
             offset += len(chunk)
-    try:
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError as error:
-        return offset + error.start
-    return None
 
 
+@contextlib.contextmanager
 def reading(path):
-    """A context that turns a file's decoding or reading failure into one DatasetError naming it."""
-    return _Reading(path)
-
-
-class _Reading:
-    def __init__(self, path):
-        self.path = path
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, error, traceback):
-        if isinstance(error, UnicodeDecodeError):
-            offset = first_invalid_utf8(self.path)
-            raise DatasetError(f"{self.path} is not UTF-8 (an invalid byte at offset {offset}): convert it, e.g. "
-                               f"iconv -f latin1 -t utf-8.") from None
-        if isinstance(error, (OSError, EOFError, zlib.error, csv.Error)) and not isinstance(error, DatasetError):
-            raise DatasetError(f"{self.path} cannot be read ({type(error).__name__}: {error}).") from None
-        return False
+    """Turns a file's decoding or reading failure into one DatasetError naming it."""
+    try:
+        yield
+    except UnicodeDecodeError:
+        raise DatasetError(f"{path} is not UTF-8 (an invalid byte at offset {first_invalid_utf8(path)}): convert "
+                           "it, e.g. iconv -f latin1 -t utf-8.") from None
+    except (OSError, EOFError, zlib.error, csv.Error) as error:
+        raise DatasetError(f"{path} cannot be read ({type(error).__name__}: {error}).") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,9 +118,8 @@ def rows(spec, split, bad_rows, whole=False, classes=None, **fields):
 
 
 def _table_rows(spec, path, bad_rows):
-    dialect = {"delimiter": ","} if spec.form == "csv" else {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
     with open_text(path) as f:
-        reader = csv.reader(f, **dialect)
+        reader = csv.reader(f, **DIALECTS[spec.form])
         header = next(reader, None)
         if header is None:
             return
@@ -252,8 +241,7 @@ def check_columns(spec, split, names, **fields):
             except (json.JSONDecodeError, TypeError):
                 return  # the row itself is reported as bad
         else:
-            dialect = {"delimiter": ","} if spec.form == "csv" else {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
-            have = next(csv.reader(f, **dialect), [])
+            have = next(csv.reader(f, **DIALECTS[spec.form]), [])
             check_header(path, have)
     missing = [name for name in names if name is not None and name not in have]
     if missing:

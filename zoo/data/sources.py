@@ -87,12 +87,8 @@ class Sources:
                             "again once the files stay as they are.")
 
 
-def contents_digest(paths):
-    """One hash of several files' contents in order, whatever their names: a tokenizer's part of a cache key,
-    the same for the same tokenizer in any run folder."""
-    return hashlib.sha256("".join(file_digest(path) for path in paths).encode()).hexdigest()
-
-
 def folder_files_digest(directory, names):
-    """`contents_digest` of those of the files `names` that `directory` holds (a run's tokenizer files)."""
-    return contents_digest([p for p in (os.path.join(directory, n) for n in names) if os.path.exists(p)])
+    """One hash of the contents of those of the files `names` that `directory` holds (a run's tokenizer files),
+    in order, whatever their names: a tokenizer's part of a cache key, the same for it in any run folder."""
+    paths = [p for p in (os.path.join(directory, n) for n in names) if os.path.exists(p)]
+    return hashlib.sha256("".join(file_digest(path) for path in paths).encode()).hexdigest()

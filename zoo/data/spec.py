@@ -18,11 +18,9 @@ import glob
 import os
 import zlib
 
-from zoo.data.datasets import DatasetError
+from zoo.data.datasets import HELD_OUT_EVERY, SPLITS, DatasetError
 
 FORMS = ("csv", "tsv", "jsonl", "folder", "text")
-SPLITS = ("train", "validation", "test")
-HELD_OUT_EVERY = 20
 HELD_OUT_SEED = 0  # the held-out rows are a function of their position alone: eval finds the same ones
 
 

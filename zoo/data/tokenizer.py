@@ -25,6 +25,7 @@ import tensorflow as tf
 from tensorflow_text.python.ops import sentencepiece_tokenizer
 
 from zoo.core import disk
+from zoo.data import sources, word_tokenizer
 
 PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
 TOKENIZER_FILE = "tokenizer.model"
@@ -66,20 +67,16 @@ def training_pieces(texts, max_characters=MAX_SENTENCE_BYTES // 4):
             yield text
 
 
-def least_vocab_size(user_symbols=(), byte_fallback=False, add_dummy_prefix=True, **settings):
-    """The fewest pieces `train_tokenizer` makes a vocabulary of, with these settings, from any text: ids 0-3, the
-    `user_symbols`, byte fallback's 256 bytes, one character and the word-start mark SentencePiece puts before each
-    text (add_dummy_prefix). More characters need more pieces, which train_tokenizer names (found by trying,
-    sentencepiece 0.2: below this it fails with an INTERNAL error or asks for more)."""
-    return 4 + len(user_symbols) + 256 * bool(byte_fallback) + 1 + bool(add_dummy_prefix)
-
-
-def check_vocab_size(name, size, user_symbols=(), **settings):
-    """Refuses a `size` (the field `name`) below `least_vocab_size` of these settings."""
-    least = least_vocab_size(user_symbols, **settings)
+def check_vocab_size(name, size, user_symbols=(), byte_fallback=False, add_dummy_prefix=True, **settings):
+    """Refuses a `size` (the field `name`) below the fewest pieces `train_tokenizer` makes a vocabulary of, with these
+    settings, from any text: ids 0-3, the `user_symbols`, byte fallback's 256 bytes, one character and the word-start
+    mark SentencePiece puts before each text (add_dummy_prefix). More characters need more pieces, which
+    train_tokenizer names (found by trying, sentencepiece 0.2: below this it fails with an INTERNAL error or asks for
+    more)."""
+    least = 4 + len(user_symbols) + 256 * bool(byte_fallback) + 1 + bool(add_dummy_prefix)
     if size < least:
-        parts = ["4 special ones", *user_symbols, *(["256 bytes"] if settings.get("byte_fallback") else []),
-                 "a character", *(["the word-start mark"] if settings.get("add_dummy_prefix", True) else [])]
+        parts = ["4 special ones", *user_symbols, *(["256 bytes"] if byte_fallback else []), "a character",
+                 *(["the word-start mark"] if add_dummy_prefix else [])]
         raise ValueError(f"{name}={size} is too small for a SentencePiece vocabulary: it needs at least {least} pieces "
                          f"({', '.join(parts)}). Raise --vocab_size.")
 
@@ -93,17 +90,9 @@ def train_tokenizer(texts, vocabulary_size, lowercase=True, seed=0, user_symbols
     check_vocab_size("vocab_size", vocabulary_size, user_symbols, **settings)
     texts = sample_texts(texts, MAX_TRAINING_CHARACTERS, seed)
     writer = io.BytesIO()
-    options = dict(
-        vocab_size=vocabulary_size,
-        model_type="unigram",
-        normalization_rule_name="nmt_nfkc_cf" if lowercase else "nmt_nfkc",
-        pad_id=PAD_ID,
-        unk_id=UNK_ID,
-        bos_id=START_ID,
-        eos_id=END_ID,
-        user_defined_symbols=list(user_symbols),
-        minloglevel=2,
-    )
+    options = dict(vocab_size=vocabulary_size, model_type="unigram", pad_id=PAD_ID, unk_id=UNK_ID, bos_id=START_ID,
+                   eos_id=END_ID, normalization_rule_name="nmt_nfkc_cf" if lowercase else "nmt_nfkc",
+                   user_defined_symbols=list(user_symbols), minloglevel=2)
     try:
         sentencepiece.SentencePieceTrainer.train(sentence_iterator=training_pieces(texts), model_writer=writer,
                                                  **{**options, **settings})
@@ -116,10 +105,8 @@ def train_tokenizer(texts, vocabulary_size, lowercase=True, seed=0, user_symbols
         limit = re.search(r"<= (\d+)", str(error))
         if limit is None:
             raise ValueError(f"SentencePiece could not learn a vocabulary from this text: {error}") from None
-        raise ValueError(
-            f"vocab_size={vocabulary_size} is too large for this training text: SentencePiece can make at most "
-            f"{limit.group(1)} pieces from it. Lower --vocab_size."
-        ) from None
+        raise ValueError(f"vocab_size={vocabulary_size} is too large for this training text: SentencePiece can make "
+                         f"at most {limit.group(1)} pieces from it. Lower --vocab_size.") from None
     return writer.getvalue()
 
 
@@ -151,12 +138,9 @@ def wordpiece_tokenizer(vocabulary, lowercase, strip_accents=None):
     `vocabulary` (a list of pieces, which `wordpiece_problem` finds usable). strip_accents=None follows
     `lowercase`, as in BERT. Special pieces written in a text ("[MASK]") are those pieces, as Hugging
     Face's tokenizers read them."""
-    return keras_hub.models.BertTokenizer(
-        vocabulary=list(vocabulary),
-        lowercase=lowercase,
-        strip_accents=lowercase if strip_accents is None else strip_accents,
-        special_tokens_in_strings=True,
-    )
+    return keras_hub.models.BertTokenizer(vocabulary=list(vocabulary), lowercase=lowercase,
+                                          strip_accents=lowercase if strip_accents is None else strip_accents,
+                                          special_tokens_in_strings=True)
 
 
 def save_wordpiece(vocabulary, lowercase, strip_accents, directory):
@@ -167,11 +151,9 @@ def save_wordpiece(vocabulary, lowercase, strip_accents, directory):
     save_tokenizer(json.dumps(settings).encode("utf-8"), directory, WORDPIECE_CONFIG_FILE)
 
 
-def files_key(directory, names=(TOKENIZER_FILE, VOCABULARY_FILE, WORDPIECE_CONFIG_FILE, "words.txt")):
+def files_key(directory, names=(TOKENIZER_FILE, VOCABULARY_FILE, WORDPIECE_CONFIG_FILE, word_tokenizer.WORDS_FILE)):
     """The contents of the tokenizer files a run folder holds (`names`, each once; a translation run's
     source.model and target.model): the tokenizer's part of a token-cache key."""
-    from zoo.data import sources
-
     return sources.folder_files_digest(directory, list(dict.fromkeys(names)))
 
 
@@ -214,15 +196,14 @@ def load_tokenizer(source, name=TOKENIZER_FILE):
     """A keras-hub SentencePieceTokenizer from proto bytes or a run directory's `name` file;
     for a run directory that holds a WordPiece vocabulary (`save_wordpiece`), its BertTokenizer; for a word
     vocabulary (words.txt, or `name` ending so), zoo.data.word_tokenizer's WordTokenizer."""
-    if isinstance(source, (str, os.PathLike)) and name == TOKENIZER_FILE and holds_wordpiece(source):
+    folder = isinstance(source, (str, os.PathLike))
+    if folder and name == TOKENIZER_FILE and holds_wordpiece(source):
         return load_wordpiece(source)
-    from zoo.data import word_tokenizer  # it builds on this module's ids
-
-    if isinstance(source, (str, os.PathLike)) and name == TOKENIZER_FILE and word_tokenizer.holds_words(source):
+    if folder and name == TOKENIZER_FILE and word_tokenizer.holds_words(source):
         return word_tokenizer.load_word_tokenizer(source)
     if name.endswith(word_tokenizer.WORDS_FILE):  # a word vocabulary by name (a translation run's side)
         return word_tokenizer.load_word_tokenizer(source, name)
-    if not isinstance(source, (str, os.PathLike)):
+    if not folder:
         return _sentence_piece(source, name)
     path = os.path.join(source, name)
     if not os.path.exists(path):
