@@ -28,6 +28,4 @@ class Served:
     run); `owner` holds their variables alive, `step` is the checkpoint's the weights come from."""
 
     def __init__(self, signatures, owner, step):
-        self.signatures = signatures
-        self.owner = owner
-        self.step = step
+        self.signatures, self.owner, self.step = signatures, owner, step

@@ -72,7 +72,8 @@ class Trainer:
         if self.chief:  # a run continuing from an older step never writes over them
             checkpoints.set_aside(unreadable, model_dir)
         checkpoint = tf.train.Checkpoint(**saved)
-        self.write_dir = model_dir if self.chief else os.path.join(model_dir, f".worker_{self._task_id()}")
+        worker = getattr(getattr(strategy, "cluster_resolver", None), "task_id", 0) or 0
+        self.write_dir = model_dir if self.chief else os.path.join(model_dir, f".worker_{worker}")
         self.manager = checkpoints.CheckpointManager(checkpoint, self.write_dir, max_to_keep=config.keep_checkpoints)
         if latest:
             checkpoint.read(latest).assert_existing_objects_matched()
@@ -88,9 +89,7 @@ class Trainer:
         else None, saying why. Every worker splits its calls of the loop there (the job's workers agree
         after each call whether to stop: `_stop_signal`); the chief alone traces them."""
         window = self.config.profile_steps
-        if window is None:
-            return None
-        if window[0] - 1 <= start:
+        if window is not None and window[0] - 1 <= start:
             self._log(f"Not profiling steps {window[0]}-{window[1]}: this run resumes at step {start}, and a profile "
                       "must start after the process's first call of the training loop. Give later --profile_steps.")
             return None
@@ -123,10 +122,6 @@ class Trainer:
             if carrier is not None:
                 value = self.strategy.run(lambda v, c=carrier: tf.cast(v, c), args=(value,))
             variable.assign(tf.cast(self.strategy.gather(value, axis=0), variable.dtype))
-
-    def _task_id(self):
-        resolver = getattr(self.strategy, "cluster_resolver", None)
-        return getattr(resolver, "task_id", 0) or 0
 
     def _gradients(self, batch, state):
         """Per-replica loss, gradients of the (loss-scaled) summed loss, and the new state."""

@@ -13,9 +13,8 @@ def smoothed_cross_entropy(labels, logits, label_smoothing=0.0):
     logits = tf.cast(logits, tf.float32)
     labels = tf.convert_to_tensor(labels)
     labels.shape.assert_is_compatible_with(logits.shape[:-1])
-    tf.debugging.assert_equal(
-        tf.shape(labels), tf.shape(logits)[:-1], message="labels must have the logits' shape but the last axis"
-    )
+    tf.debugging.assert_equal(tf.shape(labels), tf.shape(logits)[:-1],
+                              message="labels must have the logits' shape but the last axis")
     shape, classes = tf.shape(labels), tf.shape(logits)[-1]
     flat_labels = tf.reshape(labels, [-1])
     flat_logits = tf.reshape(logits, [-1, classes])
