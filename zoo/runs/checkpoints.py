@@ -1,14 +1,9 @@
-"""Finding the checkpoint a run continues from, whatever happened to its folder.
+"""Finding the checkpoint a run continues from, whatever happened to its folder, and writing checkpoints.
 
-TensorFlow's `latest_checkpoint` trusts the `checkpoint` index file: with that file lost a run
-would start again from step 0 and overwrite the old `ckpt-N` files, and with the newest
-checkpoint damaged every mode ends in a traceback. Here the `ckpt-N.index` files themselves
-are listed and each is read through before it is trusted; a damaged one is reported by name
-and passed over for the next older one.
-
-Checkpoints are written through `CheckpointManager`: a write the file system refuses (a full disk
-...) leaves the complete checkpoints as they were, and the oldest are rotated away by what the
-folder holds, whatever its index file says.
+TensorFlow's `latest_checkpoint` trusts the `checkpoint` index file: with that file lost a run would start again
+from step 0 and overwrite the old `ckpt-N` files, and with the newest checkpoint damaged every mode ends in a
+traceback. Here the `ckpt-N.index` files themselves are listed and each is read through before it is trusted; a
+damaged one is reported by name and passed over for the next older one (`CheckpointManager` writes them).
 """
 
 import contextlib
@@ -63,17 +58,14 @@ def newest_readable(model_dir, log=print):
         if reason is None:
             if skipped:
                 log(f"Continuing from {path}, the newest checkpoint that can be read.")
-            index = tf.train.latest_checkpoint(model_dir)
-            if index is None:
+            if tf.train.latest_checkpoint(model_dir) is None:
                 log(f"{model_dir} has no readable 'checkpoint' index file; found {path} by its file name.")
             return path, step, skipped
         log(f"Warning: checkpoint {path} cannot be read ({reason}); trying an older one.")
         skipped.append(path)
     if skipped:
-        raise CheckpointError(
-            f"No checkpoint in {model_dir} can be read ({', '.join(os.path.basename(p) for p in skipped)} are damaged): "
-            "restore them from a backup, or train again in another --model_dir."
-        )
+        raise CheckpointError(f"No checkpoint in {model_dir} can be read ({', '.join(map(os.path.basename, skipped))} "
+                              "are damaged): restore them from a backup, or train again in another --model_dir.")
     return None, 0, []
 
 
@@ -85,23 +77,20 @@ def newest_readable_paths(model_dir, count, log=print):
     if path is None:
         raise FileNotFoundError(f"No checkpoint in {model_dir}: train first (--mode=train).")
     found = [(path, newest)]
-    for step in checkpoint_steps(model_dir):
+    for step in (older for older in checkpoint_steps(model_dir) if older < newest):
         if len(found) == count:
             break
-        if step >= newest:
-            continue
         path = path_of(model_dir, step)
         reason = unreadable_reason(path)
-        if reason is not None:
+        if reason is None:
+            found.append((path, step))
+        else:
             log(f"Warning: checkpoint {path} cannot be read ({reason}); passed over.")
-            continue
-        found.append((path, step))
     if len(found) == count:
         return found
-    raise CheckpointError(
-        f"{model_dir} holds {len(found)} readable checkpoint(s) (steps {[s for _, s in found]}), fewer than the "
-        f"{count} asked to average: lower --average_checkpoints, or train with --keep_checkpoints={count} or more."
-    )
+    raise CheckpointError(f"{model_dir} holds {len(found)} readable checkpoint(s) (steps {[s for _, s in found]}), "
+                          f"fewer than the {count} asked to average: lower --average_checkpoints, or train with "
+                          f"--keep_checkpoints={count} or more.")
 
 
 def files_of(path):
@@ -133,13 +122,10 @@ def remove(path):
 
 
 class CheckpointManager(tf.train.CheckpointManager):
-    """tf.train.CheckpointManager, numbering checkpoints by step, and
-
-    - keeping the newest `max_to_keep` of the checkpoints it finds in `directory`, not only of
-      those its `checkpoint` index file lists: with that file lost, the older ones would stay forever;
-    - turning a write the file system refuses (a full disk ...) into one zoo.core.disk.WriteError, with
-      the half-written checkpoint removed and the complete ones as they were.
-    """
+    """tf.train.CheckpointManager, numbering checkpoints by step, keeping the newest `max_to_keep` of the
+    checkpoints it finds in `directory` (not only those its index file lists: with that file lost, the older ones
+    would stay forever), and turning a write the file system refuses (a full disk ...) into one
+    zoo.core.disk.WriteError, the half-written checkpoint removed and the complete ones as they were."""
 
     def __init__(self, checkpoint, directory, max_to_keep):
         super().__init__(checkpoint, directory, max_to_keep)

@@ -1,14 +1,12 @@
 """Exports in TF Serving's layout, written so that no reader sees half a model.
 
-`<export_dir>/<version>/` holds `saved_model.pb`, `variables/`,
-`assets.extra/tf_serving_warmup_requests` (a few PredictionLogs TF Serving
-replays at load) and `ops_manifest.json` (the ops the graph uses that core
-TensorFlow does not register, e.g. TF Text's, and the import that provides
-them). The version is written under a dot-folder TF Serving ignores, then
-renamed into place in one step; the dot-folder of an export that was killed is
-removed by the next export. `find_version` and `load_version` read an export back (zoo.load).
-The manifest also records a digest of what was exported (`source_digest`), so that exporting an unchanged
-checkpoint again finds its version (`unchanged_version`) instead of writing a duplicate.
+`<export_dir>/<version>/` holds `saved_model.pb`, `variables/`, `assets.extra/tf_serving_warmup_requests` (a few
+PredictionLogs TF Serving replays at load) and `ops_manifest.json` (the ops the graph uses that core TensorFlow does
+not register, e.g. TF Text's, and the import that provides them). The version is written under a dot-folder TF
+Serving ignores, then renamed into place in one step; the dot-folder of an export that was killed is removed by the
+next export. `find_version` and `load_version` read an export back (zoo.load). The manifest also records a digest
+of what was exported (`source_digest`), so that exporting an unchanged checkpoint again finds its version
+(`unchanged_version`) instead of writing a duplicate.
 """
 
 import contextlib
@@ -32,9 +30,8 @@ STAGING = ".staging-"  # + "<host>-<pid>": the writing process's version, until 
 _STAGING_NAME = re.compile(rf"{re.escape(STAGING)}(?:(?P<host>.+)-)?(?P<pid>\d+)$")  # older zoos: .staging-<pid>
 
 
-def next_version(export_dir):
-    versions = [int(n) for n in os.listdir(export_dir) if n.isdigit()] if os.path.isdir(export_dir) else []
-    return max(versions, default=0) + 1
+def _versions(path):
+    return [int(n) for n in os.listdir(path) if n.isdigit()] if os.path.isdir(path) else []
 
 
 def source_digest(model_dir, average=1, metadata=None, step=None):
@@ -71,8 +68,7 @@ def find_version(path):
     rather than an older version being loaded in its place."""
     if holds_export_part(path):
         return path
-    versions = [int(n) for n in os.listdir(path) if n.isdigit()] if os.path.isdir(path) else []
-    versions = [v for v in versions if holds_export_part(os.path.join(path, str(v)))]
+    versions = [v for v in _versions(path) if holds_export_part(os.path.join(path, str(v)))]
     return os.path.join(path, str(max(versions))) if versions else None
 
 
@@ -178,9 +174,7 @@ def write_warmup_requests(version_dir, model_name, signature_name, inputs):
     """`inputs`: dict input name -> list of example values (one request)."""
     from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
 
-    request = predict_pb2.PredictRequest(
-        model_spec=model_pb2.ModelSpec(name=model_name, signature_name=signature_name)
-    )
+    request = predict_pb2.PredictRequest(model_spec=model_pb2.ModelSpec(name=model_name, signature_name=signature_name))
     for name, values in inputs.items():
         request.inputs[name].CopyFrom(tf.make_tensor_proto(values))
     log = prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=request))
@@ -191,19 +185,12 @@ def write_warmup_requests(version_dir, model_name, signature_name, inputs):
 
 
 def export(module, signatures, export_dir, warmup_inputs, metadata=None, source=None):
-    """Saves `module` as a new integer version of `export_dir` and returns its path.
-
-    A write the file system refuses (a full disk, a path through a file ...) is one
-    zoo.core.disk.WriteError; the versions already there stay as they were.
-
-    Args:
-        module: a tf.Module holding the model, the tokenizer and the serving functions.
-        signatures: dict signature name -> concrete function.
-        export_dir: the model's folder in TF Serving's layout.
-        warmup_inputs: dict input name -> example values for `serving_default`.
-        metadata: JSON-able dict stored in the manifest (config, class names ...).
-        source: `source_digest` of what is exported, kept in the manifest.
-    """
+    """Saves `module` (a tf.Module holding the model, the tokenizer and the serving functions) with `signatures`
+    ({name: concrete function}) as a new integer version of `export_dir`, and returns its path. `warmup_inputs`:
+    {input name: example values} for `serving_default`; `metadata`: a JSON-able dict kept in the manifest (config,
+    class names ...), as is `source` (the `source_digest` of what is exported). A write the file system refuses (a
+    full disk, a path through a file ...) is one zoo.core.disk.WriteError; the versions already there stay as they
+    were."""
     created = not os.path.isdir(export_dir)
     staging = os.path.join(export_dir, f"{STAGING}{socket.gethostname()}-{os.getpid()}")
     try:
@@ -230,18 +217,11 @@ def _write_version(module, signatures, staging, model_name, warmup_inputs, metad
     tf.saved_model.save(module, staging, signatures=signatures)
     write_warmup_requests(staging, model_name, "serving_default", warmup_inputs)
     extra = non_core_ops(graph_ops(staging))
-    manifest = {
-        "non_core_ops": extra,
-        "load_with": ["import tensorflow as tf"] + (["import tensorflow_text"] if extra else []),
-        "note": (
-            "Core TensorFlow ops only."
-            if not extra
-            else "TF Serving's stock build links TensorFlow Text's ops; in Python, import tensorflow_text "
-            "before loading."
-        ),
-        "metadata": metadata or {},
-        "source_digest": source,
-    }
+    note = ("TF Serving's stock build links TensorFlow Text's ops; in Python, import tensorflow_text before loading."
+            if extra else "Core TensorFlow ops only.")
+    load_with = ["import tensorflow as tf"] + (["import tensorflow_text"] if extra else [])
+    manifest = {"non_core_ops": extra, "load_with": load_with, "note": note, "metadata": metadata or {},
+                "source_digest": source}
     with open(os.path.join(staging, MANIFEST), "w") as f:
         json.dump(manifest, f, indent=2)
 
@@ -261,7 +241,7 @@ def remove_abandoned(export_dir):
 def _rename_to_next_version(staging, export_dir):
     """Moves `staging` to the next free integer version (another exporter may take one first)."""
     for _ in range(10):
-        final = os.path.join(export_dir, str(next_version(export_dir)))
+        final = os.path.join(export_dir, str(max(_versions(export_dir), default=0) + 1))
         try:
             os.rename(staging, final)
             return final

@@ -1,13 +1,8 @@
-"""A run directory (--model_dir) and what a run keeps there beside its checkpoints.
-
-- config.json: the run's record (recipe, data, model and training settings), so that the run can
-  be resumed and its model rebuilt;
-- metrics.json: the figures of training and of each evaluation, one section each;
-- the tokenizer files (zoo.data.tokenizer, zoo.language_model.vocabulary);
-- run.lock while a run writes there (zoo.runs.run_lock).
-
-Every other module reads and writes these files through `RunDir`: one place checks that a folder
-holds the run asked for, says what is wrong with a damaged file, and keeps a second run out.
+"""A run directory (--model_dir) and what a run keeps there beside its checkpoints: config.json (the run's record,
+so that the run can be resumed and its model rebuilt), metrics.json (the figures of training and of each evaluation,
+one section each), the tokenizer files (zoo.data.tokenizer, zoo.language_model.vocabulary) and run.lock while a run
+writes there (zoo.runs.run_lock). Every other module reads and writes these files through `RunDir`: one place checks
+that a folder holds the run asked for, says what is wrong with a damaged file, and keeps a second run out.
 """
 
 import contextlib
@@ -66,14 +61,13 @@ def check_resumable(derived, asked):
     """Raises RunDirError naming every RESUME_KEYS field where `asked` differs from the record's `derived`."""
     changed = [f"{k}={asked[k]!r} (was {derived[k]!r})" for k in RESUME_KEYS if k in derived and k in asked
                and derived[k] != asked[k]]
+    if not changed:
+        return
     moved = any(change.startswith("held_out") for change in changed)
     why = (" (held_out: how validation is kept out of the training rows; validation files appeared or went away "
            "since the run started, or it started under another rule)") if moved else ""
-    if changed:
-        raise RunDirError(
-            f"This run cannot resume as asked: {', '.join(changed)}{why}. Keep those settings to resume "
-            "at the same data position, or use another --model_dir."
-        )
+    raise RunDirError(f"This run cannot resume as asked: {', '.join(changed)}{why}. Keep those settings to resume "
+                      "at the same data position, or use another --model_dir.")
 
 
 _UNREAD = object()  # a RunDir's record before its first read
@@ -130,9 +124,8 @@ class RunDir:
                                   f"{recipe!r}. Choose another --model_dir.")
             return None
         if run.get("recipe") != recipe:
-            raise RunDirError(
-                f"{self.path} holds a {run.get('recipe')!r} run, not a {recipe!r} one: choose another --model_dir."
-            )
+            raise RunDirError(f"{self.path} holds a {run.get('recipe')!r} run, not a {recipe!r} one: choose another "
+                              "--model_dir.")
         return run
 
     def require_run(self, recipe):
@@ -141,7 +134,8 @@ class RunDir:
             raise RunDirError("--model_dir is required.")
         run = self.read_run(recipe)
         if run is None:
-            raise RunDirError(f"{self.path} holds no trained {recipe!r} run ({CONFIG_FILE} missing): train there first.")
+            raise RunDirError(f"{self.path} holds no trained {recipe!r} run ({CONFIG_FILE} missing): train there "
+                              "first.")
         return run
 
     def trained_dtype(self):
@@ -206,20 +200,17 @@ class RunDir:
         if not finished and step == 0:
             raise RunDirError(f"{self.path} holds no checkpoint yet: train there first (--mode=train).")
         if finished and (last is None or step < last):
-            raise RunDirError(
-                f"{self.path} holds an unfinished {name} run (step {step} of {last}): finish it "
-                f"(run recipes.{recipe} --mode=train there again) before using it."
-            )
+            raise RunDirError(f"{self.path} holds an unfinished {name} run (step {step} of {last}): finish it "
+                              f"(run recipes.{recipe} --mode=train there again) before using it.")
         return run
 
     def check_finished(self, run, step):
         """RunDirError unless `step` (of the checkpoint loaded) is the run's last."""
         last = run["train"]["train_steps"]
         if step < last:
-            raise RunDirError(
-                f"The last checkpoint of {self.path} cannot be read; the newest readable one is step {step} of "
-                f"{last}: finish the run (recipes.{run['recipe']} --mode=train there) before using it."
-            )
+            raise RunDirError(f"The last checkpoint of {self.path} cannot be read; the newest readable one is step "
+                              f"{step} of {last}: finish the run (recipes.{run['recipe']} --mode=train there) before "
+                              "using it.")
 
     # --- tokenizers -------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ once HEARTBEAT_SECONDS old. A run removes its lock when it ends, normally or by 
 takes the folder removes the checkpoints a dead run left half-written there.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -49,11 +50,9 @@ def _proc_stat(pid):
 
 
 def _boot_id():
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            return f.read().strip()
-    except OSError:
-        return None
+    with contextlib.suppress(OSError), open("/proc/sys/kernel/random/boot_id") as f:
+        return f.read().strip()
+    return None
 
 
 def pid_runs(pid):
@@ -146,13 +145,11 @@ class RunLock:
         self.stop.set()
         if self.thread is not None:
             self.thread.join()
-        try:
+        with contextlib.suppress(FileNotFoundError):
             with open(self.path, "rb") as f:
                 ours = f.read() == self.written
             if ours:
                 os.remove(self.path)
-        except FileNotFoundError:
-            pass
 
     def _remove_unfinished_checkpoints(self):
         """Removes the `ckpt-N_temp/` folders TensorFlow writes a checkpoint into (and removes once it is
@@ -175,10 +172,8 @@ class RunLock:
 
     def _beat(self):
         while not self.stop.wait(self.heartbeat_seconds):
-            try:
+            with contextlib.suppress(OSError):  # the folder is gone or unreachable: the run's own writes will say so
                 os.utime(self.path)
-            except OSError:
-                pass  # the folder is gone or unreachable: the run's own writes will say so
 
     def _take_over_if_stale(self):
         """Removes the lock if its holder no longer runs (with a note), else raises RunLockError."""
