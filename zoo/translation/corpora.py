@@ -29,19 +29,15 @@ MULTI30K_SPLITS = {
 }
 
 
-
-
 def _multi30k(split, source, target):
     for language in (source, target):
         if language not in MULTI30K_LANGUAGES:
             raise DatasetError(f"Multi30k (task 1) has languages {MULTI30K_LANGUAGES}, not {language!r}.")
     if split not in MULTI30K_SPLITS:
         raise DatasetError(f"Multi30k has no split {split!r}: use one of {sorted(MULTI30K_SPLITS)}.")
-    stem = MULTI30K_SPLITS[split]
-    sides = []
-    for language in (source, target):
-        name = f"{stem}.{language}.gz"
-        sides.append([line.strip() for line in read_lines(fetch(Source("multi30k", name, MULTI30K_URL + name)))])
+    names = [f"{MULTI30K_SPLITS[split]}.{language}.gz" for language in (source, target)]
+    sides = [[line.strip() for line in read_lines(fetch(Source("multi30k", name, MULTI30K_URL + name)))]
+             for name in names]
     if len(sides[0]) != len(sides[1]):
         raise DatasetError(f"Multi30k {split}: {len(sides[0])} {source} lines but {len(sides[1])} {target} lines.")
     return Translation(*sides)
@@ -68,21 +64,16 @@ TRANSLATION = {"multi30k": _multi30k}
 
 
 def load_translation(name, split, source, target):
-    """Sentence pairs (source language -> target language) of a translation dataset.
-
-    `name` is "multi30k" or "tfds:<catalog name>" (e.g. tfds:ted_hrlr_translate/pt_to_en,
-    tfds:wmt14_translate/de-en); `split` "train", "validation", "test" or a
-    dataset-specific name (Multi30k's test_2017_flickr ...).
-    """
+    """Sentence pairs (source language -> target language) of a translation dataset. `name` is "multi30k" or
+    "tfds:<catalog name>" (e.g. tfds:ted_hrlr_translate/pt_to_en, tfds:wmt14_translate/de-en); `split` "train",
+    "validation", "test" or a dataset-specific name (Multi30k's test_2017_flickr ...)."""
     if source == target:
         raise DatasetError(f"--source and --target are both {source!r}: choose two languages.")
     if name.startswith("tfds:"):
         return _tfds_translation(name[len("tfds:") :], split, source, target)
     if name not in TRANSLATION:
-        raise DatasetError(
-            f"Unknown translation dataset {name!r}: use one of {sorted(TRANSLATION)} or tfds:<name> "
-            "(e.g. tfds:ted_hrlr_translate/pt_to_en)."
-        )
+        raise DatasetError(f"Unknown translation dataset {name!r}: use one of {sorted(TRANSLATION)} or tfds:<name> "
+                           "(e.g. tfds:ted_hrlr_translate/pt_to_en).")
     return TRANSLATION[name](split, source, target)
 
 

@@ -68,14 +68,20 @@ class Pairs:
         chosen = np.zeros(self.count, bool)  # a byte a pair
         chosen[np.random.default_rng(seed).permutation(self.count)[:count]] = True
         read = lambda: (pair for index, pair in enumerate(self) if chosen[index])  # noqa: E731
-        chars, sizes, example = [0, 0], [0, 0], None
-        for pair in read():
-            for side in (0, 1):
-                chars[side] += len(pair[side])
-                sizes[side] += len(pair[side].encode("utf-8"))
-            example = pair[0] if example is None else example
+        _, chars, sizes, example = _measure(read())
         return Pairs(read, count, chars, {**self.key, "max_examples": count, "seed": seed}, example, self.skipped,
                      sizes, self.sources)
+
+
+def _measure(pairs):
+    """(count, characters and UTF-8 bytes of each side, the first source sentence) of `pairs`, read once."""
+    count, chars, sizes, example = 0, [0, 0], [0, 0], None
+    for count, pair in enumerate(pairs, start=1):
+        for side in (0, 1):
+            chars[side] += len(pair[side])
+            sizes[side] += len(pair[side].encode("utf-8"))
+        example = pair[0] if example is None else example
+    return count, chars, sizes, example
 
 
 def load(dataset, split, source, target, bad_rows="error"):
@@ -91,32 +97,21 @@ def load(dataset, split, source, target, bad_rows="error"):
                      data.sources[0] if data.sources else "")
     if source == target:
         raise DatasetError(f"--source and --target are both {source!r}: choose two languages.")
-    for language in (source, target) if spec.form == "text" else ("",):
-        dataset_spec.check_split(spec, split, lang=language)
-    dataset_spec.say_held_out(spec, split, **({"lang": source} if spec.form == "text" else {}))
+    check_split(spec, split, source, target)
+    dataset_spec.say_held_out(spec, split, **_source_lang(spec, source))
     if spec.form == "text" and "{lang}" not in spec.pattern:
         raise DatasetError(f"--dataset={spec}: aligned text files need {{lang}} in their pattern, one file per "
                            f"language (e.g. text:corpus/{{split}}.{{lang}} for corpus/train.{source} and "
                            f"corpus/train.{target}).")
-
-    def pairs(bad):
-        return (_aligned if spec.form == "text" else _tsv)(spec, split, source, target, bad)
-
     bad = files.BadRows(bad_rows)
     sources = Sources(lambda: _paths(spec, split, source, target))
-    count, chars, sizes, example = 0, [0, 0], [0, 0], None
-    for pair in pairs(bad):
-        count += 1
-        for side in (0, 1):
-            chars[side] += len(pair[side])
-            sizes[side] += len(pair[side].encode("utf-8"))
-        example = pair[0] if example is None else example
+    count, chars, sizes, example = _measure(_pairs(spec, split, source, target, bad))
     bad.check(f"{spec} ({split})")
     if not count:
         raise DatasetError(f"--dataset={spec} has no sentence pairs in its {split} split.")
     key = {"files": sources.digest, "spec": str(spec), "split": split, "source": source, "target": target,
            "bad_rows": bad_rows}
-    return Pairs(lambda: pairs(files.BadRows("skip")), count, chars, key, example,
+    return Pairs(lambda: _pairs(spec, split, source, target, files.BadRows("skip")), count, chars, key, example,
                  bad.count if bad_rows == "skip" else 0, sizes, sources)
 
 
@@ -143,20 +138,26 @@ def _raw_lines(path, strip=True):
             yield line.strip() if strip else line, f"{path}:{number}"
 
 
-def _blank_side(pair, source, target):
-    """Why a pair with one side blank is a bad row, or None."""
-    if not pair[0] or not pair[1]:
-        return f"an empty {source if not pair[0] else target} side (a pair needs both sentences)"
-    return None
+def _pairs(spec, split, source, target, bad):
+    """The split's good pairs, in order (a held-out share's rows kept or left out as `split` says); a pair with one
+    side blank goes to `bad`."""
+    keep = dataset_spec.in_split(spec, split, **_source_lang(spec, source))
+    index = 0
+    for texts, where in (_aligned if spec.form == "text" else _tsv)(spec, split, source, target, bad):
+        if not texts[0] or not texts[1]:
+            bad.add(where, f"an empty {source if not texts[0] else target} side (a pair needs both sentences)")
+            continue
+        if keep(index):
+            yield texts
+        index += 1
 
 
 def _aligned(spec, split, source, target, bad):
+    """(pair, where) of aligned text files, line by line (a line blank in both files passed over)."""
     sides = [dataset_spec.paths(spec, split, lang=language) for language in (source, target)]
     if len(sides[0]) != len(sides[1]):
         raise DatasetError(f"--dataset={spec} ({split}): {len(sides[0])} {source} files but {len(sides[1])} "
                            f"{target} files; each language needs one file per part.")
-    keep = dataset_spec.in_split(spec, split, lang=source)
-    index = 0
     for source_path, target_path in zip(*sides):
         left, right = _raw_lines(source_path), _raw_lines(target_path)
         lines = 0
@@ -167,44 +168,25 @@ def _aligned(spec, split, source, target, bad):
                 raise DatasetError(f"{source_path} has {counts[0]} lines but {target_path} has {counts[1]}: "
                                    "aligned files need one line per sentence pair.")
             lines += 1
-            texts = (pair[0][0], pair[1][0])
-            if not texts[0] and not texts[1]:
-                continue  # a blank line in both files
-            why = _blank_side(texts, source, target)
-            if why:
-                bad.add(f"{pair[0][1]} and line {lines} of {target_path}", why)
-                continue
-            if keep(index):
-                yield texts
-            index += 1
+            if pair[0][0] or pair[1][0]:
+                yield (pair[0][0], pair[1][0]), f"{pair[0][1]} and line {lines} of {target_path}"
 
 
 def _tsv(spec, split, source, target, bad):
-    keep = dataset_spec.in_split(spec, split)
-    index = 0
+    """(pair, where) of TSV files, a header's order applied; a line without exactly one TAB goes to `bad`."""
     for path in dataset_spec.paths(spec, split):
-        first = True
         order = (0, 1)
-        for line, where in _raw_lines(path, strip=False):  # a pair's TAB kept where one side is blank
+        for number, (line, where) in enumerate(_raw_lines(path, strip=False)):  # a blank side's TAB kept
             fields = line.split("\t")
-            if first:
-                first = False
-                if _is_header(fields, source, target, where):
-                    order = (0, 1) if fields[0].strip() == source else (1, 0)
-                    continue
+            if number == 0 and _is_header(fields, source, target, where):
+                order = (0, 1) if fields[0].strip() == source else (1, 0)
+                continue
             if not line.strip():
                 continue
             if len(fields) != 2:
                 bad.add(where, f"{len(fields) - 1} TABs where a pair has exactly one (source TAB target)")
                 continue
-            texts = (fields[order[0]].strip(), fields[order[1]].strip())
-            why = _blank_side(texts, source, target)
-            if why:
-                bad.add(where, why)
-                continue
-            if keep(index):
-                yield texts
-            index += 1
+            yield (fields[order[0]].strip(), fields[order[1]].strip()), where
 
 
 LANGUAGE_CODE = re.compile(r"[a-z]{2,3}([-_][A-Za-z0-9]{2,8})*")  # de, en, pt_BR, zh-Hant: a header's names
@@ -231,7 +213,12 @@ def _paths(spec, split, source, target):
 def held_out(spec, source):
     """Whether validation is a held-out share of the training pairs (zoo.data.spec.holds_out; aligned text files
     are matched by their `source` side's)."""
-    return dataset_spec.holds_out(spec, **({"lang": source} if spec.form == "text" else {}))
+    return dataset_spec.holds_out(spec, **_source_lang(spec, source))
+
+
+def _source_lang(spec, source):
+    """The `lang` of the files whose rows a held-out share is taken of: aligned text files' source side."""
+    return {"lang": source} if spec.form == "text" else {}
 
 
 def check_split(spec, split, source, target):

@@ -1,10 +1,8 @@
 """Encoder-decoder Transformer for translation: config, presets, the model and its loss.
 
-Sources end with </s>; the decoder reads <s> + target and predicts target +
-</s> (right-shifted targets, section 3 of the paper). The text to ids rule is
-in `zoo.translation.preprocessor`, the searches in `zoo.translation.search`,
-the TF Serving module in `zoo.translation.server`.
-"""
+Sources end with </s>; the decoder reads <s> + target and predicts target + </s> (right-shifted targets, section 3
+of the paper). The text to ids rule is in `zoo.translation.preprocessor`, the searches in `zoo.translation.search`,
+the TF Serving module in `zoo.translation.server`."""
 
 import dataclasses
 import os
@@ -98,33 +96,22 @@ def same_file(a, b):
 
 
 PRESETS = {
-    "tiny": TranslatorConfig(
-        hidden_dim=64, num_heads=4, intermediate_dim=128, num_encoder_layers=2, num_decoder_layers=2, max_length=64
-    ),
+    "tiny": TranslatorConfig(hidden_dim=64, num_heads=4, intermediate_dim=128, num_encoder_layers=2,
+                             num_decoder_layers=2, max_length=64),
     # Four heads, three layers each side: on a CPU the attention softmax of many heads costs more than it gives.
     "small": TranslatorConfig(),
     # The paper's base and big models (Table 3).
-    "base": TranslatorConfig(
-        hidden_dim=512, num_heads=8, intermediate_dim=2048, num_encoder_layers=6, num_decoder_layers=6, max_length=256
-    ),
-    "big": TranslatorConfig(
-        hidden_dim=1024,
-        num_heads=16,
-        intermediate_dim=4096,
-        num_encoder_layers=6,
-        num_decoder_layers=6,
-        dropout=0.3,
-        max_length=256,
-    ),
+    "base": TranslatorConfig(hidden_dim=512, num_heads=8, intermediate_dim=2048, num_encoder_layers=6,
+                             num_decoder_layers=6, max_length=256),
+    "big": TranslatorConfig(hidden_dim=1024, num_heads=16, intermediate_dim=4096, num_encoder_layers=6,
+                            num_decoder_layers=6, dropout=0.3, max_length=256),
 }
 
 
 class Translator(keras.Model):
-    """source_ids (batch, S), target_ids (batch, T) -> logits (batch, T, target_vocab) float32.
-
-    Id 0 is padding on both sides. `encode`, `decode` and `decode_step` are
-    the pieces that training, cached and uncached decoding put together.
-    """
+    """source_ids (batch, S), target_ids (batch, T) -> logits (batch, T, target_vocab) float32. Id 0 is padding on
+    both sides. `encode`, `decode` and `decode_step` are the pieces that training, cached and uncached decoding put
+    together."""
 
     def __init__(self, config, **kwargs):
         super().__init__(**kwargs)
@@ -144,15 +131,9 @@ class Translator(keras.Model):
             "source", c.source_vocab_size, c.source_embedding_dim or c.hidden_dim)
         self.target_embedding, self.target_projection = (
             (self.source_embedding, self.source_projection) if c.shared_vocabulary
-            else embedding("target", c.target_vocab_size, target_width)
-        )
-        block = dict(
-            num_heads=c.num_heads,
-            intermediate_dim=c.intermediate_dim,
-            dropout=c.dropout,
-            activation=c.activation,
-            norm_first=c.norm_first,
-        )
+            else embedding("target", c.target_vocab_size, target_width))
+        block = dict(num_heads=c.num_heads, intermediate_dim=c.intermediate_dim, dropout=c.dropout,
+                     activation=c.activation, norm_first=c.norm_first)
         self.encoder_blocks = [EncoderBlock(**block, name=f"encoder_{i}") for i in range(c.num_encoder_layers)]
         self.decoder_blocks = [DecoderBlock(**block, name=f"decoder_{i}") for i in range(c.num_decoder_layers)]
         # tf.train.Checkpoint does not see layers inside Keras-tracked lists: name each block.
@@ -164,13 +145,10 @@ class Translator(keras.Model):
         self.encoder_norm = norm("encoder_norm") if c.norm_first else None
         self.decoder_norm = norm("decoder_norm") if c.norm_first else None
         self.output_projection = (
-            None if c.tie_embeddings else keras.layers.Dense(c.target_vocab_size, name="output_projection")
-        )
+            None if c.tie_embeddings else keras.layers.Dense(c.target_vocab_size, name="output_projection"))
         # Tied to a target embedding of another width: hidden_dim -> Dense -> its width -> the reversed table.
-        self.reverse_projection = (
-            keras.layers.Dense(target_width, name="reverse_projection")
-            if c.tie_embeddings and target_width != c.hidden_dim else None
-        )
+        self.reverse_projection = (keras.layers.Dense(target_width, name="reverse_projection")
+                                   if c.tie_embeddings and target_width != c.hidden_dim else None)
 
     def embed(self, side, token_ids, training=False, start_index=0):
         """(batch, T) ids of `side` ("source", "target") -> (batch, T, hidden_dim): tokens and positions, projected
@@ -180,10 +158,9 @@ class Translator(keras.Model):
         return x if projection is None else projection(x)
 
     def encode(self, source_ids, training=False, skip_padding=False):
-        """(encoder_output (batch, S, hidden), source_mask (batch, S) bool).
-
-        `skip_padding`: the blocks' projections, Add & Norm and feed-forward networks run at
-        real tokens only (the blocks' argument of that name; not under XLA)."""
+        """(encoder_output (batch, S, hidden), source_mask (batch, S) bool). `skip_padding`: the blocks' projections,
+        Add & Norm and feed-forward networks run at real tokens only (the blocks' argument of that name; not under
+        XLA)."""
         source_mask = padding_mask(source_ids)
         x = self.embed("source", source_ids, training=training)
         for block in self.encoder_blocks:
@@ -209,14 +186,8 @@ class Translator(keras.Model):
         target_mask = padding_mask(target_ids)
         x = self.embed("target", target_ids, training=training)
         for block in self.decoder_blocks:
-            x = block(
-                x,
-                encoder_output,
-                padding_mask=target_mask,
-                encoder_padding_mask=source_mask,
-                training=training,
-                skip_padding=skip_padding,
-            )
+            x = block(x, encoder_output, padding_mask=target_mask, encoder_padding_mask=source_mask,
+                      training=training, skip_padding=skip_padding)
         return x
 
     def decode(self, target_ids, encoder_output, source_mask, training=False):
@@ -241,9 +212,8 @@ class Translator(keras.Model):
         x = self.embed("target", token_ids[:, None], start_index=index)
         new_caches = []
         for block, cache, cross in zip(self.decoder_blocks, caches, cross_caches):
-            x, cache = block(
-                x, encoder_padding_mask=source_mask, cache=cache, cache_update_index=index, cross_attention_cache=cross
-            )
+            x, cache = block(x, encoder_padding_mask=source_mask, cache=cache, cache_update_index=index,
+                             cross_attention_cache=cross)
             new_caches.append(cache)
         return self.project(x)[:, 0], new_caches
 
@@ -276,11 +246,9 @@ def words_initializer(plans):
 
 
 def translation_loss(label_smoothing, skip_padding=False):
-    """The Task.loss of a translator: smoothed cross-entropy summed over the real target tokens.
-
-    `skip_padding`: the blocks' projections, Add & Norm and feed-forward networks, the output
-    projection and the loss run at real tokens only (padding is skipped, not computed and masked).
-    It needs dynamic shapes: not under XLA (jit_compile, TPUs)."""
+    """The Task.loss of a translator: smoothed cross-entropy summed over the real target tokens. `skip_padding`: the
+    blocks' projections, Add & Norm and feed-forward networks, the output projection and the loss run at real tokens
+    only (padding is skipped, not computed and masked). It needs dynamic shapes: not under XLA (jit_compile, TPUs)."""
 
     def loss(model, batch, training):
         source, target = batch["source"], batch["target"]
@@ -292,7 +260,8 @@ def translation_loss(label_smoothing, skip_padding=False):
             logits = model.project(tf.boolean_mask(states, is_label))  # (real tokens, vocab)
             losses = smoothed_cross_entropy(tf.boolean_mask(labels, is_label), logits, label_smoothing)
         else:
-            losses = smoothed_cross_entropy(labels, model.project(states), label_smoothing) * tf.cast(is_label, tf.float32)
+            losses = smoothed_cross_entropy(labels, model.project(states), label_smoothing)
+            losses *= tf.cast(is_label, tf.float32)
         # Real input tokens: the source's, and the decoder's (<s> + target: one per real label).
         tokens = tf.reduce_sum(tf.cast(source != PAD_ID, tf.int64)) + tf.reduce_sum(tf.cast(is_label, tf.int64))
         return tf.reduce_sum(losses), tf.reduce_sum(tf.cast(is_label, tf.float32)), tokens

@@ -3,6 +3,7 @@ on Multi30k or the user's files; run by zoo.training.driver from the command lin
 Python (zoo.train("translate", ...))."""
 
 import dataclasses
+import itertools
 import json
 import os
 import sys
@@ -10,20 +11,16 @@ import time
 
 import numpy as np
 
-from zoo.data import batching, spec as dataset_spec, tokenizer, word_tokenizer
-from zoo.translation import corpora as translation_corpora
 from zoo.core import disk
-from zoo.translation import data as translation_data, model as translation, preprocessor as translation_preprocessing
-from zoo.translation import word_embedding as translation_words
-from zoo.translation.load import load_run as load_trained
-from zoo.training.distribute import is_chief, uses_xla
-from zoo.training import evaluation
-from zoo.training.evaluation import write_summaries
 from zoo.core.progress import Progress
+from zoo.data import batching, spec as dataset_spec, tokenizer, word_tokenizer
 from zoo.runs import run_dir
-from zoo.runs.run_dir import RunDir
-from zoo.training import driver, run_settings
+from zoo.training import driver, evaluation, run_settings
 from zoo.training.config import Task
+from zoo.training.distribute import is_chief, uses_xla
+from zoo.translation import corpora as translation_corpora, data as translation_data, model as translation
+from zoo.translation import preprocessor as translation_preprocessing, word_embedding as translation_words
+from zoo.translation.load import load_run as load_trained
 from zoo.translation.run_config import TranslateRunConfig, base as run_config_base
 from zoo.translation.search import translate_ids
 from zoo.translation.server import TranslatorServer
@@ -68,11 +65,10 @@ def prepare_run(folder, config, data, chief, plans):
             trained = tokenizer.train_tokenizer(texts, size, False, seed)
             return lambda: tokenizer.save_tokenizer(trained, model_dir, name)
 
-        if model.shared_vocabulary:
-            writes = [make((0, 1), source_file, model.source_vocab_size, plans.get("source"))]
-        else:
-            writes = [make((0,), source_file, model.source_vocab_size, plans.get("source")),
-                      make((1,), target_file, model.target_vocab_size, plans.get("target"))]
+        names = {"source": source_file, "target": target_file}
+        sides = {"source": (0, 1)} if model.shared_vocabulary else {"source": (0,), "target": (1,)}
+        writes = [make(read, names[side], getattr(model, f"{side}_vocab_size"), plans.get(side))
+                  for side, read in sides.items()]
         for write in writes:
             write()
 
@@ -88,9 +84,14 @@ def padded_lengths(config):
     return {"source": config.max_length, "target": config.max_length + 1}
 
 
-def tokenizers_key(model_dir, config):
-    """The contents of a run's tokenizer files: their part of the token cache's keys."""
-    return tokenizer.files_key(model_dir, RunDir.tokenizer_files(config.shared_vocabulary, config.words))
+def token_rows(data, tokenizers, model_dir, config):
+    """(source rows, target rows) of `data` from the token cache, keyed by the contents of the run's tokenizer files,
+    their ids checked against the model `config`'s vocabularies."""
+    key = tokenizer.files_key(model_dir, run_dir.RunDir.tokenizer_files(config.shared_vocabulary, config.words))
+    sources, targets = translation_data.token_rows(data, tokenizers, key, config.max_length)
+    sources.check_ids(config.source_vocab_size)
+    targets.check_ids(config.target_vocab_size)
+    return sources, targets
 
 
 def prepare(run, config, strategy):
@@ -117,10 +118,7 @@ def prepare(run, config, strategy):
         derived["files"] = {"digest": digest, "bad_rows_skipped": data.skipped}
         derived["held_out"] = translation_data.held_out(spec, names.source)
     config = run_config.model
-    sources, targets = translation_data.token_rows(data, tokenizers, tokenizers_key(run.model_dir, config),
-                                                   config.max_length)
-    sources.check_ids(config.source_vocab_size)
-    targets.check_ids(config.target_vocab_size)
+    sources, targets = token_rows(data, tokenizers, run.model_dir, config)
     lengths = np.maximum(sources.lengths, targets.lengths - 1)
     train_config = run.train
     # A batch holds max_tokens tokens (at most batch_size pairs), not batch_size pairs: an epoch's steps
@@ -195,28 +193,18 @@ def run_eval(model_dir, split, decode, batch_size, jit_compile=False, average=1,
     bleu_metric, chrf_metric = sacrebleu.BLEU(), sacrebleu.CHRF()
     bleu = bleu_metric.corpus_score(hypotheses, [references])
     chrf = chrf_metric.corpus_score(hypotheses, [references])
-    sources, targets = translation_data.token_rows(data, loaded.tokenizer, tokenizers_key(model_dir, loaded.config),
-                                                   loaded.config.max_length)
-    sources.check_ids(loaded.config.source_vocab_size)
-    targets.check_ids(loaded.config.target_vocab_size)
-    rows = {"source": sources, "target": targets}
+    sources, targets = token_rows(data, loaded.tokenizer, model_dir, loaded.config)
     plan = batching.evaluation_plan(targets.lengths, batch_size)
-    batches = batching.plan_dataset(plan, rows, max_length=padded_lengths(loaded.config))
+    batches = batching.plan_dataset(plan, {"source": sources, "target": targets},
+                                    max_length=padded_lengths(loaded.config))
     totals = evaluation.evaluate(translation.translation_metrics(loaded.model), batches, len(plan), split)
     loss = totals["loss"] / totals["tokens"]
     result = {"bleu": bleu.score, "chrf": chrf.score, "loss": loss}
-    write_summaries(model_dir, f"eval_{split}", loaded.step, result)
-    result.update(
-        # sacreBLEU's signatures (nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:...): how to reproduce the scores
-        bleu_signature=str(bleu_metric.get_signature()),
-        chrf_signature=str(chrf_metric.get_signature()),
-        sentences=len(hypotheses),
-        decode=dataclasses.asdict(decode),
-        decode_seconds=seconds,
-        step=loaded.step,
-        average_checkpoints=average,
-        hypotheses=name,
-    )
+    evaluation.write_summaries(model_dir, f"eval_{split}", loaded.step, result)
+    # sacreBLEU's signatures (nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:...): how to reproduce the scores
+    result.update(bleu_signature=str(bleu_metric.get_signature()), chrf_signature=str(chrf_metric.get_signature()),
+                  sentences=len(hypotheses), decode=dataclasses.asdict(decode), decode_seconds=seconds,
+                  step=loaded.step, average_checkpoints=average, hypotheses=name)
     folder.update_metrics(**{f"eval_{split}": result})
     print(f"{split}: sacreBLEU {bleu.score:.2f}, chrF {chrf.score:.2f}, loss {loss:.4f} on {len(hypotheses)} "
           f"sentences (decoding {seconds:.1f} s); hypotheses in {os.path.join(model_dir, name)}")
@@ -240,12 +228,10 @@ def server(loaded, config):
     module = TranslatorServer(loaded.model, loaded.tokenizer.source, loaded.tokenizer.target, decode,
                               config.eval.jit_compile)
     run = loaded.record.config.data
-    return driver.Serving(
-        module, {"serving_default": module.serve}, {"text": [loaded.record.derived["example"], ""]},
-        metadata={"recipe": RECIPE, "dataset": run.dataset, "source": run.source, "target": run.target,
-                  "model": dataclasses.asdict(loaded.config),
-                  "decode": dataclasses.asdict(decode), "step": loaded.step},
-    )
+    return driver.Serving(module, {"serving_default": module.serve}, {"text": [loaded.record.derived["example"], ""]},
+                          metadata={"recipe": RECIPE, "dataset": run.dataset, "source": run.source,
+                                    "target": run.target, "model": dataclasses.asdict(loaded.config),
+                                    "decode": dataclasses.asdict(decode), "step": loaded.step})
 
 
 def run_translate(model_dir, decode, batch_size, lines_in=None, out=None, average=1):
@@ -264,20 +250,12 @@ def run_translate(model_dir, decode, batch_size, lines_in=None, out=None, averag
         translations, scores = module.translate_n_best(tf.constant(batch))
         for texts, values in zip(translations.numpy(), scores.numpy()):
             texts = [t.decode("utf-8") for t in texts]
-            if decode.num_return == 1:
-                out.write(texts[0] + "\n")
-            else:
-                out.write(json.dumps({"translations": texts, "scores": [float(v) for v in values]}, ensure_ascii=False))
-                out.write("\n")
+            out.write((texts[0] if decode.num_return == 1 else json.dumps(
+                {"translations": texts, "scores": [float(v) for v in values]}, ensure_ascii=False)) + "\n")
         out.flush()
 
-    batch = []
-    for line in lines_in:
-        batch.append(line.rstrip("\n"))
-        if len(batch) == batch_size:
-            flush(batch)
-            batch = []
-    if batch:
+    lines = (line.rstrip("\n") for line in lines_in)
+    while batch := list(itertools.islice(lines, batch_size)):  # a batch written as soon as it is read
         flush(batch)
 
 
@@ -304,18 +282,8 @@ def check(run, config):
 
 
 TRANSLATE = driver.Recipe(
-    name=RECIPE,
-    config_class=TranslateRunConfig,
-    base=run_config_base,
-    shortcuts=SHORTCUTS,
-    prepare=prepare,
-    load=load_trained,
-    server=server,
-    evaluate=evaluate,
-    modes={"translate": translate},
-    reads=READS,
-    check=check,
-    finish=finish,
-    figures=driver.Figures(("bleu", "chrf", "loss"),
-                           lambda config: config.data.eval_split or default_split(config.data.dataset)),
+    name=RECIPE, config_class=TranslateRunConfig, base=run_config_base, shortcuts=SHORTCUTS, prepare=prepare,
+    load=load_trained, server=server, evaluate=evaluate, modes={"translate": translate}, reads=READS, check=check,
+    finish=finish, figures=driver.Figures(("bleu", "chrf", "loss"),
+                                          lambda config: config.data.eval_split or default_split(config.data.dataset)),
 )

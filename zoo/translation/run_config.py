@@ -15,6 +15,7 @@ from zoo.translation import model as translation
 from zoo.translation.data import FORMS
 from zoo.translation.search import DecodeConfig
 
+
 @dataclasses.dataclass(frozen=True)
 class TranslationData:
     dataset: str | None = None  # multi30k, tfds:NAME, or your files as text:PATTERN with {lang}, or tsv:PATTERN
@@ -71,9 +72,9 @@ class TranslateRunConfig:
         for name in ("source_vocab_size", "target_vocab_size"):
             tokenizer.check_vocab_size(f"model.{name}", getattr(self.model, name))
         if self.train.max_tokens is not None and self.train.max_tokens < self.model.max_length:
-            raise ConfigError(f"train.max_tokens={self.train.max_tokens} cannot hold one pair of up to "
-                              f"model.max_length={self.model.max_length} tokens: give at least {self.model.max_length}, "
-                              "or a smaller model.max_length.")
+            raise ConfigError(f"train.max_tokens={self.train.max_tokens} cannot hold one pair of up to model."
+                              f"max_length={self.model.max_length} tokens: give at least {self.model.max_length}, or "
+                              "a smaller model.max_length.")
         self.dataset_spec  # parsed now: a form this recipe does not read is refused with the config
 
     @functools.cached_property
@@ -84,5 +85,5 @@ class TranslateRunConfig:
 
 
 def base(preset=None, init_from=None, record=None):
-    """The preset's model (None: small) with the recipe's training defaults (init_from is refused by TranslateRunConfig)."""
+    """The preset's model (None: small) with the recipe's training defaults (TranslateRunConfig refuses init_from)."""
     return config.preset(TranslateRunConfig, translation.PRESETS, preset or "small")

@@ -1,9 +1,7 @@
 """Translating source ids: greedy search, sampling or beam search over the decoder's caches.
 
-Decoding starts from <s> and runs one token per step with each decoder layer's key/value cache;
-the encoder output and its cross-attention keys/values are computed once per sentence and
-shared by all its beams.
-"""
+Decoding starts from <s> and runs one token per step with each decoder layer's key/value cache; the encoder output
+and its cross-attention keys/values are computed once per sentence and shared by all its beams."""
 
 import dataclasses
 import math
@@ -44,9 +42,8 @@ class DecodeConfig:
             raise ValueError(f"temperature={self.temperature} must be a finite number above 0 (1 samples from the "
                              "model's own distribution).")
         if self.sampling and self.beam_size > 1:
-            raise ValueError(
-                "Sampling (top_k / top_p / temperature) draws one translation per sentence: use beam_size=1."
-            )
+            raise ValueError("Sampling (top_k / top_p / temperature) draws one translation per sentence: use "
+                             "beam_size=1.")
 
     @property
     def sampling(self):
@@ -60,14 +57,14 @@ def never_generate(logits):
 
 
 def search_steps(model, source_ids, decode_config):
-    """The most tokens a translation of this batch may have: the source length plus
-    max_extra_length, at most the model's max_length."""
+    """The most tokens a translation of this batch may have: the source length plus max_extra_length, at most the
+    model's max_length."""
     return tf.minimum(model.config.max_length, tf.shape(source_ids)[1] + decode_config.max_extra_length)
 
 
 def cached_decoder(model, source_ids, steps, beams=1):
-    """(step function, initial state) of `zoo.core.decoding` for the decoder over its key/value caches,
-    with what the step closes over repeated for `beams` hypotheses per sentence."""
+    """(step function, initial state) of `zoo.core.decoding` for the decoder over its key/value caches, with what the
+    step closes over repeated for `beams` hypotheses per sentence."""
     encoder_output, source_mask = model.encode(source_ids)
     cross_caches = model.cross_attention_caches(encoder_output)  # once per sentence, then shared by its beams
     if beams > 1:
@@ -96,12 +93,9 @@ def run_search(step, state, batch, steps, decode_config, beam):
 
 
 def translate_ids(model, source_ids, decode_config):
-    """Translations of a padded batch of source ids, in graph.
-
-    Returns (tokens (batch, num_return, steps) int32, scores (batch, num_return)
-    float32): summed log-probabilities (divided by the length penalty for beam search).
-    Beam size 1 runs the greedy loop (or samples).
-    """
+    """Translations of a padded batch of source ids, in graph: (tokens (batch, num_return, steps) int32, scores
+    (batch, num_return) float32), summed log-probabilities (divided by the length penalty for beam search). Beam
+    size 1 runs the greedy loop (or samples)."""
     beams = decode_config.beam_size
     steps = search_steps(model, source_ids, decode_config)
     step, state = cached_decoder(model, source_ids, steps, beams)

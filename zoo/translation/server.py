@@ -16,10 +16,8 @@ class TranslatorServer(tf.Module):
         if decode_config.top_k > vocab_size:
             raise ValueError(f"top_k={decode_config.top_k} is more than the {vocab_size} tokens of the target "
                              f"vocabulary: use at most {vocab_size}, or 0 for the whole vocabulary.")
-        self.model = model
-        self.source_tokenizer = source_tokenizer
-        self.target_tokenizer = target_tokenizer
-        self.decode_config = decode_config
+        self.model, self.decode_config = model, decode_config
+        self.source_tokenizer, self.target_tokenizer = source_tokenizer, target_tokenizer
         self._search = tf.function(lambda ids: translate_ids(model, ids, decode_config), jit_compile=jit_compile)
 
     def translate_n_best(self, text):
