@@ -8,6 +8,8 @@ with AVX512-BF16 or AMX-BF16 instructions through oneDNN. Without them TensorFlo
 
 import os
 
+import tensorflow as tf
+
 CHOICES = ("auto", "float32", "bfloat16", "float16")
 CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
@@ -23,8 +25,6 @@ def cpu_flags(cpuinfo_text):
 
 def gpu_capabilities():
     """(name, (major, minor)) of each GPU TensorFlow sees."""
-    import tensorflow as tf
-
     found = []
     for gpu in tf.config.list_physical_devices("GPU"):
         details = tf.config.experimental.get_device_details(gpu)

@@ -36,9 +36,7 @@ def kind(op_type, op_name=""):
     named `op_name` (its full name in the graph: ops under the optimizer's name scope are the optimizer's)."""
     if not op_type or "::" in op_type or op_type == "ParallelFor" or op_type.startswith("Iterator"):
         return "runtime"  # the executor's own work, thread-pool regions, waiting for the input pipeline
-    name = op_type
-    for prefix in ("_MklNative", "_Mkl"):
-        name = name.removeprefix(prefix)
+    name = op_type.removeprefix("_MklNative").removeprefix("_Mkl")
     if "MatMul" in name or "Einsum" in name or "Conv" in name:
         return "matrix products"
     if "Softmax" in name:
