@@ -3,25 +3,24 @@ the same values the command line does, with the field's name and its valid range
 
 
 def positive(config, *names):
-    for name in names:
-        value = getattr(config, name)
-        if value is not None and not value > 0:
-            raise ValueError(f"{name}={value!r} must be positive.")
+    _each(config, names, lambda value: value > 0, "positive")
 
 
 def non_negative(config, *names):
-    for name in names:
-        value = getattr(config, name)
-        if value is not None and not value >= 0:
-            raise ValueError(f"{name}={value!r} must be non-negative.")
+    _each(config, names, lambda value: value >= 0, "non-negative")
 
 
 def rates(config, *names):
-    """Probabilities that may be 0 but not 1 (dropout, label smoothing): [0, 1)."""
+    """Probabilities that may be 0 but not 1 (dropout, label smoothing)."""
+    _each(config, names, lambda value: 0.0 <= value < 1.0, "in [0, 1)")
+
+
+def _each(config, names, holds, what):
+    """Each field of `names` that is set `holds`, else a ValueError saying it must be `what`."""
     for name in names:
         value = getattr(config, name)
-        if value is not None and not 0.0 <= value < 1.0:
-            raise ValueError(f"{name}={value!r} must be in [0, 1).")
+        if value is not None and not holds(value):
+            raise ValueError(f"{name}={value!r} must be {what}.")
 
 
 def divisible(config):
