@@ -1,11 +1,9 @@
 """Length-bucketed batch plans and the tf.data pipelines built from them.
 
-A *plan* says which examples form each batch, for every training step, made
-in NumPy from the examples' lengths and a seed. Because it is a pure function
-of (lengths, seed), a resumed run rebuilds the same plan and skips the steps it
-has done: the data position is the step count. Under tf.distribute every global
-batch is split into one part per replica, and each input pipeline (worker)
-yields the parts of its own replicas.
+A *plan* says which examples form each batch, for every training step, made in NumPy from the examples' lengths and a
+seed. Because it is a pure function of (lengths, seed), a resumed run rebuilds the same plan and skips the steps it has
+done: the data position is the step count. Under tf.distribute every global batch is split into one part per replica,
+and each input pipeline (worker) yields the parts of its own replicas.
 """
 
 import numpy as np
@@ -16,13 +14,9 @@ BUCKET_BATCHES = 100  # examples are sorted by length within windows of this man
 
 
 def epoch_batches(lengths, batch_size, rng, max_tokens=None):
-    """One epoch of batches, each an int array of example indices.
-
-    Examples are shuffled, sorted by length within windows of BUCKET_BATCHES
-    batches, cut into batches of `batch_size` examples (with `max_tokens`, as
-    many as fit max_tokens once padded, at most batch_size), and the batches
-    are shuffled.
-    """
+    """One epoch of batches, each an int array of example indices: the examples shuffled, sorted by length within
+    windows of BUCKET_BATCHES batches, cut into batches of `batch_size` (with `max_tokens`, as many as fit max_tokens
+    once padded, at most batch_size), and the batches shuffled."""
     order = rng.permutation(len(lengths))
     window = batch_size * BUCKET_BATCHES
     batches = []
@@ -51,11 +45,8 @@ def _cut(sorted_indices, lengths, batch_size, max_tokens):
 
 
 def training_plan(lengths, steps, batch_size, seed, num_replicas=1, max_tokens=None):
-    """`steps` global batches, epoch after epoch, each split into `num_replicas` parts.
-
-    Returns a list (steps * num_replicas) of index arrays, step-major.
-    Batches with fewer examples than replicas are dropped.
-    """
+    """`steps` global batches, epoch after epoch, each split into `num_replicas` parts: a list (steps * num_replicas)
+    of index arrays, step-major. Batches with fewer examples than replicas are dropped."""
     lengths = np.asarray(lengths)
     rng = np.random.default_rng(seed)
     plan = []
@@ -65,10 +56,8 @@ def training_plan(lengths, steps, batch_size, seed, num_replicas=1, max_tokens=N
             if len(batch) >= num_replicas:
                 plan.extend(np.array_split(batch, num_replicas))
         if len(plan) == before:
-            raise ValueError(
-                f"No batch of {len(lengths)} examples has one example for each of the {num_replicas} replicas: "
-                "use more data or fewer replicas."
-            )
+            raise ValueError(f"No batch of {len(lengths)} examples has one example for each of the {num_replicas} "
+                             "replicas: use more data or fewer replicas.")
     return plan[: steps * num_replicas]
 
 

@@ -1,19 +1,19 @@
 """Token ids on disk, tokenized once and memory-mapped (fairseq's and Megatron-LM's indexed datasets).
 
-A cache entry is a folder under $ZOO_CACHE_DIR (default ~/.cache/transformer_zoo/tokens), named by a hash
-of its key: the data (each file's contents, or a built-in dataset's name), the split, and the tokenizer's
-bytes and settings. A second run on the same files and tokenizer reuses it; a changed file has another
-key and is tokenized again. Clear it with `rm -r ~/.cache/transformer_zoo/tokens`.
+A cache entry is a folder under $ZOO_CACHE_DIR (default ~/.cache/transformer_zoo/tokens), named by a hash of its key:
+the data (each file's contents, or a built-in dataset's name), the split, and the tokenizer's bytes and settings. A
+second run on the same files and tokenizer reuses it; a changed file has another key and is tokenized again. Clear it
+with `rm -r ~/.cache/transformer_zoo/tokens`.
 
-An entry holds `ids.bin` (every row's int32 ids, one after another), `offsets.bin` (int64, where each
-row ends), `labels.bin` (int32, one per row; empty for unlabelled text) and `meta.json`: the entry's format,
-its row and token counts, the range of its ids, and each file's size and sha256 (hashed as it is written).
-It is written into a dot-folder and renamed into place, so no reader sees half an entry; the dot-folder of a
-writer that died is removed by the next run (zoo.data.staging: its lock tells). Tokenizing streams:
-a chunk of texts at a time, so memory does not grow with the corpus.
+An entry holds `ids.bin` (every row's int32 ids, one after another), `offsets.bin` (int64, where each row ends),
+`labels.bin` (int32, one per row; empty for unlabelled text) and `meta.json`: the entry's format, its row and token
+counts, the range of its ids, and each file's size and sha256 (hashed as it is written). It is written into a
+dot-folder and renamed into place, so no reader sees half an entry; the dot-folder of a writer that died is removed by
+the next run (zoo.data.staging: its lock tells). Tokenizing streams: a chunk of texts at a time, so memory does not
+grow with the corpus.
 
-The cache never lies: the files an entry is read from (`zoo.data.sources.Sources`) are checked again after the pass, and a file
-that changed keeps the entry out; every opening checks the entry's sizes and checksums, and a damaged,
+The cache never lies: the files an entry is read from (`zoo.data.sources.Sources`) are checked again after the pass,
+and a file that changed keeps the entry out; every opening checks the entry's sizes and checksums, and a damaged,
 incomplete or older entry is named on stderr, moved aside and removed, and made again.
 """
 

@@ -59,8 +59,7 @@ def fetch(source):
 
 @contextlib.contextmanager
 def reading(path):
-    """Turns what a corrupt, truncated or undecodable data file raises into one DatasetError
-    that names the file."""
+    """Turns what a corrupt, truncated or undecodable data file raises into one DatasetError that names the file."""
     try:
         yield
     except (EOFError, OSError, tarfile.TarError, zipfile.BadZipFile, zlib.error, UnicodeDecodeError, KeyError) as error:

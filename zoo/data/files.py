@@ -191,9 +191,9 @@ def class_files(folder):
             kind = "a fifo" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
             unreadable.append(f"{name} ({kind})")
     if unreadable:
+        more = " ..." if len(unreadable) > SHOWN_BAD_ROWS else ""
         raise DatasetError(f"{folder} holds {len(unreadable)} {'entry' if len(unreadable) == 1 else 'entries'} "
-                           "that cannot be read as texts: "
-                           f"{', '.join(unreadable[:SHOWN_BAD_ROWS])}{' ...' if len(unreadable) > SHOWN_BAD_ROWS else ''}. "
+                           f"that cannot be read as texts: {', '.join(unreadable[:SHOWN_BAD_ROWS])}{more}. "
                            "Remove them from the class folder.")
     if not found:
         raise DatasetError(f"The class folder {folder} holds no texts: remove it, or name the classes to use "
@@ -227,9 +227,8 @@ def _line_rows(spec, path, bad_rows):
 
 
 def check_columns(spec, split, names, **fields):
-    """The columns `names` (text, label and, for text pairs, the second text's; None: no such column) exist in
-    the first file's header (csv, tsv) or first object (jsonl); a missing one is refused naming those the file
-    has."""
+    """The columns `names` (text, label and, for text pairs, the second text's; None: no such column) exist in the first
+    file's header (csv, tsv) or first object (jsonl); a missing one is refused naming those the file has."""
     if spec.form not in ("csv", "tsv", "jsonl"):
         return
     path = paths(spec, split, **fields)[0]

@@ -1,12 +1,11 @@
-"""The token cache's staging folders (zoo.data.cache), each held by a lock for as long as its writer lives, so
-that the next run removes those of writers that died (kill -9, a crash, a reboot) and leaves those of writers
-still at work: a folder's writer is known dead by its lock, not guessed from the folder's age.
+"""The token cache's staging folders (zoo.data.cache), each held by a lock for as long as its writer lives, so that the
+next run removes those of writers that died (kill -9, a crash, a reboot) and leaves those of writers still at work: a
+folder's writer is known dead by its lock, not guessed from the folder's age.
 
-A writer takes an exclusive flock(2) on `<folder>.lock` before it makes `<folder>`, and removes the folder
-before it lets the lock go. The kernel lets go of a dead process's locks (over NFS, the server, once the client
-is gone), so a staging folder whose lock can be taken has no writer. A folder left by a zoo from before these
-locks has no lock file: it is removed once nothing in it has changed for STALE_SECONDS (a writer adds to its
-files every few seconds).
+A writer takes an exclusive flock(2) on `<folder>.lock` before it makes `<folder>`, and removes the folder before it
+lets the lock go. The kernel lets go of a dead process's locks (over NFS, the server, once the client is gone), so a
+staging folder whose lock can be taken has no writer. A folder left by a zoo from before these locks has no lock file:
+it is removed once nothing in it has changed for STALE_SECONDS (a writer adds to its files every few seconds).
 """
 
 import contextlib

@@ -1,14 +1,12 @@
 """Subword tokenizers trained from a training split.
 
-A SentencePiece unigram model (keras-hub's `compute_sentence_piece_proto` settings)
-is trained once per run and saved as `tokenizer.model` beside the checkpoints;
-the same bytes go inside every export, so serving tokenizes exactly as training did.
-Ids 0-3 are fixed: <pad>, <unk>, <s> (start, also the classifier's head token)
-and </s> (end).
+A SentencePiece unigram model (keras-hub's `compute_sentence_piece_proto` settings) is trained once per run and saved as
+`tokenizer.model` beside the checkpoints; the same bytes go inside every export, so serving tokenizes exactly as
+training did. Ids 0-3 are fixed: <pad>, <unk>, <s> (start, also the classifier's head token) and </s> (end).
 
-A run fine-tuned from a published BERT-style checkpoint (`zoo.pretraining.published`) keeps that
-checkpoint's WordPiece vocabulary instead, as `vocab.txt` and `tokenizer_config.json`
-(Hugging Face's names): its [PAD] is 0, its text is framed as [CLS] ... [SEP].
+A run fine-tuned from a published BERT-style checkpoint (`zoo.pretraining.published`) keeps that checkpoint's WordPiece
+vocabulary instead, as `vocab.txt` and `tokenizer_config.json` (Hugging Face's names): its [PAD] is 0, its text is
+framed as [CLS] ... [SEP].
 """
 
 import io
@@ -70,9 +68,8 @@ def training_pieces(texts, max_characters=MAX_SENTENCE_BYTES // 4):
 def check_vocab_size(name, size, user_symbols=(), byte_fallback=False, add_dummy_prefix=True, **settings):
     """Refuses a `size` (the field `name`) below the fewest pieces `train_tokenizer` makes a vocabulary of, with these
     settings, from any text: ids 0-3, the `user_symbols`, byte fallback's 256 bytes, one character and the word-start
-    mark SentencePiece puts before each text (add_dummy_prefix). More characters need more pieces, which
-    train_tokenizer names (found by trying, sentencepiece 0.2: below this it fails with an INTERNAL error or asks for
-    more)."""
+    mark SentencePiece puts before each text (add_dummy_prefix). More characters need more pieces, which train_tokenizer
+    names (found by trying, sentencepiece 0.2: below this it fails with an INTERNAL error or asks for more)."""
     least = 4 + len(user_symbols) + 256 * bool(byte_fallback) + 1 + bool(add_dummy_prefix)
     if size < least:
         parts = ["4 special ones", *user_symbols, *(["256 bytes"] if byte_fallback else []), "a character",
@@ -134,10 +131,9 @@ def wordpiece_problem(vocabulary):
 
 
 def wordpiece_tokenizer(vocabulary, lowercase, strip_accents=None):
-    """keras-hub's BertTokenizer (BERT's basic tokenization, then WordPiece, in TF Text ops) over
-    `vocabulary` (a list of pieces, which `wordpiece_problem` finds usable). strip_accents=None follows
-    `lowercase`, as in BERT. Special pieces written in a text ("[MASK]") are those pieces, as Hugging
-    Face's tokenizers read them."""
+    """keras-hub's BertTokenizer (BERT's basic tokenization, then WordPiece, in TF Text ops) over `vocabulary` (a list
+    of pieces, which `wordpiece_problem` finds usable). strip_accents=None follows `lowercase`, as in BERT. Special
+    pieces written in a text ("[MASK]") are those pieces, as Hugging Face's tokenizers read them."""
     return keras_hub.models.BertTokenizer(vocabulary=list(vocabulary), lowercase=lowercase,
                                           strip_accents=lowercase if strip_accents is None else strip_accents,
                                           special_tokens_in_strings=True)
@@ -225,17 +221,15 @@ def _sentence_piece(proto, name):
 class _ModelResource(sentencepiece_tokenizer._SentencepieceModelResource):
     """The TF Text resource that holds the SentencePiece model, owned by the tokenizer that made it.
 
-    TF Text's own belongs to the kernel that creates it, and TensorFlow drops its kernels whenever it clears
-    its eager caches, which `tf.random.set_seed` does (keras.utils.set_random_seed, called by every training
-    run): a model loaded in a process that then trained again lost its tokenizer (`SentencepieceResource ...
-    does not exist`). Made under a name of its own, as TensorFlow's lookup tables are, the resource lives
-    until the tokenizer goes. In an export, where the function that makes it keeps its kernel, it is TF Text's
-    as before.
+    TF Text's own belongs to the kernel that creates it, and TensorFlow drops its kernels whenever it clears its eager
+    caches, which `tf.random.set_seed` does (keras.utils.set_random_seed, called by every training run): a model loaded
+    in a process that then trained again lost its tokenizer (`SentencepieceResource ... does not exist`). Made under a
+    name of its own, as TensorFlow's lookup tables are, the resource lives until the tokenizer goes. In an export, where
+    the function that makes it keeps its kernel, it is TF Text's as before.
 
-    Named after its file (`name`): TF Text makes every model's resource under one default name, and a loaded
-    SavedModel shares a resource between creators of the same name, so an export with two tokenizers (one
-    vocabulary per language) would decode the target language with the source's model
-    (tests/recipes/test_translate.py checks one)."""
+    Named after its file (`name`): TF Text makes every model's resource under one default name, and a loaded SavedModel
+    shares a resource between creators of the same name, so an export with two tokenizers (one vocabulary per language)
+    would decode the target language with the source's model (tests/recipes/test_translate.py checks one)."""
 
     def __init__(self, model, name):
         self._shared_name = f"zoo_sentencepiece_{uuid.uuid4().hex}"

@@ -1,22 +1,14 @@
 """The one word-vector plan of every family (docs/word_vectors.md): a run's word vocabulary and the token embedding
-its word vectors start.
+its word vectors start, made, checked and said in the log before the run folder gets a file. A family only builds its
+layers from the plan: its config takes `WordPlan.embedding_dim`, its model's table `WordPlan.initializer`.
 
-`plan_words` counts the training text's words (zoo.data.word_tokenizer's rule, the one its export serves) and keeps
-the most frequent as the vocabulary; `plan_vocabulary` takes a vocabulary made already (the language model's own, a
-translation side's) with the counts its coverage is counted over. Then it reads the vectors file for the vocabulary
-(zoo.data.word_vectors, streaming), refuses a file that covers too little of the text, makes the initial matrix and
-what config.json records of it, refuses a resumed run whose file no longer gives the matrix it started from, and
-says the coverage in the log: all before the run folder gets a file. The matrix is the vectors rescaled by one
-number so that their spread is the embedding layer's own initial one: the scaled embedding (the paper's, x sqrt(d))
-then starts at unit variance as a random one does, instead of GloVe's values x sqrt(50) (about 7 times that), and
-BERT's unscaled one at 0.02. Directions and the words' relative norms are kept. A family only builds its layers from
-the plan: its config takes `WordPlan.embedding_dim`, its model's table `WordPlan.initializer`.
+The matrix is the vectors rescaled by one number so that their spread is the embedding layer's own initial one: the
+scaled embedding (the paper's, x sqrt(d)) then starts at unit variance as a random one does, instead of GloVe's values
+x sqrt(50) (about 7 times that), and BERT's unscaled one at 0.02. Directions and the words' relative norms are kept.
 """
 
-import collections
 import dataclasses
 import hashlib
-import itertools
 
 import numpy as np
 import tensorflow as tf
@@ -61,13 +53,8 @@ class WordPlan:
 
 
 def count_words(texts, batch_size=4096):
-    """Each word's number of tokens in `texts` (any iterable of strings, read `batch_size` at a time, so a
-    large corpus is never one tensor)."""
-    counts = collections.Counter()
-    texts = iter(texts)
-    while batch := list(itertools.islice(texts, batch_size)):
-        counts.update(word_tokenizer.count_words(batch, batch_size))
-    return counts
+    """zoo.data.word_tokenizer.count_words, `batch_size` texts at a time."""
+    return word_tokenizer.count_words(texts, batch_size)
 
 
 def plan_words(texts, vocab_size, vectors_path=None, min_coverage=0.0, seed=0, *, mask=False, **options):
@@ -86,15 +73,14 @@ def plan_vocabulary(words, counts, vectors_path=None, min_coverage=0.0, seed=0, 
                     model_dir=None, embedding=None, prefix=""):
     """The WordPlan of a vocabulary `words` made already, with the vectors of `vectors_path` (None: a random table)
     rescaled to the spread of the embedding's own initial one: dim ** -0.5 when `scaled` (tokens x sqrt(dim)), else
-    BERT's 0.02. `counts` are the training tokens its coverage is counted over (a translation run's shared
-    vocabulary holds both sides' words, but a side's vectors cover that side's text), refused under `min_coverage`
-    (naming `coverage_setting`, which lowers it); `language`: refuse vectors of another language by the
-    vocabulary's words they cover too (zoo.data.word_vectors.check_language). `vectors_setting`: the field that
-    named the file. `specials`: tokens that start from drawn rows whatever the file holds (padding, id 0, from
-    zeros); `specials_found=False` leaves them out of the found words too (the language model's text holds <unk>
-    and <eos>, tokens that have no vector of their own). `started`: the record's derived.word_vectors of this
-    embedding when the run in `model_dir` resumes (`embedding`: its name in the refusal); `prefix` heads the
-    log's line."""
+    BERT's 0.02. `counts` are the training tokens its coverage is counted over (a translation run's shared vocabulary
+    holds both sides' words, but a side's vectors cover that side's text), refused under `min_coverage` (naming
+    `coverage_setting`, which lowers it); `language`: refuse vectors of another language by the vocabulary's words they
+    cover too (zoo.data.word_vectors.check_language). `vectors_setting`: the field that named the file. `specials`:
+    tokens that start from drawn rows whatever the file holds (padding, id 0, from zeros); `specials_found=False` leaves
+    them out of the found words too (the language model's text holds <unk> and <eos>, tokens that have no vector of
+    their own). `started`: the record's derived.word_vectors of this embedding when the run in `model_dir` resumes
+    (`embedding`: its name in the refusal); `prefix` heads the log's line."""
     if vectors_path is None:
         line = f"word vocabulary: {len(words):,} ids for {len(counts):,} distinct words, random embeddings"
         plan = WordPlan(words, None, {"words": len(words)}, line)

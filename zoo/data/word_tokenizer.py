@@ -14,6 +14,7 @@ fill_mask marker) and "[MASK]" in a text as that token, as a pretraining Sentenc
 """
 
 import collections
+import itertools
 import os
 
 import tensorflow as tf
@@ -67,11 +68,11 @@ def split_words(texts):
 
 
 def count_words(texts, batch_size=2048):
-    """Each word's number of tokens in `texts` (strings): a collections.Counter of str."""
-    counts = collections.Counter()
-    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(list(texts), tf.string)).batch(batch_size)
-    for words in dataset.map(split_words, num_parallel_calls=tf.data.AUTOTUNE):
-        counts.update(words.flat_values.numpy().tolist())
+    """Each word's number of tokens in `texts` (any iterable of strings, read `batch_size` at a time, so a large
+    corpus is never one tensor): a collections.Counter of str."""
+    counts, texts = collections.Counter(), iter(texts)
+    while batch := list(itertools.islice(texts, batch_size)):
+        counts.update(split_words(tf.constant(batch, tf.string)).flat_values.numpy().tolist())
     return collections.Counter({word.decode("utf-8"): count for word, count in counts.items()})
 
 

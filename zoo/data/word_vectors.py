@@ -1,10 +1,7 @@
-"""Pretrained word vectors (GloVe, word2vec, fastText's .vec) for a vocabulary, and the embedding they start.
-
-`read_vectors` keeps only the vocabulary's rows of a file read as a stream (zoo.data.vectors_file: the
-formats, told apart by content, plain or gzip, and their checks), so memory holds (vocabulary, dim) floats
-whatever the file's size. `coverage` says how much of the training text they cover, `check_coverage` refuses
-too little (the wrong file or language), and `embedding_matrix` gives the initial token embedding.
-docs/word_vectors.md says why gensim's reader is not used.
+"""Pretrained word vectors (GloVe, word2vec, fastText's .vec) for a vocabulary, how much of the training text they
+cover, and the embedding they start. Only the vocabulary's rows of a file read as a stream are kept
+(zoo.data.vectors_file), so memory holds (vocabulary, dim) floats whatever the file's size; docs/word_vectors.md says
+why gensim's reader is not used.
 """
 
 import dataclasses
@@ -68,32 +65,25 @@ class Coverage:
         return self.tokens_found / self.tokens if self.tokens else 0.0
 
     def __str__(self):
-        return (f"word vectors: {self.words_found:,} of {self.words:,} words, {self.share:.1%} of training "
-                "tokens")
+        return f"word vectors: {self.words_found:,} of {self.words:,} words, {self.share:.1%} of training tokens"
 
 
 def coverage(vectors, counts):
     """How much of the training text `vectors` covers; `counts`: each word's number of training tokens
     (a mapping word -> count over the whole text, words outside the vocabulary too)."""
-    words = words_found = tokens_found = repeated = repeated_found = 0
-    for word, found in zip(vectors.vocabulary, vectors.found):
-        count = counts.get(word, 0)
-        words += count > 0
-        words_found += bool(found) and count > 0
-        tokens_found += count if found else 0
-        repeated += count > 1
-        repeated_found += bool(found) and count > 1
-    return Coverage(words_found, words, tokens_found, sum(counts.values()), repeated_found, repeated)
+    count = np.array([counts.get(word, 0) for word in vectors.vocabulary], np.int64)
+    seen, repeated, found = count > 0, count > 1, vectors.found
+    return Coverage(int((seen & found).sum()), int(seen.sum()), int(count[found].sum()), sum(counts.values()),
+                    int((repeated & found).sum()), int(repeated.sum()))
 
 
 def check_coverage(covered, minimum, path, flag):
     """Refuses vectors that cover less than `minimum` (a share) of the training tokens, naming
     `flag`, the setting that lowers the threshold."""
     if covered.share < minimum:
-        raise CoverageError(
-            f"{path}: word vectors cover {covered.share:.1%} of training tokens ({covered.words_found:,} of "
-            f"{covered.words:,} words), under {minimum:.0%}: is this the right file or language? (lower the "
-            f"threshold with {flag})")
+        raise CoverageError(f"{path}: word vectors cover {covered.share:.1%} of training tokens ({covered.words_found:,} "
+                            f"of {covered.words:,} words), under {minimum:.0%}: is this the right file or language? "
+                            f"(lower the threshold with {flag})")
 
 
 def language_bound(minimum):
@@ -109,12 +99,11 @@ def check_language(covered, minimum, path, flag):
     78% of its German ones, and 64% or less with 200 words or more), naming `flag`, which lowers the bound."""
     bound = language_bound(minimum)
     if covered.repeated_share < bound:
-        raise CoverageError(
-            f"{path}: word vectors cover {covered.share:.1%} of training tokens but only {covered.repeated_found:,} of "
-            f"the vocabulary's {covered.repeated:,} words seen twice or more ({covered.repeated_share:.1%}), under "
-            f"{bound:.0%} (vectors of the text's language cover nearly all; {LANGUAGE_SHARE:.0%} at {flag}'s "
-            f"default {DEFAULT_COVERAGE}, less under it): is this the right file or language? (lower the threshold "
-            f"with {flag})")
+        raise CoverageError(f"{path}: word vectors cover {covered.share:.1%} of training tokens but only "
+                            f"{covered.repeated_found:,} of the vocabulary's {covered.repeated:,} words seen twice or "
+                            f"more ({covered.repeated_share:.1%}), under {bound:.0%} (vectors of the text's language "
+                            f"cover nearly all; {LANGUAGE_SHARE:.0%} at {flag}'s default {DEFAULT_COVERAGE}, less "
+                            f"under it): is this the right file or language? (lower the threshold with {flag})")
 
 
 def embedding_matrix(vectors, seed=0, zero_ids=(0,), random_ids=()):
