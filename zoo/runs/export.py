@@ -122,8 +122,7 @@ def load_version(version_dir):
 
 
 def graph_ops(saved_model_dir):
-    """Every op type in a SavedModel's graph and function library (calls of
-    the library's own functions left out)."""
+    """Every op type in a SavedModel's graph and function library (calls of the library's own functions left out)."""
     proto = saved_model_pb2.SavedModel()
     with open(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as f:
         proto.ParseFromString(f.read())
@@ -151,9 +150,8 @@ _IN_CORE = {}
 
 
 def non_core_ops(ops):
-    """Ops that a process importing TensorFlow alone has not registered (checked in such a
-    process, against the op registry), each with the library that registers them here:
-    "tensorflow_text" or "unknown"."""
+    """Ops that a process importing TensorFlow alone has not registered (checked in such a process, against the op
+    registry), each with the library that registers them here: "tensorflow_text" or "unknown"."""
     import subprocess
     import sys
 
@@ -186,11 +184,10 @@ def write_warmup_requests(version_dir, model_name, signature_name, inputs):
 
 def export(module, signatures, export_dir, warmup_inputs, metadata=None, source=None):
     """Saves `module` (a tf.Module holding the model, the tokenizer and the serving functions) with `signatures`
-    ({name: concrete function}) as a new integer version of `export_dir`, and returns its path. `warmup_inputs`:
-    {input name: example values} for `serving_default`; `metadata`: a JSON-able dict kept in the manifest (config,
-    class names ...), as is `source` (the `source_digest` of what is exported). A write the file system refuses (a
-    full disk, a path through a file ...) is one zoo.core.disk.WriteError; the versions already there stay as they
-    were."""
+    ({name: concrete function}) as a new integer version of `export_dir`, and returns its path. `warmup_inputs`
+    ({input name: example values}) is the request for `serving_default`; `metadata` (a JSON-able dict: config, class
+    names ...) and `source` (the `source_digest` of what is exported) are kept in the manifest. A write the file
+    system refuses (a full disk ...) is one zoo.core.disk.WriteError; the versions already there stay as they were."""
     created = not os.path.isdir(export_dir)
     staging = os.path.join(export_dir, f"{STAGING}{socket.gethostname()}-{os.getpid()}")
     try:

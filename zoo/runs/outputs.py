@@ -81,9 +81,8 @@ def check_name(flag, path, model_dir, example):
 
 
 def check_file(flag, path, model_dir, ours, overwrite=False, overwrite_flag="--overwrite_predictions"):
-    """Refuses (ValueError naming `flag`) writing the file `path`: a temporary name, the run's own files, a folder,
-    a path in no folder, or an existing file that `ours(path)` does not recognise as the zoo's, unless
-    `overwrite`."""
+    """Refuses (ValueError naming `flag`) writing the file `path`: a temporary name, the run's own files, a folder, a
+    path in no folder, or an existing file that `ours(path)` does not recognise as the zoo's, unless `overwrite`."""
     check_name(flag, path, model_dir, "predictions.jsonl")
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path) or not os.path.isdir(folder):
@@ -95,9 +94,8 @@ def check_file(flag, path, model_dir, ours, overwrite=False, overwrite_flag="--o
 
 
 def check_folders(model_dir, export_dir, training):
-    """Refuses (ValueError naming the flag) a --model_dir or --export_dir that is a file or a temporary name, an
-    export into the run folder itself, into another run's folder or onto a run's own files, and training into an
-    export."""
+    """Refuses (ValueError naming the flag) a --model_dir or --export_dir that is a file or a temporary name, an export
+    into the run folder itself, into another run's folder or onto a run's own files, and training into an export."""
     for flag, path in (("--model_dir", model_dir), ("--export_dir", export_dir)):
         if path and os.path.exists(path) and not os.path.isdir(path):
             raise ValueError(f"{flag}={path} is a file, not a folder: give a folder path (it is made if missing).")

@@ -254,9 +254,8 @@ class RunDir:
         return model, restore_model(model, self.path, average)
 
     def load_run(self, recipe, cls, build_model, load_tokenizer, average=1):
-        """A trained `recipe` run as a LoadedRun: its record (config typed as `cls`), the model
-        `build_model(model config)` holding the newest checkpoint (`load_model`), and
-        `load_tokenizer(self, model config)`."""
+        """A trained `recipe` run as a LoadedRun: its record (config typed as `cls`), the model `build_model(model
+        config)` holding the newest checkpoint (`load_model`), and `load_tokenizer(self, model config)`."""
         record = self.typed(self.require_run(recipe), recipe, cls)
         config = record.config.model
         model, step = self.load_model(lambda: build_model(config), average)
@@ -266,10 +265,9 @@ class RunDir:
 
     @contextlib.contextmanager
     def hold(self, create=False):
-        """Holds the folder's lock (zoo.runs.run_lock) for the `with` block: a second run that would
-        write here is refused meanwhile. With create=True the folder is made if missing, and
-        removed again if the block leaves it empty; without, a missing folder is not held (there
-        is nothing there to protect, and the mode will say so)."""
+        """Holds the folder's lock (zoo.runs.run_lock) for the `with` block: a second run that would write here is
+        refused meanwhile. With create=True the folder is made if missing, and removed again if the block leaves it
+        empty; without, a missing folder is not held (there is nothing there to protect, and the mode will say so)."""
         existed = os.path.isdir(self.path)
         if not existed and not create:
             yield

@@ -38,9 +38,8 @@ def _tell(study, number, steps, seconds, error, value=None):
 
 
 def take(sweep, space):
-    """The next trial for this worker, held (a Claim): a cut trial (RUNNING, its claim free) first, then a
-    waiting one, asked of Optuna with its values drawn; None when every trial is finished or held by another
-    worker."""
+    """The next trial for this worker, held (a Claim): a cut trial (RUNNING, its claim free) first, then a waiting one,
+    asked of Optuna with its values drawn; None when every trial is finished or held by another worker."""
     trial_state = studies.optuna_module().trial.TrialState
     with folders.locked(sweep.folder):
         while True:

@@ -1,8 +1,7 @@
 """The figures a sweep can optimize: what a recipe's runs write to metrics.json, named SPLIT.FIGURE
-(`validation.accuracy`: the `accuracy` of the `eval_validation` section), or `train.loss` (training's last loss).
-Each recipe says which figures it writes and the split it evaluates (its zoo.training.driver.Figures): this module
-asks it, and knows no recipe by name. A figure's goal follows its kind (`KINDS`; a space file's `goal:` may say
-otherwise)."""
+(`validation.accuracy`: the `accuracy` of the `eval_validation` section), or `train.loss` (training's last loss). Each
+recipe says which figures it writes and the split it evaluates (its zoo.training.driver.Figures): this module asks it,
+and knows no recipe by name. A figure's goal follows its kind (`KINDS`; a space file's `goal:` may say otherwise)."""
 
 import math
 

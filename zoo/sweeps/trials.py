@@ -65,12 +65,10 @@ class Fixed:
 
 
 def check(fixed, space, where):
-    """The space typed by the recipe's config and every value checked against it, before anything is written:
-    each field is a config field not given by a flag or override, each list value and range end a value the
-    config takes alone, every corner of the space (a grid's every point) a config the recipe accepts, the
-    metric a figure each of its trials writes, of one kind of run, and the first point's run prepared
-    (`prepare_first`). Returns (the typed space, the settings of its first point). Raises a ConfigError naming the
-    field."""
+    """The space typed by the recipe's config and checked before anything is written: its fields not given by a
+    flag or override, each value alone, every corner (a grid's every point), the metric against each corner's run
+    (all of one kind), and the first point's run prepared (`prepare_first`). Returns (the typed space, the settings
+    of its first point); raises a ConfigError naming the field."""
     fixed_fields = fixed.fields()
     for name in space.fields:
         if name in fixed_fields:

@@ -26,11 +26,10 @@ class SweepFailed(ValueError):
 
 def run(fixed, source, sweep_dir, storage=None, retry_failed=False):
     """Runs trials of the sweep in `sweep_dir` until none is left for this worker; returns its
-    zoo.sweeps.results.Results. `fixed`: what every trial shares (zoo.sweeps.trials.Fixed); `source`: the
-    space file's path, or its mapping; `storage`: a journal file or an RDB URL (default sweep_dir/study.journal);
-    `retry_failed`: run the failed trials again, each in its folder. A bad space, value or folder raises a
-    ValueError naming it before anything is written; a sweep whose every trial failed raises SweepFailed once the
-    results are written."""
+    zoo.sweeps.results.Results. `fixed`: what every trial shares (zoo.sweeps.trials.Fixed); `source`: the space file's
+    path, or its mapping; `storage`: a journal file or an RDB URL (default sweep_dir/study.journal); `retry_failed`: run
+    the failed trials again, each in its folder. A bad space, value or folder raises a ValueError naming it before
+    anything is written; a sweep whose every trial failed raises SweepFailed once the results are written."""
     where = "the space" if isinstance(source, Mapping) else str(source)
     check_folder(sweep_dir)  # the cheap refusal first: checking the space prepares the first trial's data
     space, first = trials.check(fixed, spaces.read(source, fixed.recipe.name), where)
