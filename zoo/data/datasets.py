@@ -39,11 +39,10 @@ def fetch(source):
     if root:
         path = os.path.join(root, source.folder, source.local_name)
         if not os.path.exists(path):
-            raise DatasetError(
-                f"{path} does not exist. {DATA_ENV}={root} is set, so the zoo reads the {source.folder!r} "
-                f"dataset from there: put {source.local_name} in {os.path.join(root, source.folder)} "
-                f"(see SOURCE.md in the shared data folder), or unset {DATA_ENV} to download it from {source.url}."
-            )
+            raise DatasetError(f"{path} does not exist. {DATA_ENV}={root} is set, so the zoo reads the "
+                               f"{source.folder!r} dataset from there: put {source.local_name} in "
+                               f"{os.path.join(root, source.folder)} (see SOURCE.md in the shared data folder), or "
+                               f"unset {DATA_ENV} to download it from {source.url}.")
         return path
     import keras
 
@@ -51,10 +50,9 @@ def fetch(source):
     try:
         return keras.utils.get_file(name, source.url, cache_subdir=os.path.join("zoo_datasets", source.folder))
     except Exception as error:  # Keras raises a bare Exception for a failed fetch (and removes the partial file)
-        raise DatasetError(
-            f"Could not download the {source.folder!r} dataset from {source.url} ({error}). Check the network, or "
-            f"set {DATA_ENV} to a folder whose {source.folder}/ holds {source.local_name} (a copy made from that URL)."
-        ) from None
+        raise DatasetError(f"Could not download the {source.folder!r} dataset from {source.url} ({error}). Check the "
+                           f"network, or set {DATA_ENV} to a folder whose {source.folder}/ holds {source.local_name} "
+                           "(a copy made from that URL).") from None
 
 
 @contextlib.contextmanager
@@ -65,11 +63,9 @@ def reading(path):
     except (EOFError, OSError, tarfile.TarError, zipfile.BadZipFile, zlib.error, UnicodeDecodeError, KeyError) as error:
         if isinstance(error, FileNotFoundError) and error.filename != path:
             raise
-        raise DatasetError(
-            f"{path} cannot be read ({type(error).__name__}: {error}): the file is corrupt, truncated or not "
-            f"the expected format. Fetch it again (its folder's SOURCE.md says from where), or unset {DATA_ENV} "
-            "to download it."
-        ) from None
+        raise DatasetError(f"{path} cannot be read ({type(error).__name__}: {error}): the file is corrupt, truncated "
+                           "or not the expected format. Fetch it again (its folder's SOURCE.md says from where), or "
+                           f"unset {DATA_ENV} to download it.") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,10 +119,8 @@ def _read_sst2_rows(split):
             continue
         fields = line.split("\t")
         if len(fields) != 2 or fields[1].strip() not in ("0", "1"):
-            raise DatasetError(
-                f"{path}, line {number}: expected 'sentence<TAB>label' with label 0 or 1, found {line[:80]!r}. "
-                "The file is truncated or damaged: fetch it again (see SOURCE.md)."
-            )
+            raise DatasetError(f"{path}, line {number}: expected 'sentence<TAB>label' with label 0 or 1, found "
+                               f"{line[:80]!r}. The file is truncated or damaged: fetch it again (see SOURCE.md).")
         texts.append(fields[0].strip())
         labels.append(int(fields[1]))
     return texts, np.asarray(labels, np.int32)
@@ -219,10 +213,9 @@ def load_classification(name, split):
     if name.startswith("tfds:"):
         return _tfds_classification(name[len("tfds:") :], split)
     if name not in CLASSIFICATION:
-        raise DatasetError(
-            f"Unknown classification dataset {name!r}: use one of {sorted(CLASSIFICATION)} or tfds:<name> "
-            "for a TensorFlow Datasets text classification set (e.g. tfds:yelp_polarity_reviews)."
-        )
+        raise DatasetError(f"Unknown classification dataset {name!r}: use one of {sorted(CLASSIFICATION)} or "
+                           "tfds:<name> for a TensorFlow Datasets text classification set (e.g. "
+                           "tfds:yelp_polarity_reviews).")
     return CLASSIFICATION[name](split)
 
 

@@ -1,10 +1,7 @@
 """The dataset a run reads, parsed once: `--dataset` (the config's `data.dataset`, pretraining's each `data.corpus`) as
-a `DatasetSpec`, and where each of its splits' files are.
-
-A run's config parses its dataset string once, when the config is built (`SentimentRunConfig.dataset_spec`,
-`LMRunConfig.dataset_spec`, `TranslateRunConfig.dataset_spec`, `PretrainRunConfig.corpus_specs`), so a form the recipe
-does not read is refused there; each family's reader (zoo.<family>.data) takes the spec and reads what it needs of it,
-and zoo.data.files reads its rows.
+a `DatasetSpec`, and where each of its splits' files are. The run's config parses it when it is built, so a form the
+recipe does not read is refused there; each family's reader (zoo.<family>.data) takes the spec and reads what it needs
+of it, and zoo.data.files reads its rows.
 
 A spec names a built-in or tfds: dataset, or the user's files as `FORM:PATTERN` (csv:, tsv:, jsonl:, folder:, text:). A
 PATTERN may hold globs (`*`, `**`), `.gz` files and `{split}` (train, validation, test); translation's `text:` form also

@@ -9,7 +9,9 @@ vocabulary instead, as `vocab.txt` and `tokenizer_config.json` (Hugging Face's n
 framed as [CLS] ... [SEP].
 """
 
+import bisect
 import io
+import itertools
 import json
 import os
 import random
@@ -39,13 +41,8 @@ def sample_texts(texts, max_characters, seed):
     """A random sample of `texts` with at most `max_characters` in all (all of them if fewer)."""
     if sum(map(len, texts)) <= max_characters:
         return list(texts)
-    sample, total = [], 0
-    for text in random.Random(seed).sample(list(texts), len(texts)):
-        if total + len(text) > max_characters:
-            break
-        sample.append(text)
-        total += len(text)
-    return sample
+    shuffled = random.Random(seed).sample(list(texts), len(texts))
+    return shuffled[: bisect.bisect_right(list(itertools.accumulate(map(len, shuffled))), max_characters)]
 
 
 # SentencePiece skips, without a word, training sentences longer than this many bytes (its default).
@@ -164,10 +161,9 @@ def load_wordpiece(directory):
     role = "the run's WordPiece vocabulary, whose ids the model was trained on"
     path = os.path.join(directory, VOCABULARY_FILE)
     if not os.path.exists(path):
-        raise disk.DamagedFileError(
-            f"{path} is missing: it is {role} ({WORDPIECE_CONFIG_FILE} is there). Restore it from a backup or "
-            "copy the vocab.txt of the checkpoint or run this one started from (its --init_from), or train again "
-            "in a new --model_dir.")
+        raise disk.DamagedFileError(f"{path} is missing: it is {role} ({WORDPIECE_CONFIG_FILE} is there). Restore it "
+                                    "from a backup or copy the vocab.txt of the checkpoint or run this one started "
+                                    "from (its --init_from), or train again in a new --model_dir.")
     with disk.reading(path, role), open(path, encoding="utf-8") as f:
         vocabulary = f.read().split("\n")[:-1]
         problem = wordpiece_problem(vocabulary)
