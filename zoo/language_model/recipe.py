@@ -66,8 +66,9 @@ def prepare(run, config, strategy):
     # Every line read now: a bad one is refused before anything is written.
     corpus = lm_data.load(spec, "train", data.level, bad_rows=data.bad_rows)
     run_settings.check_same_files(run.folder, RECIPE, LMRunConfig, corpus.key.get("files"))
-    if run.evaluating and corpus.paths:  # its bad rows too, before any write
-        lm_data.load(spec, eval_split, corpus.level, bad_rows=data.bad_rows)
+    # The held-out split's bad rows too, before any write; a share too short to evaluate is refused before training.
+    held_out = lm_data.load(spec, eval_split, corpus.level, bad_rows=data.bad_rows) \
+        if run.evaluating and corpus.paths else None
     asked = dataclasses.replace(config, data=dataclasses.replace(data, level=corpus.level))
     words, model = None, asked.model  # with word vectors, the LM's own word vocabulary and the embedding they start
     if model.word_vectors is not None:  # a bad vectors file: refused before any write
@@ -89,8 +90,7 @@ def prepare(run, config, strategy):
     replicas = strategy.num_replicas_in_sync
     ids = lm_data.token_stream(corpus, vocabulary, lm_data.vocabulary_key(run.model_dir))
     ids.check_ids(config.vocab_size)
-    if run.evaluating and corpus.paths:  # a held-out share too short to evaluate is refused before training
-        held_out = lm_data.load(spec, eval_split, corpus.level, bad_rows="skip")
+    if held_out is not None:
         evaluation_streams(lm_data.token_stream(held_out, vocabulary, lm_data.vocabulary_key(run.model_dir)),
                            run_config.eval.batch_size, config.segment_length, eval_split)
     streams = lm_preprocessing.stream_layout(ids, run.train.batch_size)
@@ -143,8 +143,7 @@ def run_eval(model_dir, split, eval_memory_length, batch_size, average=1, bad_ro
     model_dir, trained = folder.path, folder.typed(folder.require_run(RECIPE), RECIPE, LMRunConfig).config
     split = split or lm_data.default_split(trained.dataset_spec)
     corpus = lm_data.load(trained.dataset_spec, split, trained.data.level, bad_rows=bad_rows)
-    ids = None
-    trained_memory = trained.model.memory_length
+    ids, trained_memory = None, trained.model.memory_length
     memories = {"train_memory": trained_memory, "no_memory": 0}
     if eval_memory_length and eval_memory_length != trained_memory:
         memories["eval_memory"] = eval_memory_length
@@ -160,11 +159,10 @@ def run_eval(model_dir, split, eval_memory_length, batch_size, average=1, bad_ro
         began = time.time()
         nll, count = lm_inference.evaluate_streams(loaded.model, streams, segment, progress,
                                                    use_memory=memory_length > 0)
-        result = {**report(nll, count, corpus.level), "memory_length": memory_length, "tokens": count,
-                  "seconds": time.time() - began}
-        results[name] = result
-        figure = next(iter(report(nll, count, corpus.level).items()))
-        print(f"{split}, memory {memory_length}: {figure[0]} {figure[1]:.3f} over {count} tokens")
+        figures = report(nll, count, corpus.level)
+        results[name] = {**figures, "memory_length": memory_length, "tokens": count, "seconds": time.time() - began}
+        [(figure, value)] = figures.items()
+        print(f"{split}, memory {memory_length}: {figure} {value:.3f} over {count} tokens")
     write_summaries(
         model_dir, f"eval_{split}", loaded.step,
         {f"{k}_{n}": v for n, r in results.items() for k, v in r.items() if k != "tokens"},

@@ -30,29 +30,25 @@ class LanguageModelServer(tf.Module):
     def __init__(self, model, vocabulary, max_new_tokens=100, temperature=1.0, top_k=40, limit=2048):
         super().__init__()
         check_generation_settings(max_new_tokens, temperature, top_k, len(vocabulary), limit)
-        self.model = model
-        self.vocabulary = vocabulary
-        self.table = vocabulary.resource()  # tracked, so the export holds the tokenizer's table or model
+        self.model, self.vocabulary, self.limit = model, vocabulary, limit
         self.defaults = (max_new_tokens, temperature, top_k)
-        self.limit = limit
+        self.table = vocabulary.resource()  # tracked, so the export holds the tokenizer's table or model
 
     def _generate(self, prompt, max_new_tokens, temperature, top_k, seed):
-        vocab_size = len(self.vocabulary)
+        vocab_size, limit = len(self.vocabulary), self.limit
         argument_checks = [
             tf.debugging.assert_positive(max_new_tokens, message="max_new_tokens must be positive"),
-            tf.debugging.assert_less_equal(max_new_tokens, self.limit, message=f"max_new_tokens must be <= {self.limit}"),
+            tf.debugging.assert_less_equal(max_new_tokens, limit, message=f"max_new_tokens must be <= {limit}"),
             tf.debugging.assert_positive(temperature, message="temperature must be positive"),
             tf.debugging.assert_less(temperature, math.inf, message="temperature must be finite"),
             tf.debugging.assert_non_negative(top_k, message="top_k must be non-negative (0 = the whole vocabulary)"),
             tf.debugging.assert_less_equal(
-                top_k, vocab_size, message=f"top_k must be <= {vocab_size}, the vocabulary's size (0 = all of it)"
-            ),
+                top_k, vocab_size, message=f"top_k must be <= {vocab_size}, the vocabulary's size (0 = all of it)"),
         ]
         with tf.control_dependencies(argument_checks):  # checked before any of the search runs, on every call
             max_new_tokens = tf.identity(max_new_tokens)
-        tokens = lm_inference.generate(
-            self.model, text_ids(self.vocabulary, prompt), max_new_tokens, temperature, top_k, seed=tf.stack([seed, 0])
-        )
+        tokens = lm_inference.generate(self.model, text_ids(self.vocabulary, prompt), max_new_tokens, temperature,
+                                       top_k, seed=tf.stack([seed, 0]))
         return {"continuation": self.vocabulary.detokenize(tokens)}
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="prompt")])
@@ -60,15 +56,10 @@ class LanguageModelServer(tf.Module):
         max_new_tokens, temperature, top_k = self.defaults
         return self._generate(prompt, tf.constant(max_new_tokens), tf.constant(temperature), tf.constant(top_k), 0)
 
-    @tf.function(
-        input_signature=[
-            tf.TensorSpec([None], tf.string, name="prompt"),
-            tf.TensorSpec([], tf.int32, name="max_new_tokens"),
-            tf.TensorSpec([], tf.float32, name="temperature"),
-            tf.TensorSpec([], tf.int32, name="top_k"),
-            tf.TensorSpec([], tf.int32, name="seed"),
-        ]
-    )
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="prompt"),
+                                  tf.TensorSpec([], tf.int32, name="max_new_tokens"),
+                                  tf.TensorSpec([], tf.float32, name="temperature"),
+                                  tf.TensorSpec([], tf.int32, name="top_k"), tf.TensorSpec([], tf.int32, name="seed")])
     def generate(self, prompt, max_new_tokens, temperature, top_k, seed):
         return self._generate(prompt, max_new_tokens, temperature, top_k, seed)
 

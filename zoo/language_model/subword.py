@@ -19,7 +19,6 @@ import tensorflow as tf
 from zoo.data import tokenizer as sentence_piece
 
 NEWLINE = "<n>"
-LEVEL = "subword"
 # SentencePiece trainer options that keep the text byte for byte (new runs).
 KEEP_TEXT = dict(normalization_rule_name="identity", remove_extra_whitespaces=False, add_dummy_prefix=False,
                  split_by_whitespace=True, allow_whitespace_only_pieces=True, byte_fallback=True)
@@ -33,12 +32,13 @@ def check_vocab_size(name, size):
 class SubwordVocabulary:
     """Pieces <-> ids, in graph (TF Text's SentencePiece ops, so an export imports tensorflow_text)."""
 
-    level = LEVEL
+    level = "subword"
+    unk_id = sentence_piece.UNK_ID
 
     def __init__(self, proto):
         self.proto = proto
         self.tokenizer = sentence_piece.load_tokenizer(proto)
-        self.newline_id = self.tokenizer.token_to_id(NEWLINE)
+        self.boundary_id = self.tokenizer.token_to_id(NEWLINE)  # what precedes the first token of a text: a line end
         self.processor = None  # the SentencePiece library's own, made when first used
         # An earlier run's model adds a word-start mark before each line: its space after <n> is not the text's.
         self.line_start = NEWLINE + " ?" if adds_space_before_text(proto) else NEWLINE
@@ -46,22 +46,11 @@ class SubwordVocabulary:
     @classmethod
     def build(cls, lines, vocab_size, seed=0):
         """Trained on `lines` (strings, newlines or not), a sample of the training text."""
-        pieces = (line.rstrip("\n") for line in lines)
-        proto = sentence_piece.train_tokenizer(list(pieces), vocab_size, lowercase=False, seed=seed,
-                                               user_symbols=(NEWLINE,), **KEEP_TEXT)
-        return cls(proto)
+        return cls(sentence_piece.train_tokenizer([line.rstrip("\n") for line in lines], vocab_size, lowercase=False,
+                                                  seed=seed, user_symbols=(NEWLINE,), **KEEP_TEXT))
 
     def __len__(self):
         return self.tokenizer.vocabulary_size()
-
-    @property
-    def unk_id(self):
-        return sentence_piece.UNK_ID
-
-    @property
-    def boundary_id(self):
-        """What precedes the first token of a text: a line end."""
-        return self.newline_id
 
     def save(self, directory):
         return sentence_piece.save_tokenizer(self.proto, directory)

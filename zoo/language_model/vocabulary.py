@@ -35,9 +35,7 @@ def split_words(text):
     tokens = []
     for line in text.split("\n"):
         words = [word for word in ASCII_SPACE.split(line) if word]
-        if words:
-            tokens.extend(words)
-            tokens.append(EOS)
+        tokens.extend([*words, EOS] if words else [])
     return tokens
 
 
@@ -47,6 +45,8 @@ def split(text, level):
 
 class Vocabulary:
     """Tokens <-> ids, in NumPy for corpora and in graph for serving."""
+
+    unk_id = 1
 
     def __init__(self, tokens, level):
         if level not in LEVELS:
@@ -58,26 +58,19 @@ class Vocabulary:
         self._table = None
 
     @classmethod
-    def build(cls, text, level, max_size=None):
-        """The vocabulary of a training text (`max_size` keeps the most frequent tokens)."""
-        return cls.from_counts(collections.Counter(split(text, level)), level, max_size)
+    def build(cls, text, level):
+        """The vocabulary of a training text."""
+        return cls.from_counts(collections.Counter(split(text, level)), level)
 
     @classmethod
-    def from_counts(cls, counts, level, max_size=None):
+    def from_counts(cls, counts, level):
         """The vocabulary of token counts (a collections.Counter, e.g. gathered a line at a time)."""
         for special in (PAD, UNK):
             counts.pop(special, None)
-        ordered = sorted(counts, key=lambda token: (-counts[token], token))
-        if max_size is not None:
-            ordered = ordered[: max_size - 2]
-        return cls([PAD, UNK] + ordered, level)
+        return cls([PAD, UNK] + sorted(counts, key=lambda token: (-counts[token], token)), level)
 
     def __len__(self):
         return len(self.tokens)
-
-    @property
-    def unk_id(self):
-        return 1
 
     @property
     def boundary_id(self):
@@ -107,11 +100,8 @@ class Vocabulary:
     # --- in graph ------------------------------------------------------------------------------------
 
     def resource(self):
-        """What an export must track for `tokenize` to work: the lookup table."""
-        return self.lookup_table()
-
-    def lookup_table(self):
-        """A tf.lookup.StaticHashTable token -> id (<unk> for the rest); made once."""
+        """The tf.lookup.StaticHashTable token -> id (<unk> for the rest), made once: what an export must track
+        for `tokenize` to work."""
         if self._table is None:
             # Made outside any tf.function that first asks for it, so that the next one can use it too.
             with tf.init_scope():
@@ -137,7 +127,7 @@ class Vocabulary:
             tokens = tf.strings.unicode_split(texts, "UTF-8")
         else:
             tokens = tf.strings.bytes_split(texts)
-        return tf.ragged.map_flat_values(self.lookup_table().lookup, tokens)
+        return tf.ragged.map_flat_values(self.resource().lookup, tokens)
 
     def detokenize(self, ids):
         """int ids (batch, n), dense or ragged -> tf.string (batch,); <eos> becomes a newline."""
