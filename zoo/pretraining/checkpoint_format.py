@@ -32,6 +32,14 @@ class Checkpoint:
     vocabulary_source: str  # the file the vocabulary was read from (vocab.txt, tokenizer.json), or the preset
 
 
+def bert_config(embedding_dim, **fields):
+    """The zoo encoder's ClassifierConfig of a BERT or ELECTRA encoder (`fields`: ClassifierConfig's): learned
+    positions and a normalized embedding, projected from `embedding_dim` where it is not hidden_dim (ELECTRA's)."""
+    return classifier.ClassifierConfig(position="learned", embedding="normalized",
+                                       embedding_dim=None if embedding_dim == fields["hidden_dim"] else embedding_dim,
+                                       **fields)
+
+
 def find(weights, name):
     """The name under which `weights` holds `name`: itself, or with LayerNorm's older gamma and beta; else None."""
     legacy = name.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")

@@ -44,6 +44,14 @@ def encoder_weights(checkpoint, model):
         put(layer_norm.gamma, get(f"{name}.weight"))
         put(layer_norm.beta, get(f"{name}.bias"))
 
+    def put_dense(dense, name, per_head=False):
+        """PyTorch's Linear (weight (out, in)) into a Keras Dense, or (per_head) into attention's EinsumDense,
+        whose kernel and bias are laid out per head."""
+        kernel = get(f"{name}.weight").T
+        put(dense.kernel, kernel.reshape(dense.kernel.shape) if per_head else kernel)
+        bias = get(f"{name}.bias")
+        put(dense.bias, bias.reshape(dense.bias.shape) if per_head else bias)
+
     embedding = model.get_layer("embedding")
     put(embedding.token_embedding.embeddings, get("embeddings.word_embeddings.weight"))
     positions = get("embeddings.position_embeddings.weight")[: embedding.max_length]
@@ -60,24 +68,16 @@ def encoder_weights(checkpoint, model):
     put_norm(embedding.layer_norm, "embeddings.LayerNorm")
     layers = {layer.name: layer for layer in model.layers}
     if "encoder_projection" in layers:
-        put(layers["encoder_projection"].kernel, get("embeddings_project.weight").T)
-        put(layers["encoder_projection"].bias, get("embeddings_project.bias"))
+        put_dense(layers["encoder_projection"], "embeddings_project")
     for block in classifier.encoder_blocks(model):
         prefix = f"encoder.layer.{block.name.rsplit('_', 1)[1]}."
         attention = block.self_attention
-        for name, dense in (("query", attention._query_dense), ("key", attention._key_dense),
-                            ("value", attention._value_dense)):
-            put(dense.kernel, get(f"{prefix}attention.self.{name}.weight").T.reshape(dense.kernel.shape))
-            put(dense.bias, get(f"{prefix}attention.self.{name}.bias").reshape(dense.bias.shape))
-        output = attention._output_dense
-        put(output.kernel, get(f"{prefix}attention.output.dense.weight").T.reshape(output.kernel.shape))
-        put(output.bias, get(f"{prefix}attention.output.dense.bias"))
+        for name in ("query", "key", "value"):
+            put_dense(getattr(attention, f"_{name}_dense"), f"{prefix}attention.self.{name}", per_head=True)
+        put_dense(attention._output_dense, f"{prefix}attention.output.dense", per_head=True)
         put_norm(block.attention_add_norm.layer_norm, f"{prefix}attention.output.LayerNorm")
-        feed_forward = block.feed_forward
-        put(feed_forward.intermediate_dense.kernel, get(f"{prefix}intermediate.dense.weight").T)
-        put(feed_forward.intermediate_dense.bias, get(f"{prefix}intermediate.dense.bias"))
-        put(feed_forward.output_dense.kernel, get(f"{prefix}output.dense.weight").T)
-        put(feed_forward.output_dense.bias, get(f"{prefix}output.dense.bias"))
+        put_dense(block.feed_forward.intermediate_dense, f"{prefix}intermediate.dense")
+        put_dense(block.feed_forward.output_dense, f"{prefix}output.dense")
         put_norm(block.feed_forward_add_norm.layer_norm, f"{prefix}output.LayerNorm")
     encoder_layers = [layer for layer in model.layers if layer.weights and layer.name != "logits"]
     missing = [v.path for layer in encoder_layers for v in layer.weights if id(v) not in values]
@@ -103,13 +103,9 @@ def mlm_head_weights(checkpoint):
     """BERT's masked-LM head as `zoo.pretraining.model.MaskedLMHead`'s weights: {"dense": [kernel, bias],
     "norm": [gamma, beta], "bias": [vocabulary bias]} (its output matrix is the token embedding, tied);
     None when the checkpoint has no such head (ELECTRA's discriminator, sentence-transformers models)."""
-    w = checkpoint.weights
-    prefix = HEAD_PREFIX
+    w, prefix = checkpoint.weights, HEAD_PREFIX
     if f"{prefix}transform.dense.weight" not in w:
         return None
     norm = [w[find(w, f"{prefix}transform.LayerNorm.{part}")] for part in ("weight", "bias")]
-    return {
-        "dense": [np.asarray(w[f"{prefix}transform.dense.weight"]).T, np.asarray(w[f"{prefix}transform.dense.bias"])],
-        "norm": [np.asarray(v) for v in norm],
-        "bias": [np.asarray(w[f"{prefix}bias"])],
-    }
+    dense = [np.asarray(w[f"{prefix}transform.dense.weight"]).T, np.asarray(w[f"{prefix}transform.dense.bias"])]
+    return {"dense": dense, "norm": [np.asarray(v) for v in norm], "bias": [np.asarray(w[f"{prefix}bias"])]}

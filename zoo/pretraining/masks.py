@@ -28,8 +28,7 @@ def mask_tokens(token_ids, seed, mask_rate, max_predictions, vocab_size, mask_id
     selectable = token_ids >= first_regular_id
     count = tf.reduce_sum(tf.cast(selectable, tf.float32), axis=1)
     chosen = tf.minimum(tf.maximum(tf.round(count * mask_rate), tf.minimum(count, 1.0)), float(max_predictions))
-    scores = tf.random.stateless_uniform(tf.shape(token_ids), seeds[0])
-    scores = tf.where(selectable, scores, -1.0)
+    scores = tf.where(selectable, tf.random.stateless_uniform(tf.shape(token_ids), seeds[0]), -1.0)
     k = tf.minimum(max_predictions, tf.shape(token_ids)[1])
     _, positions = tf.math.top_k(scores, k)  # (batch, k), the highest scores first
     positions = tf.pad(positions, [[0, 0], [0, max_predictions - k]])
@@ -37,17 +36,12 @@ def mask_tokens(token_ids, seed, mask_rate, max_predictions, vocab_size, mask_id
     positions = tf.where(used, positions, 0)
     originals = tf.gather(token_ids, positions, batch_dims=1)
     draw = tf.random.stateless_uniform(tf.shape(positions), seeds[1])
-    random_ids = tf.random.stateless_uniform(
-        tf.shape(positions), seeds[2], minval=first_regular_id, maxval=vocab_size, dtype=tf.int32
-    )
+    random_ids = tf.random.stateless_uniform(tf.shape(positions), seeds[2], minval=first_regular_id, maxval=vocab_size,
+                                             dtype=tf.int32)
     replaced = tf.where(draw < 0.8, mask_id, tf.where(draw < 0.9, random_ids, originals))
     corrupted = scatter_at(token_ids, positions, replaced, used)
-    return {
-        "token_ids": corrupted,
-        "mask_positions": positions,
-        "mask_ids": originals,
-        "mask_weights": tf.cast(used, tf.float32),
-    }
+    return {"token_ids": corrupted, "mask_positions": positions, "mask_ids": originals,
+            "mask_weights": tf.cast(used, tf.float32)}
 
 
 def scatter_at(token_ids, positions, values, used):

@@ -80,7 +80,8 @@ class PretrainConfig:
         e, s = self.encoder, self.generator_scale
         heads = max(1, round(e.num_heads * s))
         hidden = max(heads, round(e.hidden_dim * s / heads) * heads)
-        return dataclasses.replace(e, hidden_dim=hidden, num_heads=heads, intermediate_dim=max(1, round(e.intermediate_dim * s)))
+        return dataclasses.replace(e, hidden_dim=hidden, num_heads=heads,
+                                   intermediate_dim=max(1, round(e.intermediate_dim * s)))
 
 
 PRESETS = {name: PretrainConfig(encoder=config) for name, config in classifier.PRESETS.items()}
@@ -145,10 +146,10 @@ class Pretrainer(keras.Model):
         embedding = self.encoder.get_layer("embedding")
         self.generator = None
         if config.objective == "electra":
-            self.generator = classifier.build_encoder(
-                config.generator(), embedding=embedding, prefix="generator", name="generator"
-            )
-            self.detection_dense = keras.layers.Dense(config.encoder.hidden_dim, activation="gelu", name="detection_dense")
+            self.generator = classifier.build_encoder(config.generator(), embedding=embedding, prefix="generator",
+                                                      name="generator")
+            self.detection_dense = keras.layers.Dense(config.encoder.hidden_dim, activation="gelu",
+                                                      name="detection_dense")
             self.detection_logits = keras.layers.Dense(1, dtype="float32", name="detection_logits")
         # BERT's head uses the encoder's activation and epsilon; the zoo's own encoders ReLU-based or not, GELU.
         activation = config.encoder.activation if config.encoder.activation.startswith("gelu") else "gelu"
@@ -163,9 +164,8 @@ class Pretrainer(keras.Model):
         if self.generator is None:
             return outputs
         sampled = sample(tf.stop_gradient(tf.cast(mlm_logits, tf.float32)), batch["seed"], self.config.first_regular_id)
-        used = batch["mask_weights"] > 0
         original = batch["original_ids"]
-        corrupted = scatter_at(original, positions, sampled, used)
+        corrupted = scatter_at(original, positions, sampled, batch["mask_weights"] > 0)
         hidden = self.encoder(corrupted, training=training)
         outputs["replaced"] = corrupted != original
         outputs["detection_logits"] = self.detection_logits(self.detection_dense(hidden))[..., 0]
@@ -187,8 +187,7 @@ def sample(logits, seed, first_regular_id=FIRST_REGULAR_ID):
 def build_pretrainer(config):
     """A Pretrainer with its weights made (called once on a dummy batch)."""
     model = Pretrainer(config, name="pretrainer")
-    length = config.sequence_length
-    dummy = tf.fill([1, length], config.first_regular_id)
+    dummy = tf.fill([1, config.sequence_length], config.first_regular_id)
     model(with_masks(dummy, tf.constant([0, 0], tf.int64), config))
     return model
 
@@ -199,29 +198,29 @@ def token_table(model):
     return classifier.token_table(model.encoder)
 
 
-def _losses(model, batch, training, label_smoothing=0.0):
-    """Per-sequence losses and the model's outputs: the masked-LM cross-entropy averaged over a
-    sequence's chosen positions, and for electra the detection loss averaged over its real tokens."""
-    outputs = model(batch, training=training)
-    weights = batch["mask_weights"]
-    cross_entropy = smoothed_cross_entropy(batch["mask_ids"], outputs["mlm_logits"], label_smoothing)  # (batch, k)
-    masked = tf.reduce_sum(cross_entropy * weights, axis=1) / tf.maximum(tf.reduce_sum(weights, axis=1), 1.0)
-    losses = {"mlm": masked}
-    if "detection_logits" in outputs:
-        is_token = tf.cast(batch["original_ids"] != PAD_ID, tf.float32)
-        labels = tf.cast(outputs["replaced"], tf.float32)
-        detection = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=outputs["detection_logits"])
-        losses["detection"] = tf.reduce_sum(detection * is_token, axis=1) / tf.maximum(tf.reduce_sum(is_token, axis=1), 1.0)
-    return losses, outputs
+def _per_sequence(values, weights):
+    """(batch, n) values averaged over each row's weights: (batch,)."""
+    return tf.reduce_sum(values * weights, axis=1) / tf.maximum(tf.reduce_sum(weights, axis=1), 1.0)
+
+
+def _detection(batch, outputs):
+    """ELECTRA's (is_token, replaced labels, detection cross-entropy), each (batch, seq) float32."""
+    is_token = tf.cast(batch["original_ids"] != PAD_ID, tf.float32)
+    labels = tf.cast(outputs["replaced"], tf.float32)
+    return is_token, labels, tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=outputs["detection_logits"])
 
 
 def pretraining_loss(config, label_smoothing=0.0):
-    """The Task.loss of pretraining: summed over sequences, mlm (its cross-entropy smoothed by
-    `label_smoothing`) + detection_weight * detection."""
+    """The Task.loss of pretraining: summed over sequences, mlm (its cross-entropy smoothed by `label_smoothing`,
+    averaged over a sequence's chosen positions) + detection_weight * detection (averaged over its real tokens)."""
 
     def loss(model, batch, training):
-        losses, _ = _losses(model, batch, training, label_smoothing)
-        total = losses["mlm"] + config.detection_weight * losses.get("detection", 0.0)
+        outputs = model(batch, training=training)
+        cross_entropy = smoothed_cross_entropy(batch["mask_ids"], outputs["mlm_logits"], label_smoothing)  # (batch, k)
+        total = _per_sequence(cross_entropy, batch["mask_weights"])
+        if "detection_logits" in outputs:
+            is_token, _, detection = _detection(batch, outputs)
+            total += config.detection_weight * _per_sequence(detection, is_token)
         tokens = tf.reduce_sum(tf.cast(batch["original_ids"] != PAD_ID, tf.int64))
         return tf.reduce_sum(total), tf.shape(total)[0], tokens
 
@@ -237,28 +236,19 @@ def pretraining_metrics(model):
         weights = batch["mask_weights"]
         cross_entropy = smoothed_cross_entropy(batch["mask_ids"], outputs["mlm_logits"])
         predicted = tf.argmax(outputs["mlm_logits"], axis=-1, output_type=tf.int32)
-        sums = {
-            "masked": tf.reduce_sum(weights),
-            "masked_correct": tf.reduce_sum(tf.cast(predicted == batch["mask_ids"], tf.float32) * weights),
-            "masked_cross_entropy": tf.reduce_sum(cross_entropy * weights),
-        }
+        sums = {"masked": tf.reduce_sum(weights),
+                "masked_correct": tf.reduce_sum(tf.cast(predicted == batch["mask_ids"], tf.float32) * weights),
+                "masked_cross_entropy": tf.reduce_sum(cross_entropy * weights)}
         if "detection_logits" in outputs:
-            is_token = tf.cast(batch["original_ids"] != PAD_ID, tf.float32)
-            logits, labels = outputs["detection_logits"], tf.cast(outputs["replaced"], tf.float32)
-            guess = logits > 0
-            right = tf.cast(guess == outputs["replaced"], tf.float32) * is_token
+            is_token, labels, detection = _detection(batch, outputs)
+            guess, probability = outputs["detection_logits"] > 0, tf.sigmoid(outputs["detection_logits"])
             replaced = labels * is_token
-            detection = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
-            probability = tf.sigmoid(logits)
-            sums.update(
-                tokens=tf.reduce_sum(is_token),
-                detection_correct=tf.reduce_sum(right),
-                detection_cross_entropy=tf.reduce_sum(detection * is_token),
-                replaced=tf.reduce_sum(replaced),
-                replaced_found=tf.reduce_sum(replaced * tf.cast(guess, tf.float32)),
-                replaced_probability=tf.reduce_sum(probability * replaced),
-                original_probability=tf.reduce_sum(probability * (is_token - replaced)),
-            )
+            sums.update(tokens=tf.reduce_sum(is_token),
+                        detection_correct=tf.reduce_sum(tf.cast(guess == outputs["replaced"], tf.float32) * is_token),
+                        detection_cross_entropy=tf.reduce_sum(detection * is_token), replaced=tf.reduce_sum(replaced),
+                        replaced_found=tf.reduce_sum(replaced * tf.cast(guess, tf.float32)),
+                        replaced_probability=tf.reduce_sum(probability * replaced),
+                        original_probability=tf.reduce_sum(probability * (is_token - replaced)))
         return sums
 
     return metrics
@@ -266,10 +256,9 @@ def pretraining_metrics(model):
 
 def summarize(totals):
     """The figures of `pretraining_metrics`' totals."""
-    result = {
-        "masked_accuracy": totals["masked_correct"] / max(totals["masked"], 1.0),
-        "masked_perplexity": math.exp(totals["masked_cross_entropy"] / max(totals["masked"], 1.0)),
-    }
+    masked = max(totals["masked"], 1.0)
+    result = {"masked_accuracy": totals["masked_correct"] / masked,
+              "masked_perplexity": math.exp(totals["masked_cross_entropy"] / masked)}
     if "tokens" in totals:
         tokens, replaced = max(totals["tokens"], 1.0), totals["replaced"]
         rate = replaced / tokens

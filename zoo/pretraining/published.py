@@ -22,10 +22,9 @@ import dataclasses
 import json
 import os
 
-from zoo.classifier import model as classifier
 from zoo.data import tokenizer
 from zoo.pretraining.checkpoint_checks import check_checkpoint
-from zoo.pretraining.checkpoint_format import Checkpoint, PublishedCheckpointError, one_line
+from zoo.pretraining.checkpoint_format import Checkpoint, PublishedCheckpointError, bert_config, one_line
 from zoo.pretraining.keras_hub_reader import read_keras_hub
 
 MODEL_TYPES = ("bert", "electra")
@@ -87,7 +86,8 @@ def _read_folder(spec, directory):
         raise PublishedCheckpointError(
             f"{spec} holds a {model_type!r} model: the zoo's encoder takes model types {', '.join(MODEL_TYPES)} "
             "(BERT, MiniLM, the sentence-transformers BERT models, ELECTRA's discriminator).")
-    weights = _strip_prefix(_read_safetensors(directory, spec), model_type)
+    # Hugging Face's names without the model's prefix ("bert.", "electra.").
+    weights = {name.removeprefix(f"{model_type}."): value for name, value in _read_safetensors(directory, spec).items()}
     vocabulary, lowercase, strip_accents, source = _read_vocabulary(directory, spec)
     return Checkpoint(spec, model_type, _encoder_config(config, spec), weights, vocabulary, lowercase, strip_accents,
                       vocabulary_source=source)
@@ -146,11 +146,6 @@ def _read_safetensors(directory, spec):
     return weights
 
 
-def _strip_prefix(weights, model_type):
-    prefix = f"{model_type}."
-    return {name.removeprefix(prefix): value for name, value in weights.items()}
-
-
 def _read_vocabulary(directory, spec):
     """(pieces, lowercase, strip_accents, the file read) from vocab.txt or tokenizer.json, casing from the
     tokenizer config."""
@@ -192,22 +187,12 @@ def _encoder_config(config, spec):
         raise PublishedCheckpointError(f"{spec} uses position_embedding_type={config['position_embedding_type']!r}: "
                                        "the zoo's encoder takes absolute (learned) positions.")
     try:
-        hidden = config["hidden_size"]
-        embedding_dim = config.get("embedding_size", hidden)
-        return classifier.ClassifierConfig(
-            vocab_size=config["vocab_size"],
-            hidden_dim=hidden,
-            num_heads=config["num_attention_heads"],
-            intermediate_dim=config["intermediate_size"],
-            num_layers=config["num_hidden_layers"],
-            dropout=config.get("hidden_dropout_prob", 0.1),
-            max_length=config.get("max_position_embeddings", 512),
-            position="learned",
-            activation=activation,
-            embedding="normalized",
-            embedding_dim=None if embedding_dim == hidden else embedding_dim,
-            epsilon=config.get("layer_norm_eps", 1e-12),
-        )
+        return bert_config(
+            config.get("embedding_size", config["hidden_size"]), hidden_dim=config["hidden_size"],
+            vocab_size=config["vocab_size"], num_heads=config["num_attention_heads"],
+            intermediate_dim=config["intermediate_size"], num_layers=config["num_hidden_layers"],
+            dropout=config.get("hidden_dropout_prob", 0.1), max_length=config.get("max_position_embeddings", 512),
+            activation=activation, epsilon=config.get("layer_norm_eps", 1e-12))
     except KeyError as error:
         raise PublishedCheckpointError(f"{spec}'s config.json has no {error.args[0]!r}: download it again.") from None
 
