@@ -10,11 +10,10 @@ zoo.data.spec.DatasetSpec names them (TranslateRunConfig.dataset_spec), their ro
 A pair with one side blank is a bad row (refused with file:line, or skipped and counted with
 --bad_rows=skip); a line blank on both sides is passed over.
 
-Lines are split at "\\n" alone (a Windows line's "\\r" dropped) and stripped, as Multi30k's are, so the
-same text gives the same pairs whichever way it is read. Nothing holds a split's texts: `Pairs` reads the
-files again each time it is iterated, and `token_rows` tokenizes them once into the token cache
-(zoo.data.cache), which training and evaluation read a batch at a time.
-"""
+Lines are split at "\\n" alone (a Windows line's "\\r" dropped) and stripped, as Multi30k's are, so the same text gives
+the same pairs whichever way it is read. Nothing holds a split's texts: `Pairs` reads the files again each time it is
+iterated, and `token_rows` tokenizes them once into the token cache (zoo.data.cache), which training and evaluation read
+a batch at a time."""
 
 import itertools
 import re
@@ -31,11 +30,10 @@ SIDES = ("source", "target")
 
 
 class Pairs:
-    """One split of sentence pairs, read again from its files (or a built-in dataset's lists) each time it
-    is iterated: (source, target) texts. `count`, `chars` and `bytes` (characters and UTF-8 bytes of each
-    side), `key` (the data's part of a token-cache key), `example` (the first source sentence), `skipped` (bad
-    rows left out), `sources` (the files, zoo.data.sources.Sources, as `load` read them; None for a built-in
-    dataset)."""
+    """One split of sentence pairs, read again from its files (or a built-in dataset's lists) each time it is iterated:
+    (source, target) texts. `count`, `chars` and `bytes` (characters and UTF-8 bytes of each side), `key` (the data's
+    part of a token-cache key), `example` (the first source sentence), `skipped` (bad rows left out), `sources` (the
+    files, zoo.data.sources.Sources, as `load` read them; None for a built-in dataset)."""
 
     def __init__(self, read, count, chars, key, example, skipped=0, sizes=None, sources=None):
         self._read, self.count, self.chars, self.key = read, count, tuple(chars), key

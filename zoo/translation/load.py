@@ -19,9 +19,8 @@ RECIPE = "translate"
 
 
 def load_run(model_dir, average=1):
-    """The newest checkpoint of a run (`model_dir`: a path or the command's RunDir; with average=N, the mean of
-    the newest N), rebuilt in float32 whatever it trained in: a LoadedRun whose tokenizer is the (source, target)
-    pair."""
+    """The newest checkpoint of a run (`model_dir`: a path or the command's RunDir; with average=N, the mean of the
+    newest N), rebuilt in float32 whatever it trained in: a LoadedRun whose tokenizer is the (source, target) pair."""
     return run_dir.opened(model_dir).load_run(
         RECIPE, TranslateRunConfig, translation.build_translator,
         lambda folder, config: folder.tokenizers(config.shared_vocabulary, config.words), average)
@@ -30,9 +29,8 @@ def load_run(model_dir, average=1):
 class Translator:
     """A translator answering as its export does: `translate(texts, beam_size=..., length_penalty=...)`.
 
-    From a run, each search asked for gets its own TranslatorServer (the module an export of that
-    search holds); an export searches as it was exported (its manifest's "decode"), and another search
-    is refused."""
+    From a run, each search asked for gets its own TranslatorServer (the module an export of that search holds); an
+    export searches as it was exported (its manifest's "decode"), and another search is refused."""
 
     def __init__(self, decode, step, loaded=None, saved=None):
         self.decode = decode  # the search translate() runs when not told otherwise

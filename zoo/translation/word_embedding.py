@@ -3,13 +3,12 @@
 
 A side given a vectors file (model.source_vectors, model.target_vectors) gets a word vocabulary: its training text's
 words, split by zoo.data.word_tokenizer's rule (the one the export serves), the most frequent up to its vocab_size. A
-shared vocabulary is one vocabulary of both sides' words and one embedding, started from the one file given (for
-either side, or the same file for both); its coverage is counted over the tokens of the side the file was given for,
-so that English vectors given for a German side are refused whatever else the vocabulary holds: by the side's tokens
-they cover, and by its words seen twice or more (zoo.data.word_vectors.check_language: English GloVe covers most
-German tokens, its function words and punctuation, but few of its words). A side without a file keeps its
-SentencePiece tokenizer. The model takes the plans in zoo.translation.model (`with_words`, `words_initializer`).
-"""
+shared vocabulary is one vocabulary of both sides' words and one embedding, started from the one file given (for either
+side, or the same file for both); its coverage is counted over the tokens of the side the file was given for, so that
+English vectors given for a German side are refused whatever else the vocabulary holds: by the side's tokens they cover,
+and by its words seen twice or more (zoo.data.word_vectors.check_language: English GloVe covers most German tokens, its
+function words and punctuation, but few of its words). A side without a file keeps its SentencePiece tokenizer. The
+model takes the plans in zoo.translation.model (`with_words`, `words_initializer`)."""
 
 import collections
 
