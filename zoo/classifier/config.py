@@ -42,8 +42,6 @@ class ClassifierConfig:
     position: str = "sinusoidal"  # "sinusoidal" (fixed, the paper's) or "learned" position embeddings
     norm_first: bool = False  # pre-norm (LayerNorm before each sub-layer, and a final one); False: post-norm
     activation: str = "relu"  # the feed-forward's: relu, gelu ... (layers.feed_forward.ACTIVATIONS) or gelu_approximate
-    # "scaled": the paper's token embedding x sqrt(hidden_dim) plus positions; "normalized":
-    # BERT's unscaled sum normalized by LayerNorm (`layers.TokenAndPositionEmbedding`).
     embedding: str = "scaled"  # "scaled" (tokens x sqrt(hidden_dim) + positions) or "normalized" (BERT's LayerNorm)
     embedding_dim: int | None = None  # None: hidden_dim; narrower (ELECTRA's) goes through a projection
     epsilon: float = 1e-5  # every LayerNorm's

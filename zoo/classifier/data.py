@@ -1,14 +1,9 @@
-"""The classifier's labelled texts: a built-in dataset (imdb, sst2, tfds:NAME) or the user's files
-(csv:, tsv:, jsonl:, folder:), one split at a time, as (text, label id) pairs that can be read more than once.
-`load` takes the run's zoo.data.spec.DatasetSpec (SentimentRunConfig.dataset_spec: the files, their columns
-and label shape); zoo.data.files reads the rows. Token ids come from `token_rows`: tokenized once into
-zoo.data.cache.
-
-Labels (docs/data.md): strings stripped of surrounding whitespace, or integers (JSON integers, or strings of
-decimal digits) written in decimal; two labels that are one number written two ways (`1` and `1.0`) are
-refused. The class names are `--classes` in its order, else the training split's labels, integers in
-numeric order, others in string order. A file is read streaming; `Examples` keeps only counts.
-"""
+"""The classifier's labelled texts: a built-in dataset (imdb, sst2, tfds:NAME) or the user's files (csv:, tsv:, jsonl:,
+folder:), one split at a time, as (text, label id) pairs that can be read more than once (a file is read streaming;
+`Examples` keeps only counts). `load` takes the run's zoo.data.spec.DatasetSpec (SentimentRunConfig.dataset_spec: the
+files, their columns and label shape); zoo.data.files reads the rows. Token ids come from `token_rows`: tokenized once
+into zoo.data.cache. Labels follow docs/data.md's rules (zoo.classifier.targets' label_name, class_order and
+check_label_forms); the class names are `--classes` in its order, else the training split's labels in class_order."""
 
 import collections
 import dataclasses
@@ -104,16 +99,13 @@ def load(dataset, split, columns=None, class_names=None, max_examples=None, seed
                            f"{f' with a label of --classes={_joined(classes)}' if classes else ''}.")
     label_shapes.check_label_forms(counts, what)
     known = tuple(class_names) if class_names is not None else classes or class_order(counts)
-    if class_names is None:
-        _check_training_classes(known, counts, what)
-    unknown = [name for name in counts if name not in known]
+    unknown = [name for name in counts if name not in known]  # none in training's split: its labels are `known`
     if unknown:
         where = next(row[2] for row in _rows(spec, split, files.BadRows("skip"), classes)
                      if row[1] in unknown)
         raise DatasetError(f"{where}: label {unknown[0]!r} is not one of the classes training saw {list(known)}"
                            f"{f' ({len(unknown)} unknown labels in all)' if len(unknown) > 1 else ''}.")
-    if class_names is not None:
-        _say_absent(known, counts, what)
+    _check_classes(known, counts, what, training=class_names is None)
     ids = {name: i for i, name in enumerate(known)}
     keep = None
     if max_examples is not None and max_examples < count:
@@ -128,13 +120,8 @@ def load(dataset, split, columns=None, class_names=None, max_examples=None, seed
                 yield text, ids[label]
             index += 1
 
-    paths = dataset_spec.paths(spec, split)
-    sources = Sources(lambda: _all_files(spec, dataset_spec.paths(spec, split), classes))
-    key = {"files": sources.digest, "spec": str(spec), "split": split,
-           "columns": dataclasses.asdict(columns), "max_examples": max_examples, "seed": seed, "classes": known,
-           "held_out": dataset_spec.holds_out(spec)}
-    skipped = bad.count if columns.bad_rows == "skip" else 0
-    return Examples(read, len(keep) if keep is not None else count, known, key, paths, text_bytes, skipped, sources)
+    count = len(keep) if keep is not None else count
+    return _examples(spec, split, read, count, known, text_bytes, bad, max_examples, seed, classes)
 
 
 def _check_columns(spec, split, columns):
@@ -174,13 +161,17 @@ def _load_targets(spec, split, names, classes, max_examples, seed):
         kept_rows = (text for index, (text, _, _) in enumerate(rows) if kept is None or index in kept)
         return ((text, index) for index, text in enumerate(kept_rows))
 
-    sources = Sources(lambda: _all_files(spec, dataset_spec.paths(spec, split)))
-    key = {"files": sources.digest, "spec": str(spec), "split": split, "columns": dataclasses.asdict(columns),
-           "max_examples": max_examples, "seed": seed, "classes": targets.names,
-           "held_out": dataset_spec.holds_out(spec)}
-    skipped = bad.count if columns.bad_rows == "skip" else 0
-    return Examples(read, len(labels), targets.names, key, dataset_spec.paths(spec, split), text_bytes, skipped,
-                    sources, targets)
+    return _examples(spec, split, read, len(labels), targets.names, text_bytes, bad, max_examples, seed,
+                     targets=targets)
+
+
+def _examples(spec, split, read, count, names, text_bytes, bad, max_examples, seed, classes=None, targets=None):
+    """The Examples of a split of the user's files, keyed by the files' contents and how they were read."""
+    sources = Sources(lambda: _all_files(spec, dataset_spec.paths(spec, split), classes))
+    key = {"files": sources.digest, "spec": str(spec), "split": split, "columns": dataclasses.asdict(spec.columns),
+           "max_examples": max_examples, "seed": seed, "classes": names, "held_out": dataset_spec.holds_out(spec)}
+    skipped = bad.count if spec.columns.bad_rows == "skip" else 0
+    return Examples(read, count, names, key, dataset_spec.paths(spec, split), text_bytes, skipped, sources, targets)
 
 
 def text_size(text):
@@ -231,13 +222,20 @@ def _check_class_folders(spec, classes):
                   f"figures will not cover {'it' if len(absent) == 1 else 'them'}.{hint}", flush=True)
 
 
-def _check_training_classes(known, counts, what):
-    if len(known) < 2:
+def _check_classes(known, counts, what, training):
+    """Training needs two classes or more, each with rows; an evaluated split without a row of some of training's
+    classes is said: its figures do not cover them."""
+    if training and len(known) < 2:
         raise DatasetError(f"{what}: every row has the label {known[0]!r}; a classifier needs two or more classes.")
-    empty = [name for name in known if not counts[name]]
-    if empty:
-        raise DatasetError(f"{what} has no row labelled {', '.join(repr(name) for name in empty)}: "
+    absent = [name for name in known if not counts[name]]
+    if absent and training:
+        raise DatasetError(f"{what} has no row labelled {', '.join(repr(name) for name in absent)}: "
                            f"--classes names only labels that training has ({sorted(counts)}).")
+    if absent:
+        present = [name for name in known if counts[name]]
+        hint = f" To train on those alone, pass --classes={_joined(present)}." if len(present) > 1 else ""
+        print(f"{what} has no row of training's class(es) {', '.join(repr(name) for name in absent)}: its "
+              f"figures cover {present} only.{hint}", flush=True)
 
 
 def _say_left_out(spec, split, classes, left_out):
@@ -252,16 +250,6 @@ def _say_left_out(spec, split, classes, left_out):
         labels = ", ".join(f"{name!r} ({number})" for name, number in left_out.most_common(SHOWN_LABELS))
         print(f"Left out {sum(left_out.values())} row(s) of {spec} ({split}) whose label is not in --classes="
               f"{_joined(classes)}: {labels}{' ...' if len(left_out) > SHOWN_LABELS else ''}.", flush=True)
-
-
-def _say_absent(known, counts, what):
-    """Says which of training's classes the evaluated split has no row of: its figures do not cover them."""
-    absent = [name for name in known if not counts[name]]
-    if absent:
-        present = [name for name in known if counts[name]]
-        hint = f" To train on those alone, pass --classes={_joined(present)}." if len(present) > 1 else ""
-        print(f"{what} has no row of training's class(es) {', '.join(repr(name) for name in absent)}: its "
-              f"figures cover {present} only.{hint}", flush=True)
 
 
 def _all_files(spec, paths, classes=None):

@@ -51,10 +51,8 @@ def plot_positional_encoding(length, hidden_dim, path):
 def save_attention_maps(layer_scores, tokens, directory):
     """layer_scores: list over layers of (heads, q, k) arrays. Returns the PNG paths."""
     os.makedirs(directory, exist_ok=True)
-    return [
-        plot_attention(np.asarray(scores), tokens, os.path.join(directory, f"attention_layer{i}.png"), f"layer {i}")
-        for i, scores in enumerate(layer_scores)
-    ]
+    return [plot_attention(np.asarray(scores), tokens, os.path.join(directory, f"attention_layer{i}.png"), f"layer {i}")
+            for i, scores in enumerate(layer_scores)]
 
 
 def leave_one_out(value, token_ids, tokens, explained, directory):

@@ -41,8 +41,7 @@ def serving_module(loaded):
         stats = derived["targets"]
         return server.RegressionServer(loaded.model, preprocessor(loaded), stats["mean"], stats["std"])
     if config.problem_type == classifier.MULTI_LABEL:
-        return server.MultiLabelServer(loaded.model, preprocessor(loaded), derived["class_names"],
-                                           config.threshold)
+        return server.MultiLabelServer(loaded.model, preprocessor(loaded), derived["class_names"], config.threshold)
     return server.ClassifierServer(loaded.model, preprocessor(loaded), derived["class_names"])
 
 
@@ -94,7 +93,5 @@ class Classifier(Served):
                      "probabilities": dict(zip(self.class_names, map(float, row)))}
                     for labels, count, row in zip(out["labels"].numpy(), out["label_count"].numpy(),
                                                   out["probabilities"].numpy())]
-        return [
-            {"label": label.decode("utf-8"), "probabilities": dict(zip(self.class_names, map(float, row)))}
-            for label, row in zip(out["label"].numpy(), out["probabilities"].numpy())
-        ]
+        return [{"label": label.decode("utf-8"), "probabilities": dict(zip(self.class_names, map(float, row)))}
+                for label, row in zip(out["label"].numpy(), out["probabilities"].numpy())]

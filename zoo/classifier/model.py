@@ -1,19 +1,15 @@
-"""Transformer encoder classifier, BERT-style: a start token (<s>, or BERT's [CLS])
-heads every text and its final hidden state is classified; BERT's vocabularies also
-end each text with [SEP].
+"""Transformer encoder classifier, BERT-style: a start token (<s>, or BERT's [CLS]) heads every text and its final
+hidden state is classified; BERT's vocabularies also end each text with [SEP].
 
-The backbone (`build_encoder`) and the head (`build_classifier`); the config is zoo/classifier/config.py's, the
-presets presets.py's, the losses losses.py's and the export's modules server.py's (keras-hub's split of a model
-by role). The config's and presets' names are imported here too, as the family's model module has always
-offered them."""
+The backbone (`build_encoder`) and the head (`build_classifier`); the config is config.py's, the presets
+presets.py's, the losses losses.py's and the export's modules server.py's (keras-hub's split of a model by role).
+The config's and presets' names that callers read as `classifier.NAME` are imported here too."""
 
 import keras
 
 from layers import EncoderBlock, TokenAndPositionEmbedding, padding_mask
 from layers.dropout import Dropout
-from zoo.classifier.config import (  # noqa: F401 - the family's names, offered here as before
-    ACTIVATIONS, EMBEDDINGS, MULTI_LABEL, PROBLEM_TYPES, REGRESSION, SINGLE_LABEL, TOKENIZERS, ClassifierConfig,
-    gelu_approximate)
+from zoo.classifier.config import ACTIVATIONS, MULTI_LABEL, REGRESSION, SINGLE_LABEL, ClassifierConfig  # noqa: F401
 from zoo.classifier.presets import PRESETS  # noqa: F401
 
 
@@ -21,41 +17,27 @@ def build_encoder(config, embedding=None, prefix="encoder", name="encoder"):
     """token_ids (batch, seq) int32, 0 = padding -> hidden states (batch, seq, hidden_dim); with
     config.num_segments, {"token_ids", "segment_ids"} (batch, seq) each (text pairs) -> the same.
 
-    The classifier's body, and what pretraining trains (`zoo.pretraining.model`). Layers are named
-    "embedding", "<prefix>_<i>" and "<prefix>_final_norm" (pre-norm only). `embedding`: a
-    TokenAndPositionEmbedding to share (ELECTRA's generator shares the discriminator's); when
-    its width differs from config.hidden_dim, a Dense "<prefix>_projection" maps it.
-    """
+    The classifier's body, and what pretraining trains (`zoo.pretraining.model`). Layers are named "embedding",
+    "<prefix>_<i>" and "<prefix>_final_norm" (pre-norm only). `embedding`: a TokenAndPositionEmbedding to share
+    (ELECTRA's generator shares the discriminator's); when its width differs from config.hidden_dim, a Dense
+    "<prefix>_projection" maps it."""
     token_ids = keras.Input((None,), dtype="int32", name="token_ids")
     segment_ids = keras.Input((None,), dtype="int32", name="segment_ids") if config.num_segments else None
     if embedding is None:
         normalized = config.embedding == "normalized"
         embedding = TokenAndPositionEmbedding(
-            config.vocab_size,
-            config.embedding_dim or config.hidden_dim,
-            config.max_length,
-            config.position,
-            config.dropout,
-            scale_tokens=not normalized,
-            layer_norm_epsilon=config.epsilon if normalized else None,
-            num_segments=config.num_segments,
-            name="embedding",
-        )
+            config.vocab_size, config.embedding_dim or config.hidden_dim, config.max_length, config.position,
+            config.dropout, scale_tokens=not normalized, layer_norm_epsilon=config.epsilon if normalized else None,
+            num_segments=config.num_segments, name="embedding")
         embedding.token_embedding.trainable = not config.freeze_word_vectors
     x = embedding(token_ids, segment_ids=segment_ids)
     if embedding.hidden_dim != config.hidden_dim:
         x = keras.layers.Dense(config.hidden_dim, name=f"{prefix}_projection")(x)
     is_token = padding_mask(token_ids)
     for i in range(config.num_layers):
-        x = EncoderBlock(
-            config.num_heads,
-            config.intermediate_dim,
-            config.dropout,
-            ACTIVATIONS.get(config.activation, config.activation),
-            config.norm_first,
-            config.epsilon,
-            name=f"{prefix}_{i}",
-        )(x, padding_mask=is_token)
+        x = EncoderBlock(config.num_heads, config.intermediate_dim, config.dropout,
+                         ACTIVATIONS.get(config.activation, config.activation), config.norm_first, config.epsilon,
+                         name=f"{prefix}_{i}")(x, padding_mask=is_token)
     if config.norm_first:
         x = keras.layers.LayerNormalization(epsilon=config.epsilon, name=f"{prefix}_final_norm")(x)
     inputs = token_ids if segment_ids is None else {"token_ids": token_ids, "segment_ids": segment_ids}
@@ -64,10 +46,8 @@ def build_encoder(config, embedding=None, prefix="encoder", name="encoder"):
 
 def build_classifier(config):
     """token_ids (batch, seq) int32, 0 = padding (and segment_ids for text pairs, `build_encoder`) -> logits
-    (batch, num_classes) float32.
-
-    The encoder's layers and a head on the <s> token's final state; the encoder's layers keep
-    their names, so `zoo.pretraining.pretrained` copies a pretrained encoder's weights in by name."""
+    (batch, num_classes) float32: a head on the <s> token's final state. The encoder's layers keep their names, so
+    `zoo.pretraining.pretrained` copies a pretrained encoder's weights in by name."""
     encoder = build_encoder(config)
     head = Dropout(config.dropout)(encoder.output[:, 0])  # the <s> token's state
     logits = keras.layers.Dense(config.num_classes, dtype="float32", name="logits")(head)
@@ -81,10 +61,9 @@ def token_table(model):
 
 
 def layer_depths(model):
-    """Each trainable variable's depth below the head, for layer-wise learning-rate decay:
-    the head 0, the last encoder block (and pre-norm's final norm) 1, ..., the first block
-    num_layers, the embedding (and its projection) num_layers + 1 (Sun et al., 2019; ULMFiT's
-    discriminative rates)."""
+    """Each trainable variable's depth below the head, for layer-wise learning-rate decay: the head 0, the last
+    encoder block (and pre-norm's final norm) 1, ..., the first block num_layers, the embedding (and its projection)
+    num_layers + 1 (Sun et al., 2019; ULMFiT's discriminative rates)."""
     blocks = {block.name: i for i, block in enumerate(encoder_blocks(model))}
     top = len(blocks)
     depths = []

@@ -1,16 +1,14 @@
 """Text to the classifier's token ids: one rule for training, evaluation, explanation and the export.
 
-A start token (<s>, or BERT's [CLS]) heads every text, BERT's vocabularies end it with [SEP],
-and a text too long for the model keeps its head and its tail. Training and evaluation call
-`rows` (NumPy rows, for the length-bucketed batch plan), explanation and the export call the
-preprocessor itself on a batch of strings; both run the same TensorFlow function (`framed`), so
-the ids a model is served are the ids it was trained on.
+A start token (<s>, or BERT's [CLS]) heads every text, BERT's vocabularies end it with [SEP], and a text too long for
+the model keeps its head and its tail. Training and evaluation call `rows` (NumPy rows, for the length-bucketed batch
+plan), explanation and the export call the preprocessor itself on a batch of strings; both run the same TensorFlow
+function (`framed`), so the ids a model is served are the ids it was trained on.
 
-Text pairs (`pairs=True`) are framed as BERT's: [CLS] a [SEP] b [SEP] (the zoo's SentencePiece and word
-vocabularies: <s> a </s> b </s>), the pair truncated `longest_first` as Hugging Face's tokenizers do, each
-side keeping its head; a separator written in a text ("[SEP]") is dropped. Their segment ids (0 up to the
-first separator, 1 after it) are read from the ids (`segment_ids`), so the token cache holds ids alone and
-training and the export derive them the same way.
+Text pairs (`pairs=True`) are framed as BERT's: [CLS] a [SEP] b [SEP] (the zoo's SentencePiece and word vocabularies:
+<s> a </s> b </s>), the pair truncated `longest_first` as Hugging Face's tokenizers do, each side keeping its head; a
+separator written in a text ("[SEP]") is dropped. Their segment ids (0 up to the first separator, 1 after it) are read
+from the ids (`segment_ids`), so the token cache holds ids alone and training and the export derive them the same way.
 """
 
 import tensorflow as tf
@@ -21,12 +19,11 @@ PAIR_FRAMING = 3  # [CLS], [SEP] and [SEP] around a pair
 
 
 def head_and_tail(max_length, end_id=None):
-    """How many leading and trailing tokens a truncated text keeps (the framing tokens aside:
-    the start token, and the end token when `end_id` is given).
+    """How many leading and trailing tokens a truncated text keeps (the framing tokens aside: the start token, and the
+    end token when `end_id` is given).
 
-    A quarter from the head and the rest from the tail: reviews often end
-    with their verdict (Sun et al., 2019, "How to Fine-Tune BERT for Text
-    Classification", found head + tail best on IMDB)."""
+    A quarter from the head and the rest from the tail: reviews often end with their verdict (Sun et al., 2019, "How to
+    Fine-Tune BERT for Text Classification", found head + tail best on IMDB)."""
     room = max_length - 1 - (end_id is not None)
     if room < 1:
         raise ValueError(f"max_length={max_length} leaves no room for text beside the "
@@ -45,11 +42,10 @@ def pair_room(max_length):
 
 
 def longest_first(first, second, room):
-    """How many tokens each text of a pair keeps, (batch,) int lengths in, within `room`: Hugging Face's
-    `longest_first` (tokenizers' truncation.rs), as dropping one token at a time from the longer text, from the
-    one that started shorter when they are level: a pair that fits is kept whole; when the shorter fits in half
-    the room it is kept whole and the longer gets the rest; else the shorter keeps room // 2, the longer the rest
-    (the second when both are as long)."""
+    """How many tokens each text of a pair keeps, (batch,) int lengths in, within `room`: Hugging Face's `longest_first`
+    (tokenizers' truncation.rs), as dropping one token at a time from the longer text, from the one that started shorter
+    when they are level: a pair that fits is kept whole; when the shorter fits in half the room it is kept whole and the
+    longer gets the rest; else the shorter keeps room // 2, the longer the rest (the second when both are as long)."""
     shorter, longer = tf.minimum(first, second), tf.maximum(first, second)
     half = room // 2
     fits_half = shorter <= room - shorter
@@ -78,10 +74,8 @@ class ClassifierPreprocessor(tf.Module):
 
     def __init__(self, tokenizer, max_length, start_id=START_ID, end_id=None, pairs=False):
         super().__init__()
-        self.tokenizer = tokenizer
-        self.max_length = max_length
+        self.tokenizer, self.max_length, self.pairs = tokenizer, max_length, pairs
         self.start_id, self.end_id = start_id, end_id
-        self.pairs = pairs
         self.separator_id = END_ID if end_id is None else end_id
         if pairs:
             self.room = pair_room(max_length)
@@ -105,10 +99,8 @@ class ClassifierPreprocessor(tf.Module):
             return self.framed_pairs(texts[:, 0], texts[:, 1])
         ragged = self.tokenizer.tokenize(texts)
         ragged = tf.concat([ragged[:, : self.head], ragged[:, self.head :][:, -self.tail :]], axis=1)
-        rows = tf.shape(texts)[0]
-        parts = [tf.fill([rows, 1], tf.constant(self.start_id, ragged.dtype)), ragged]
-        if self.end_id is not None:
-            parts.append(tf.fill([rows, 1], tf.constant(self.end_id, ragged.dtype)))
+        column = lambda token: tf.fill([tf.shape(texts)[0], 1], tf.constant(token, ragged.dtype))  # noqa: E731
+        parts = [column(self.start_id), ragged] + ([] if self.end_id is None else [column(self.end_id)])
         return tf.cast(tf.concat(parts, axis=1), tf.int32)
 
     def pieces_of(self, texts):

@@ -15,6 +15,7 @@ from zoo.core.config import ConfigError
 from zoo.training.config import TrainConfig
 from zoo.training.setup import SetupConfig
 
+
 @dataclasses.dataclass(frozen=True)
 class SentimentData:
     dataset: str | None = None  # imdb, sst2, sst2_tune, tfds:NAME, or your files as FORM:PATTERN
@@ -98,11 +99,11 @@ class SentimentRunConfig:
             return
         kind = f"a {'regression' if self.model.problem_type == classifier.REGRESSION else self.model.problem_type} " \
                "(model.problem_type)"
-        if self.model.threshold != _default(classifier.ClassifierConfig, "threshold"):
+        if self.model.threshold != classifier.ClassifierConfig.threshold:  # a dataclass field's default
             answer = "a number" if self.model.problem_type == classifier.REGRESSION else "its likeliest class"
             raise ConfigError(f"model.threshold={self.model.threshold} is the probability at which a multi-label run "
                               f"predicts a label, and {kind} answers {answer}: leave it out.")
-        if self.data.label_separator != _default(SentimentData, "label_separator"):
+        if self.data.label_separator != SentimentData.label_separator:
             raise ConfigError(f"data.label_separator={self.data.label_separator!r} splits a multi-label run's labels, "
                               f"and {kind} reads one label a row: leave it out.")
 
@@ -110,11 +111,6 @@ class SentimentRunConfig:
     def dataset_spec(self):
         """data.dataset parsed (zoo.data.spec.DatasetSpec; None without one), as `spec_of` reads it."""
         return spec_of(self.data, self.model.problem_type)
-
-
-def _default(cls, name):
-    """The default of the dataclass `cls`'s field `name`."""
-    return next(field.default for field in dataclasses.fields(cls) if field.name == name)
 
 
 def spec_of(data, problem_type):

@@ -31,11 +31,7 @@ class ClassifierServer(TextServer):
     def answer(self, logits):
         probabilities = tf.nn.softmax(logits)
         label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
-        return {
-            "label": tf.gather(self.class_names, label_id),
-            "label_id": label_id,
-            "probabilities": probabilities,
-        }
+        return {"label": tf.gather(self.class_names, label_id), "label_id": label_id, "probabilities": probabilities}
 
 
 class RegressionServer(TextServer):

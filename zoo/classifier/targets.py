@@ -1,16 +1,8 @@
-"""The labels of a regression or a multi-label classifier (model.problem_type; docs/sentiment.md, "Problem types"),
-read from the user's csv:, tsv: and jsonl: files by zoo.classifier.data, which reads the rows and their texts.
-
-- regression: a label is a finite number of magnitude at most MAX_LABEL (1e15): a JSON number, or a string such
-  as `3`, `-0.25` or `1e3` (`n/a`, `inf`, `nan`, `1,5` and `1e30` are bad rows). Training standardises the targets
-  with its labels' mean and standard deviation (`Targets.stats`, recorded in config.json's derived part); the model
-  answers in the labels' units.
-- multi-label: a label set is a JSON list (of strings or integers) in jsonl:, or one string split on
-  data.label_separator (csv:, tsv:, or a jsonl: string). A row with no label, an empty list or an empty name
-  between separators is a bad row, and so is a JSON list's name holding the separator (the same row written as
-  csv would read as other labels). Label names follow the single-label rule (zoo.classifier.data.label_name);
-  the label set is training's, sorted (integers in numeric order), or --classes in its order.
-"""
+"""The label rules (docs/data.md, and docs/tasks.md for the problem types): a single-label class name (`label_name`,
+`class_order`, `check_label_forms`), a regression's number (`number`, at most MAX_LABEL) and a multi-label set
+(`label_set`, split on data.label_separator), read from the user's files by zoo.classifier.data; `Targets` holds a
+split's numbers or label sets. Training standardises a regression's targets with its labels' mean and standard
+deviation (`Targets.stats`, recorded in config.json's derived part); the model answers in the labels' units."""
 
 import collections
 import dataclasses

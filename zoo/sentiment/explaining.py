@@ -52,10 +52,7 @@ def explained_value(loaded, token_ids):
 
     if config.problem_type == classifier.REGRESSION:
         stats = derived["targets"]
-
-        def score(ids):
-            return answers(ids)["score"].numpy() * stats["std"] + stats["mean"]
-
+        score = lambda ids: answers(ids)["score"].numpy() * stats["std"] + stats["mean"]  # noqa: E731
         return f"score {score(token_ids)[0]:.4f}", score, "the score"
     names = derived["class_names"]
     probabilities = answers(token_ids)["probabilities"].numpy()[0]

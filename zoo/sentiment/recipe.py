@@ -152,11 +152,9 @@ def pair_column(given, trained):
 
 
 def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=None, predictions=None):
-    """The `split`'s figures by model.problem_type (docs/sentiment.md): accuracy, loss, macro-F1, each class's
-    precision, recall, F1 and support and the confusion matrix; regression's mse, rmse, mae, pearson and spearman;
-    multi-label's micro and macro F1, subset accuracy and each label's precision, recall, F1 and support. Printed
-    and written to metrics.json; with `predictions`, each text's prediction to that file. `dataset` and `columns`
-    (SentimentData fields) name other files or columns than the run's; `model_dir`: a path or the run's RunDir."""
+    """The `split`'s figures by model.problem_type (zoo.sentiment.figures), printed and written to metrics.json; with
+    `predictions`, each text's prediction to that file. `dataset` and `columns` (SentimentData fields) name other files
+    or columns than the run's; `model_dir`: a path or the run's RunDir."""
     folder = run_dir.opened(model_dir)
     model_dir, loaded = folder.path, load_trained(folder, average)
     trained, problem_type, derived = loaded.record.config.data, loaded.config.problem_type, loaded.record.derived
@@ -217,12 +215,11 @@ def explain(run, config):
 def server(loaded, config):
     module = serving_module(loaded)
     derived = loaded.record.derived
-    return driver.Serving(
-        module, {"serving_default": module.serve}, warmup_texts(loaded.config),
-        metadata={"recipe": RECIPE, "dataset": loaded.record.config.data.dataset, "step": loaded.step,
-                  "model": dataclasses.asdict(loaded.config), "class_names": derived["class_names"],
-                  **({"targets": derived["targets"]} if "targets" in derived else {})},
-    )
+    return driver.Serving(module, {"serving_default": module.serve}, warmup_texts(loaded.config),
+                          metadata={"recipe": RECIPE, "dataset": loaded.record.config.data.dataset,
+                                    "step": loaded.step, "model": dataclasses.asdict(loaded.config),
+                                    "class_names": derived["class_names"],
+                                    **({"targets": derived["targets"]} if "targets" in derived else {})})
 
 
 def encoder_of(init_from, existing):
@@ -310,17 +307,8 @@ FIGURE_NAMES = {classifier.SINGLE_LABEL: ("accuracy", "macro_f1", "loss"),
                 classifier.MULTI_LABEL: ("micro_f1", "macro_f1", "subset_accuracy", "loss")}
 
 SENTIMENT = driver.Recipe(
-    name=RECIPE,
-    config_class=SentimentRunConfig,
-    base=base_config,
-    shortcuts=SHORTCUTS,
-    prepare=prepare,
-    load=load_trained,
-    server=server,
-    evaluate=evaluate,
-    modes={"explain": explain},
-    reads=READS,
-    check=check,
+    name=RECIPE, config_class=SentimentRunConfig, base=base_config, shortcuts=SHORTCUTS, prepare=prepare,
+    load=load_trained, server=server, evaluate=evaluate, modes={"explain": explain}, reads=READS, check=check,
     finish=finish,
     figures=driver.Figures(FIGURE_NAMES, lambda config: config.data.eval_split, kind="model.problem_type"),
 )
