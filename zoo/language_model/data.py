@@ -1,8 +1,7 @@
-"""The language model's text: a built-in corpus (ptb, tinyshakespeare, wikitext103, enwik8) or the user's
-files (text: one line a row; csv: and jsonl: a text column, each row a line), one split at a time, read as
-lines: `load` takes the run's zoo.data.spec.DatasetSpec (LMRunConfig.dataset_spec). Its token ids come from
-`token_stream`: tokenized once into zoo.data.cache, the rows laid end to end as the corpus's one stream, read
-from disk a window at a time.
+"""The language model's text: a built-in corpus (ptb, tinyshakespeare, wikitext103, enwik8) or the user's files (text:
+one line a row; csv: and jsonl: a text column, each row a line), one split at a time, read as lines: `load` takes the
+run's zoo.data.spec.DatasetSpec (LMRunConfig.dataset_spec). Its token ids come from `token_stream`: tokenized once
+into zoo.data.cache, the rows laid end to end as the corpus's one stream, read from disk a window at a time.
 
 Files whose validation is held out of the training text (no {split} in the pattern, or no validation files)
 hold out whole blocks of lines, not lines scattered among the training ones (`held_out_blocks`): a text's

@@ -1,6 +1,5 @@
-"""A trained Transformer-XL reading text with its memory: evaluation over the stream layout,
-scoring of texts and generation, each carrying the memory from segment to segment instead of
-recomputing the context.
+"""A trained Transformer-XL reading text with its memory: evaluation over the stream layout, scoring of texts and
+generation, each carrying the memory from segment to segment instead of recomputing the context.
 """
 
 import weakref
@@ -16,10 +15,9 @@ _COMPILED = weakref.WeakKeyDictionary()  # model -> {key: tf.function}
 
 
 def compiled(model, key, function, **options):
-    """`tf.function` of `function(model, *args)` over `*args`, made once per (model, key):
-    evaluating or generating again with the same model does not trace again. A key names one
-    function and its options (a later call with the same key gets the first one). It holds
-    the model weakly, so the cache entry goes with the model."""
+    """`tf.function` of `function(model, *args)` over `*args`, made once per (model, key): evaluating or generating
+    again with the same model does not trace again. A key names one function and its options (a later call with the
+    same key gets the first one). It holds the model weakly, so the cache entry goes with the model."""
     functions = _COMPILED.setdefault(model, {})
     if key not in functions:
         owner = weakref.ref(model)
@@ -34,10 +32,9 @@ def compiled(model, key, function, **options):
 
 
 def evaluate_streams(model, streams, segment_length, progress=None, use_memory=True):
-    """Summed negative log-likelihood (nats) and token count over the stream layout, carrying
-    the memory from segment to segment (or, with use_memory=False, starting each segment empty).
-    The memory is kept as each layer's keys and values (`model.step`): a segment projects only
-    its own positions, and the position keys are computed once."""
+    """Summed negative log-likelihood (nats) and token count over the stream layout, carrying the memory from segment
+    to segment (or, with use_memory=False, starting each segment empty). The memory is kept as each layer's keys and
+    values (`model.step`): a segment projects only its own positions, and the position keys are computed once."""
     step = compiled(model, "nll", _nll)
     keys = model.position_keys(segment_length)  # every segment has the same key length
     empty = model.keys_values_state(model.initial_state(streams.shape[0]))
@@ -77,24 +74,19 @@ def read_context(model, token_ids, is_token):
     """Feeds left-padded context tokens (batch, n * segment_length) through the model one
     segment at a time, as in training; returns the state and every position's logits."""
     c = model.config
-    batch = tf.shape(token_ids)[0]
-    count = tf.shape(token_ids)[1] // c.segment_length
+    batch, count = tf.shape(token_ids)[0], tf.shape(token_ids)[1] // c.segment_length
     logits = tf.TensorArray(tf.float32, size=count, infer_shape=False)
     keys = model.position_keys(c.segment_length)
 
     def body(i, state, logits):
         begin = i * c.segment_length
-        segment_logits, state = model(
-            token_ids[:, begin : begin + c.segment_length], state, is_token[:, begin : begin + c.segment_length],
-            position_keys=keys,
-        )
+        segment_logits, state = model(token_ids[:, begin : begin + c.segment_length], state,
+                                      is_token[:, begin : begin + c.segment_length], position_keys=keys)
         return i + 1, state, logits.write(i, segment_logits)
 
-    _, state, logits = tf.while_loop(
-        lambda i, *_: i < count, body, (tf.constant(0), model.initial_state(batch), logits)
-    )
-    stacked = logits.stack()  # (count, batch, T, vocab)
-    stacked = tf.transpose(stacked, [1, 0, 2, 3])
+    start = (tf.constant(0), model.initial_state(batch), logits)
+    _, state, logits = tf.while_loop(lambda i, *_: i < count, body, start)
+    stacked = tf.transpose(logits.stack(), [1, 0, 2, 3])  # (batch, count, T, vocab)
     return state, tf.reshape(stacked, [batch, count * c.segment_length, -1])
 
 

@@ -1,11 +1,9 @@
 """Transformer-XL language model: relative attention and segment-level memory.
 
-Each layer keeps the last `memory_length` of its inputs as memory (under
-stop-gradient) and the next segment attends over [memory; segment]. The
-memory has a fixed size, with a boolean `valid` mask over its positions
-(False after a reset or before a short prompt), so shapes stay static for
-tf.function, XLA and the training loop. Evaluation and generation carry the
-same state instead of recomputing the context.
+Each layer keeps the last `memory_length` of its inputs as memory (under stop-gradient) and the next segment attends
+over [memory; segment]. The memory has a fixed size, with a boolean `valid` mask over its positions (False after a
+reset or before a short prompt), so shapes stay static for tf.function, XLA and the training loop. Evaluation and
+generation carry the same state instead of recomputing the context.
 
 This module holds the config, presets, model and loss; the text to ids rules are in
 `zoo.language_model.preprocessor`, evaluation, scoring and generation in `zoo.language_model.inference`, the TF
@@ -80,9 +78,8 @@ PRESETS = {
 class TransformerXL(keras.Model):
     """token_ids (batch, T), state -> (logits (batch, T, vocab) float32, new state).
 
-    `state` is (memories, valid): one (batch, memory_length, hidden) memory
-    per layer and a bool (batch, memory_length) mask of the positions that
-    hold real tokens; `initial_state(batch)` is the empty state.
+    `state` is (memories, valid): one (batch, memory_length, hidden) memory per layer and a bool (batch,
+    memory_length) mask of the positions that hold real tokens; `initial_state(batch)` is the empty state.
 
     An embedding narrower or wider than hidden_dim (config.embedding_dim: word vectors' width) is factorized
     as ALBERT's and ELECTRA's are: tokens -> embedding_dim -> Dense -> hidden_dim, and before the tied output
@@ -124,9 +121,8 @@ class TransformerXL(keras.Model):
         return [block.attention.position_keys(c.memory_length + length, c.hidden_dim) for block in self.blocks]
 
     def call(self, token_ids, state=None, is_token=None, training=None, position_keys=None, logits_to_keep=None):
-        """`is_token`: optional bool (batch, T), False on (left) padding of the input.
-        `position_keys`: optional `self.position_keys(T)`.
-        `logits_to_keep`: optional int; logits of the last this many positions only (a scorer
+        """`is_token`: optional bool (batch, T), False on (left) padding of the input. `position_keys`: optional
+        `self.position_keys(T)`. `logits_to_keep`: optional int; logits of the last this many positions only (a scorer
         that needs a few positions skips the vocabulary projection of the others)."""
         c = self.config
         batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]

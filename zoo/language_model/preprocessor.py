@@ -19,10 +19,9 @@ def text_ids(vocabulary, texts):
 
 
 def stream_layout(ids, num_streams):
-    """The corpus as `num_streams` contiguous rows (the tail that does not fill a row is dropped):
-    (num_streams, n) int32. Row r continues where row r - 1's text ends. `ids` is an array, or the
-    token cache's rows (zoo.data.cache.TokenRows) laid end to end: then the layout is `Streams`, read
-    from disk a window at a time."""
+    """The corpus as `num_streams` contiguous rows (the tail that does not fill a row is dropped): (num_streams, n)
+    int32. Row r continues where row r - 1's text ends. `ids` is an array, or the token cache's rows
+    (zoo.data.cache.TokenRows) laid end to end: then the layout is `Streams`, read from disk a window at a time."""
     total = ids.num_tokens if hasattr(ids, "num_tokens") else len(ids)
     per_stream = total // num_streams
     if per_stream < 2:
@@ -61,16 +60,15 @@ def pass_offset(seed, pass_index, segment_length):
 def stream_dataset(streams, segment_length, replicas, first_replica, num_local, start_step, steps, offset_seed=None):
     """Per-replica batches for training: step s feeds segment s % per_pass of every stream.
 
-    Replica r owns streams [r * b, (r + 1) * b) of the global batch (b = streams / replicas),
-    so each replica's memory always belongs to its own streams. Elements come step-major,
-    one per local replica, as `distribute_datasets_from_function` expects; `reset` is True
-    on the first segment of every pass (the memory starts empty).
+    Replica r owns streams [r * b, (r + 1) * b) of the global batch (b = streams / replicas), so each replica's
+    memory always belongs to its own streams. Elements come step-major, one per local replica, as
+    `distribute_datasets_from_function` expects; `reset` is True on the first segment of every pass (the memory
+    starts empty).
 
-    With `offset_seed`, every pass starts at `pass_offset(offset_seed, pass, segment_length)`
-    in all streams, so segment boundaries (and the memory each token sees) differ between
-    passes: over many passes of a small corpus the model does not see the same segments again
-    (the idea of AWD-LSTM's variable BPTT length). Within a pass the streams stay contiguous.
-    """
+    With `offset_seed`, every pass starts at `pass_offset(offset_seed, pass, segment_length)` in all streams, so
+    segment boundaries (and the memory each token sees) differ between passes: over many passes of a small corpus
+    the model does not see the same segments again (the idea of AWD-LSTM's variable BPTT length). Within a pass the
+    streams stay contiguous."""
     random_offset = offset_seed is not None
     per_pass = segments_per_pass(streams, segment_length, random_offset)
     if per_pass < 1:

@@ -43,8 +43,7 @@ READS = {"train_and_eval": EVALUATION,
 def prepare_run(folder, config, corpus, chief, words=None):
     """The run's config and vocabulary (`run_settings.start_run`; `folder`: the run's RunDir): a new run's is built
     from the training text (a sample of it for a subword vocabulary of data.vocab_size pieces), or is the word
-    vocabulary of `words` (a zoo.data.word_embedding.WordPlan) planned already; its size, not a flag, is the
-    model's."""
+    vocabulary of `words` (a zoo.data.word_embedding.WordPlan) planned already; its size, not a flag, is the model's."""
     data, seed, model_dir = config.data, config.train.seed, folder.path
 
     def write_vocabulary():
@@ -100,19 +99,14 @@ def prepare(run, config, strategy):
 
     def dataset_fn(context, start_step):
         local = replicas // context.num_input_pipelines
-        first = context.input_pipeline_id * local
         return lm_preprocessing.stream_dataset(
-            streams, config.segment_length, replicas, first, local, start_step, train_config.train_steps,
-            offset_seed=train_config.seed if data.random_offset else None,
-        )
+            streams, config.segment_length, replicas, context.input_pipeline_id * local, local, start_step,
+            train_config.train_steps, offset_seed=train_config.seed if data.random_offset else None)
 
-    task = Task(
-        build_model=lambda: lm.build_language_model(config),
-        dataset=dataset_fn,
-        loss=lm.lm_loss(train_config.label_smoothing),
-        initial_state=lambda model: model.initial_state(per_replica),
-        initialize=words.initializer(lm.token_table) if words is not None else None,
-    )
+    task = Task(build_model=lambda: lm.build_language_model(config), dataset=dataset_fn,
+                loss=lm.lm_loss(train_config.label_smoothing),
+                initial_state=lambda model: model.initial_state(per_replica),
+                initialize=words.initializer(lm.token_table) if words is not None else None)
     derived["segments_per_pass"] = per_pass
     return driver.Prepared(dataclasses.replace(run_config, train=train_config), derived, task)
 
@@ -163,10 +157,8 @@ def run_eval(model_dir, split, eval_memory_length, batch_size, average=1, bad_ro
         results[name] = {**figures, "memory_length": memory_length, "tokens": count, "seconds": time.time() - began}
         [(figure, value)] = figures.items()
         print(f"{split}, memory {memory_length}: {figure} {value:.3f} over {count} tokens")
-    write_summaries(
-        model_dir, f"eval_{split}", loaded.step,
-        {f"{k}_{n}": v for n, r in results.items() for k, v in r.items() if k != "tokens"},
-    )
+    write_summaries(model_dir, f"eval_{split}", loaded.step,
+                    {f"{k}_{n}": v for n, r in results.items() for k, v in r.items() if k != "tokens"})
     folder.update_metrics(**{f"eval_{split}": {**results, "step": loaded.step, "average_checkpoints": average}})
     return results
 
@@ -178,32 +170,25 @@ def evaluate(run, config):
                     run.average_checkpoints, config.data.bad_rows)
 
 
-def generate(run, config):
-    """--mode=generate of the eval section's prompt, sampling and seed."""
-    return run_generate(run.folder, config.eval.prompt, config.eval, config.eval.seed, run.average_checkpoints)
-
-
 def server(loaded, config):
     generation, vocabulary = config.eval, loaded.tokenizer
     module = LanguageModelServer(loaded.model, vocabulary, generation.max_new_tokens, generation.temperature,
                                  generation.top_k)
     example = "the company said" if vocabulary.level in ("word", "subword") else "ROMEO:"
-    return driver.Serving(
-        module, {"serving_default": module.serve, "generate": module.generate, "score": module.score},
-        {"prompt": [example, ""]},
-        metadata={"recipe": RECIPE, "dataset": loaded.record.config.data.dataset, "step": loaded.step,
-                  "model": dataclasses.asdict(loaded.record.config.model), "level": vocabulary.level},
-    )
+    return driver.Serving(module, {"serving_default": module.serve, "generate": module.generate, "score": module.score},
+                          {"prompt": [example, ""]},
+                          metadata={"recipe": RECIPE, "dataset": loaded.record.config.data.dataset, "step": loaded.step,
+                                    "model": dataclasses.asdict(loaded.record.config.model), "level": vocabulary.level})
 
 
-def run_generate(model_dir, prompt, generation, seed, average=1):
-    """The continuation of `prompt`, printed after it; `generation`: max_new_tokens, top_k, temperature and greedy
-    (an LMEval)."""
+def generate(run, config):
+    """--mode=generate: the continuation of the eval section's prompt (its sampling and seed), printed after it."""
     import tensorflow as tf
 
+    generation, prompt = config.eval, config.eval.prompt
     if not prompt or not prompt.strip():
         raise ValueError('--prompt is empty: give the text to continue, e.g. --prompt="ROMEO:".')
-    loaded = load_trained(model_dir, average=average)
+    loaded = load_trained(run.folder, average=run.average_checkpoints)
     model, vocabulary = loaded.model, loaded.tokenizer
     if generation.top_k > len(vocabulary):
         raise ValueError(f"--top_k={generation.top_k} is more than the {len(vocabulary)} tokens of the vocabulary: "
@@ -212,10 +197,9 @@ def run_generate(model_dir, prompt, generation, seed, average=1):
     if prompt_ids.row_lengths()[0] > model.config.memory_length:
         print(f"(The prompt has {int(prompt_ids.row_lengths()[0]) - 1} tokens; it is read segment by segment and the "
               f"continuation sees its last {model.config.memory_length} through the memory.)")
-    generate = tf.function(lambda ids: lm_inference.generate(
+    tokens = tf.function(lambda ids: lm_inference.generate(
         model, ids, generation.max_new_tokens, generation.temperature, generation.top_k, greedy=generation.greedy,
-        seed=(seed, 0)))
-    tokens = generate(prompt_ids)
+        seed=(generation.seed, 0)))(prompt_ids)
     text = vocabulary.detokenize(tokens).numpy()[0].decode("utf-8", errors="replace")
     separator = " " if vocabulary.level == "word" and not text.startswith("\n") else ""
     print(prompt + separator + text)
@@ -237,8 +221,7 @@ def finish(config, base, mode):
 
 
 def check(run, config):
-    """A training run that evaluates: its split's files checked now (a missing or damaged one fails before
-    training)."""
+    """A training run that evaluates: its split's files checked now (a missing or damaged one fails before training)."""
     if run.training and run.evaluating:
         spec = config.dataset_spec
         lm_data.check_split(spec, config.data.eval_split or lm_data.default_split(spec))

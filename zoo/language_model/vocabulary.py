@@ -1,11 +1,9 @@
-"""Word and character vocabularies for language modelling, with in-graph
-tokenization made of core TensorFlow ops only (string split or Unicode
-decode, then a hash-table lookup), so an export needs no TF Text.
+"""Word and character vocabularies for language modelling, with in-graph tokenization made of core TensorFlow ops only
+(string split or Unicode decode, then a hash-table lookup), so an export needs no TF Text.
 
-Id 0 is padding and id 1 is <unk>; the tokens of the training split follow,
-most frequent first (ties alphabetical). Word-level text ends every line with
-<eos>, as in the standard PTB / WikiText setups; character-level text keeps
-its newlines as characters.
+Id 0 is padding and id 1 is <unk>; the tokens of the training split follow, most frequent first (ties alphabetical).
+Word-level text ends every line with <eos>, as in the standard PTB / WikiText setups; character-level text keeps its
+newlines as characters.
 """
 
 import collections

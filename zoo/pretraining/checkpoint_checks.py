@@ -10,11 +10,8 @@ from zoo.pretraining.checkpoint_format import BUFFERS, ENCODER_PARTS, HEAD_PREFI
 
 
 def check_checkpoint(checkpoint):
-    """Refuses (PublishedCheckpointError) a checkpoint that the zoo could not load whole, naming the file or
-    tensor and what to do: a vocabulary that the tokenizer refuses or whose size is not config.json's
-    vocab_size; weights with another number of layers than num_hidden_layers, or a tensor missing or of
-    another shape than config.json gives it; an encoder tensor the zoo's encoder has no place for; a NaN or
-    an infinity in any tensor."""
+    """Refuses (PublishedCheckpointError, naming the file or tensor and what to do) a checkpoint the zoo could not
+    load whole: its vocabulary, layers and tensors as the checks below say, and a NaN or an infinity in any tensor."""
     _check_vocabulary(checkpoint)
     _check_layers(checkpoint)
     _check_tensors(checkpoint)
@@ -27,6 +24,7 @@ def check_checkpoint(checkpoint):
 
 
 def _check_vocabulary(checkpoint):
+    """The tokenizer takes the vocabulary, and its size is config.json's vocab_size."""
     problem = tokenizer.wordpiece_problem(checkpoint.vocabulary)
     if problem:
         raise PublishedCheckpointError(f"{checkpoint.vocabulary_source} cannot be used: {problem}. Use the "

@@ -18,10 +18,9 @@ def unused_parts(checkpoint, head=False):
 
 
 def encoder_weights(checkpoint, model):
-    """{layer name: [NumPy arrays, in layer.weights order]} for the encoder layers of `model`
-    (an encoder or a classifier built from `encoder_config(checkpoint)`), as
-    `zoo.pretraining.pretrained.copy_encoder_weights` takes them; raises PublishedCheckpointError on
-    missing or misshapen weights."""
+    """{layer name: [NumPy arrays, in layer.weights order]} for the encoder layers of `model` (an encoder or a
+    classifier built from `encoder_config(checkpoint)`), as `zoo.pretraining.pretrained.copy_encoder_weights` takes
+    them; raises PublishedCheckpointError on missing or misshapen weights."""
     w, source = checkpoint.weights, checkpoint.source
 
     def get(name):

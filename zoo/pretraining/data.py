@@ -1,5 +1,4 @@
-"""Pretraining text: unlabeled documents from named corpora, a held-out slice, and
-packing into full sequences.
+"""Pretraining text: unlabeled documents from named corpora, a held-out slice, and packing into full sequences.
 
 Corpus names (`--corpus`, comma-separated, mixed):
   imdb_unsup        the 50,000 unlabeled IMDB reviews
@@ -11,6 +10,7 @@ No test split is ever read. A run's config parses each name once (PretrainRunCon
 """
 
 import dataclasses
+import functools
 import hashlib
 import re
 import tarfile
@@ -52,8 +52,7 @@ def _tfds_texts(name):
     if builder.info.splits and "train" not in builder.info.splits:
         raise DatasetError(f"TFDS dataset {name!r} has no 'train' split (pretraining never reads test): "
                            f"it has {sorted(builder.info.splits)}.")
-    features = builder.info.features
-    keys = builder.info.supervised_keys
+    features, keys = builder.info.features, builder.info.supervised_keys
     texts = [k for k in features.keys() if getattr(features[k], "dtype", None) == tf.string]
     key = keys[0] if keys and keys[0] in texts else (texts[0] if texts else None)
     if key is None:
@@ -70,10 +69,8 @@ def load_documents(name):
         return list(datasets.load_classification(name, "train").texts)
     if name.startswith("tfds:"):
         return _tfds_texts(name[len("tfds:") :])
-    raise DatasetError(
-        f"Unknown pretraining corpus {name!r}: use {', '.join(NAMED)}, tfds:<name>, or your own files "
-        "(text:, csv:, jsonl:), comma-separated."
-    )
+    raise DatasetError(f"Unknown pretraining corpus {name!r}: use {', '.join(NAMED)}, tfds:<name>, or your own files "
+                       "(text:, csv:, jsonl:), comma-separated.")
 
 
 class Documents:
@@ -81,11 +78,11 @@ class Documents:
     from files: iterate for strings; `count`, `size` (characters), `key` (for the token cache), `sources` (the
     files read, zoo.data.sources.Sources; None without files) and `digest` (of those files)."""
 
-    def __init__(self, parts, key, sources=None):
+    def __init__(self, parts, key, sources=None, skipped=0):
         self.parts, self.key, self.sources = parts, key, sources
         self.digest = sources.digest if sources is not None else None
         self.count = sum(count for _, count, _ in parts)
-        self.skipped = 0  # bad rows left out (--bad_rows=skip)
+        self.skipped = skipped  # bad rows left out (--bad_rows=skip)
         self.size = sum(size for _, _, size in parts)
 
     def __iter__(self):
@@ -108,10 +105,9 @@ def load_corpora(corpora, document_per_file=False, text_column="text", bad_rows=
     corpora = [dataset_spec.given(corpus, FORMS, columns) for corpus in corpora]
     parts, specs, skipped = [], [], 0
     for spec in corpora:
-        name = spec.name
         if not spec.files:
-            found = load_documents(name)
-            read = (lambda found: lambda: iter(found))(found)
+            found = load_documents(spec.name)
+            read = functools.partial(iter, found)
             count, size = len(found), sum(map(len, found))
         else:
             if spec.form != "text":
@@ -126,15 +122,12 @@ def load_corpora(corpora, document_per_file=False, text_column="text", bad_rows=
             skipped += bad.count if bad_rows == "skip" else 0
             specs.append(spec)
         if not count:
-            raise DatasetError(f"Corpus {name!r} holds no document.")
+            raise DatasetError(f"Corpus {spec.name!r} holds no document.")
         parts.append((read, count, size))
     sources = Sources(lambda: [p for spec in specs for p in dataset_spec.paths(spec, "train")]) if specs else None
     key = {"corpus": [spec.name for spec in corpora], "document_per_file": document_per_file,
-           "text_column": corpora[0].columns.text,
-           "files": sources.digest if sources is not None else None}
-    documents = Documents(parts, key, sources)
-    documents.skipped = skipped
-    return documents
+           "text_column": corpora[0].columns.text, "files": sources.digest if sources is not None else None}
+    return Documents(parts, key, sources, skipped)
 
 
 def _file_documents(spec, document_per_file, bad):
@@ -167,9 +160,8 @@ def held_out_mask(num_documents, fraction, seed):
 
 
 def token_rows(documents, keep, tokenize, tokenizer_key, separator_id, name):
-    """The ids of the documents whose index `keep` accepts, each followed by `separator_id`, from the token
-    cache (tokenized once by `tokenize`, a batch of strings -> ragged ids; a file that changes meanwhile is
-    refused)."""
+    """The ids of the documents whose index `keep` accepts, each followed by `separator_id`, from the token cache
+    (tokenized once by `tokenize`, a batch of strings -> ragged ids; a file that changes meanwhile is refused)."""
     import tensorflow as tf
 
     def with_separator(texts):
@@ -192,7 +184,7 @@ class PackedRows:
     def __init__(self, token_rows, sequence_length, start_id):
         self.token_rows, self.body, self.start_id = token_rows, sequence_length - 1, start_id
         total = token_rows.num_tokens
-        count = -(-total // self.body)
+        count = -(-total // self.body)  # rounded up
         self.lengths = np.full(count, self.body + 1, np.int32)
         if count:
             self.lengths[-1] = total - (count - 1) * self.body + 1

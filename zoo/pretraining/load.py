@@ -1,6 +1,5 @@
-"""`Encoder`, the Python object `zoo.load` returns for a pretraining run or its export (a run is read
-by `zoo.pretraining.pretrained.load_pretrained`, as its export is made: its newest checkpoint, finished
-or not).
+"""`Encoder`, the Python object `zoo.load` returns for a pretraining run or its export (a run is read by
+`zoo.pretraining.pretrained.load_pretrained`, as its export is made: its newest checkpoint, finished or not).
 
     encoder = zoo.load("runs/pretrain_imdb")
     encoder.encode(["a wonderful, moving film"])  # (1, hidden_dim) float32: the mean of its hidden states

@@ -12,17 +12,16 @@ FIRST_REGULAR_ID = 5  # ids below are <pad>, <unk>, <s>, </s>, <mask>: never cho
 
 def mask_tokens(token_ids, seed, mask_rate, max_predictions, vocab_size, mask_id=MASK_ID,
                 first_regular_id=FIRST_REGULAR_ID):
-    """BERT's masking of a batch, stateless in `seed` (shape [2] int): ids below `first_regular_id`
-    are special (never chosen), `mask_id` is the <mask> / [MASK] token.
+    """BERT's masking of a batch, stateless in `seed` (shape [2] int): ids below `first_regular_id` are special
+    (never chosen), `mask_id` is the <mask> / [MASK] token.
 
-    Of each row's selectable tokens (real, not special), round(mask_rate * count) (at least
-    one, at most max_predictions) are chosen uniformly; each becomes <mask> with probability
-    0.8, a uniformly drawn regular token with 0.1, and stays with 0.1.
+    Of each row's selectable tokens (real, not special), round(mask_rate * count) (at least one, at most
+    max_predictions) are chosen uniformly; each becomes <mask> with probability 0.8, a uniformly drawn regular token
+    with 0.1, and stays with 0.1.
 
-    Returns a dict: "token_ids" (batch, seq) the corrupted input, "mask_positions",
-    "mask_ids" (the original tokens there) and "mask_weights" (1.0 where a slot holds a
-    chosen position, 0.0 for unused slots), each (batch, max_predictions).
-    """
+    Returns a dict: "token_ids" (batch, seq) the corrupted input, "mask_positions", "mask_ids" (the original tokens
+    there) and "mask_weights" (1.0 where a slot holds a chosen position, 0.0 for unused slots), each (batch,
+    max_predictions)."""
     token_ids = tf.convert_to_tensor(token_ids, tf.int32)
     seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 3)
     selectable = token_ids >= first_regular_id

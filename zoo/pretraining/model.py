@@ -1,9 +1,7 @@
-"""Self-supervised pretraining of the classifier's encoder: BERT's masked LM and
-ELECTRA's replaced-token detection.
+"""Self-supervised pretraining of the classifier's encoder: BERT's masked LM and ELECTRA's replaced-token detection.
 
-The encoder is `zoo.classifier.model.build_encoder`, the classifier's own body, so a
-pretrained encoder's weights go into a classifier by layer name
-(`zoo.pretraining.pretrained`). The batches are masked by `zoo.pretraining.masks`.
+The encoder is `zoo.classifier.model.build_encoder`, the classifier's own body, so a pretrained encoder's weights go
+into a classifier by layer name (`zoo.pretraining.pretrained`). The batches are masked by `zoo.pretraining.masks`.
 """
 
 import dataclasses
@@ -88,19 +86,16 @@ PRESETS = {name: PretrainConfig(encoder=config) for name, config in classifier.P
 
 
 class MaskedLMHead(keras.layers.Layer):
-    """BERT's masked-LM head: the hidden states at `mask_positions` through Dense + GELU and
-    LayerNorm, then the token embedding's transpose (tied) plus a bias: float32 logits.
+    """BERT's masked-LM head: the hidden states at `mask_positions` through Dense + GELU and LayerNorm, then the
+    token embedding's transpose (tied) plus a bias: float32 logits.
 
-    keras-hub's MaskedLMHead does the same but fails under mixed precision (its float32
-    bias is added to bfloat16 logits). Inputs may be narrower than the embedding (ELECTRA's
-    generator): the Dense maps them to its width.
+    keras-hub's MaskedLMHead does the same but fails under mixed precision (its float32 bias is added to bfloat16
+    logits). Inputs may be narrower than the embedding (ELECTRA's generator): the Dense maps them to its width.
 
-    Call arguments: inputs (batch, seq, width); mask_positions (batch, k) int.
-    Returns (batch, k, vocab_size) float32.
+    Call arguments: inputs (batch, seq, width); mask_positions (batch, k) int. Returns (batch, k, vocab_size) float32.
 
-    A part of the Pretrainer (it holds the Pretrainer's embedding), saved with it in checkpoints,
-    not a layer to serialize on its own.
-    """
+    A part of the Pretrainer (it holds the Pretrainer's embedding), saved with it in checkpoints, not a layer to
+    serialize on its own."""
 
     def __init__(self, token_embedding, epsilon=1e-5, activation="gelu", **kwargs):
         super().__init__(**kwargs)
@@ -125,17 +120,15 @@ class MaskedLMHead(keras.layers.Layer):
 class Pretrainer(keras.Model):
     """The encoder and what pretraining puts on top of it.
 
-    mlm: a masked-LM head (output tied to the token embedding) on
-    the encoder. electra: a smaller generator (its own blocks, the encoder's embedding shared)
-    with that head proposes tokens at the masked positions; the encoder, the discriminator,
-    reads the input with the proposals in place and a detection head scores every position as
-    replaced or original. The proposals are sampled under stop_gradient: the discriminator's
-    loss reaches the generator only through the shared embedding.
+    mlm: a masked-LM head (output tied to the token embedding) on the encoder. electra: a smaller generator (its own
+    blocks, the encoder's embedding shared) with that head proposes tokens at the masked positions; the encoder, the
+    discriminator, reads the input with the proposals in place and a detection head scores every position as replaced
+    or original. The proposals are sampled under stop_gradient: the discriminator's loss reaches the generator only
+    through the shared embedding.
 
-    Call arguments: a batch of `mask_tokens` (with "original_ids" and, for electra, "seed").
-    Returns a dict: "mlm_logits" (batch, max_predictions, vocab); for electra also
-    "replaced" (batch, seq) bool and "detection_logits" (batch, seq) float32.
-    """
+    Call arguments: a batch of `mask_tokens` (with "original_ids" and, for electra, "seed"). Returns a dict:
+    "mlm_logits" (batch, max_predictions, vocab); for electra also "replaced" (batch, seq) bool and
+    "detection_logits" (batch, seq) float32."""
 
     def __init__(self, config, **kwargs):
         super().__init__(**kwargs)

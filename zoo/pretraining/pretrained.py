@@ -32,10 +32,9 @@ class PretrainedRunError(ValueError):
 
 
 def load_pretrained(model_dir, finished=True, average=1):
-    """The newest checkpoint of a pretraining run (that reached its last step, unless
-    finished=False: eval and export take any checkpoint), rebuilt in float32; with average=N,
-    the mean of the newest N checkpoints' weights (`RunDir.load_model`). `model_dir`: a path or the command's
-    RunDir."""
+    """The newest checkpoint of a pretraining run (that reached its last step, unless finished=False: eval and export
+    take any checkpoint), rebuilt in float32; with average=N, the mean of the newest N checkpoints' weights
+    (`RunDir.load_model`). `model_dir`: a path or the command's RunDir."""
     run_dir = opened(model_dir)
     run = run_dir.read_finished(RECIPE, finished)
     record = run_dir.typed(run, RECIPE, PretrainRunConfig)
@@ -47,27 +46,23 @@ def load_pretrained(model_dir, finished=True, average=1):
 
 
 def load_encoder(source):
-    """(encoder, tokenizer) of a finished pretraining run or of a published checkpoint
-    (`zoo.pretraining.published`: a Hugging Face folder, hf:ORG/NAME, keras_hub:PRESET). The encoder is a
-    Keras model (float32), token ids (batch, seq) int32 with 0 = padding -> hidden states
-    (batch, seq, hidden_dim). A run's tokenizer is a keras-hub SentencePieceTokenizer (ids 0-4:
-    <pad>, <unk>, <s>, </s>, <mask>), or with word vectors a zoo.data.word_tokenizer.WordTokenizer (the same
-    ids, [MASK] for <mask>): start each text with <s> (zoo.data.tokenizer.START_ID), as pretraining did. A
-    checkpoint's is keras-hub's BertTokenizer over its vocabulary: frame each
-    text as [CLS] ... [SEP] (zoo.data.tokenizer.framing)."""
+    """(encoder, tokenizer) of a finished pretraining run or of a published checkpoint (`zoo.pretraining.published`: a
+    Hugging Face folder, hf:ORG/NAME, keras_hub:PRESET). The encoder is a Keras model (float32), token ids (batch,
+    seq) int32 with 0 = padding -> hidden states (batch, seq, hidden_dim). A run's tokenizer is a keras-hub
+    SentencePieceTokenizer (ids 0-4: <pad>, <unk>, <s>, </s>, <mask>), or with word vectors a
+    zoo.data.word_tokenizer.WordTokenizer (the same ids, [MASK] for <mask>): start each text with <s>
+    (zoo.data.tokenizer.START_ID), as pretraining did. A checkpoint's is keras-hub's BertTokenizer over its
+    vocabulary: frame each text as [CLS] ... [SEP] (zoo.data.tokenizer.framing)."""
     if published.is_published(source):
         checkpoint = published.read_checkpoint(source)
         with dtype_policy("float32"):
             encoder = classifier.build_encoder(checkpoint.config)
         copy_encoder_weights(checkpoint_weights.encoder_weights(checkpoint, encoder), encoder)
-        return encoder, checkpoint_tokenizer(checkpoint)
+        return encoder, tokenizer.wordpiece_tokenizer(checkpoint.vocabulary, checkpoint.lowercase,
+                                                      checkpoint.strip_accents)
     check_run_source(source)
     trained = load_pretrained(source)
     return trained.model.encoder, trained.tokenizer
-
-
-def checkpoint_tokenizer(checkpoint):
-    return tokenizer.wordpiece_tokenizer(checkpoint.vocabulary, checkpoint.lowercase, checkpoint.strip_accents)
 
 
 def check_run_source(source):
@@ -94,12 +89,6 @@ def pretrained_encoder_config(model_dir):
     return run_dir.typed(run_dir.read_finished(RECIPE), RECIPE, PretrainRunConfig).config.model.encoder
 
 
-def encoder_weights(model_dir):
-    """{layer name: [NumPy arrays]} of a finished pretraining run's encoder (its layers with weights)."""
-    encoder = load_pretrained(model_dir).model.encoder
-    return {layer.name: layer.get_weights() for layer in encoder.layers if layer.weights}
-
-
 def encoder_initializer(source):
     """A Task.initialize for fine-tuning: copies the encoder weights of a finished pretraining
     run or a published checkpoint (read then, in float32) into the classifier the Trainer builds."""
@@ -111,17 +100,18 @@ def encoder_initializer(source):
             unused = checkpoint_weights.unused_parts(checkpoint)
             print(f"Initialized the encoder from {source}: {count} published weights"
                   + (f"; not used for fine-tuning: {', '.join(unused)}." if unused else "."), flush=True)
-        else:
-            count = copy_encoder_weights(encoder_weights(source), model)
+        else:  # a finished pretraining run's encoder, its layers with weights
+            encoder = load_pretrained(source).model.encoder
+            count = copy_encoder_weights({layer.name: layer.get_weights() for layer in encoder.layers if layer.weights},
+                                         model)
             print(f"Initialized the encoder from {source}: {count} pretrained weights.", flush=True)
 
     return initialize
 
 
 def pretrainer_initializer(source):
-    """A Task.initialize for continued pretraining: copies a published checkpoint's encoder into the
-    Pretrainer's encoder, and its masked-LM head where it has one (else the head starts fresh, tied
-    to the embedding)."""
+    """A Task.initialize for continued pretraining: copies a published checkpoint's encoder into the Pretrainer's
+    encoder, and its masked-LM head where it has one (else the head starts fresh, tied to the embedding)."""
 
     def initialize(model):  # a fresh run only
         checkpoint = published.read_checkpoint(source)
@@ -140,15 +130,13 @@ def pretrainer_initializer(source):
 
 
 def classifier_config(encoder, dropout=None, **asked):
-    """The fine-tuned classifier's config: the pretrained `encoder`'s (a ClassifierConfig), with `dropout`
-    (default: ClassifierConfig's, 0.1, BERT's fine-tuning rate; pretraining may have used none), and without its
-    word vectors (a word encoder keeps tokenizer="words" and its embedding_dim: the vectors started its
-    pretraining, the fine-tuned model starts from the pretrained embedding, trainable). Each of
-    `asked` (preset, vocab_size, max_length: what the user set, None if not) must agree with the
-    pretrained encoder, else PretrainedRunError; max_length may be shorter than the encoder's (fewer
-    positions: learned ones are cut to it when the weights are copied), not longer."""
-    preset = asked.pop("preset", None)
-    max_length = asked.pop("max_length", None)
+    """The fine-tuned classifier's config: the pretrained `encoder`'s (a ClassifierConfig), with `dropout` (default:
+    ClassifierConfig's, 0.1, BERT's fine-tuning rate; pretraining may have used none), and without its word vectors (a
+    word encoder keeps tokenizer="words" and its embedding_dim: the vectors started its pretraining, the fine-tuned
+    model starts from the pretrained embedding, trainable). Each of `asked` (preset, vocab_size, max_length: what the
+    user set, None if not) must agree with the pretrained encoder, else PretrainedRunError; max_length may be shorter
+    than the encoder's (fewer positions: learned ones are cut to it when the weights are copied), not longer."""
+    preset, max_length = asked.pop("preset", None), asked.pop("max_length", None)
     wrong = [f"--{k}={v} (the pretrained encoder has {getattr(encoder, k)})"
              for k, v in asked.items() if v is not None and v != getattr(encoder, k)]
     if max_length is not None and max_length > encoder.max_length:
@@ -161,21 +149,18 @@ def classifier_config(encoder, dropout=None, **asked):
     if preset is not None and dataclasses.replace(classifier.PRESETS[preset], **own) != encoder:
         wrong.append(f"--preset={preset} (the pretrained encoder's shape is another preset's)")
     if wrong:
-        raise PretrainedRunError(
-            f"The pretrained run of --init_from contradicts {', '.join(wrong)}: "
-            "leave those flags out (they come from the pretrained run) or pretrain with them."
-        )
-    default = classifier.ClassifierConfig.dropout
-    return dataclasses.replace(encoder, dropout=default if dropout is None else dropout,
+        raise PretrainedRunError(f"The pretrained run of --init_from contradicts {', '.join(wrong)}: leave those flags "
+                                 "out (they come from the pretrained run) or pretrain with them.")
+    return dataclasses.replace(encoder, dropout=classifier.ClassifierConfig.dropout if dropout is None else dropout,
                                max_length=max_length or encoder.max_length,
                                tokenizer="words" if encoder.words else encoder.tokenizer, word_vectors=None,
                                freeze_word_vectors=False)
 
 
 def copy_encoder_weights(weights, target):
-    """Copies `encoder_weights` into the layers of `target` (a classifier) with the same names,
-    and checks that each of them now holds the pretrained value exactly and that no weight
-    of target's encoder was left out. Returns how many weights were copied."""
+    """Copies `encoder_weights` into the layers of `target` (a classifier) with the same names, and checks that each
+    of them now holds the pretrained value exactly and that no weight of target's encoder was left out. Returns how
+    many weights were copied."""
     copied = 0
     for name, values in weights.items():
         destination = target.get_layer(name)
@@ -199,16 +184,14 @@ def copy_encoder_weights(weights, target):
 
 
 class EncoderServer(tf.Module):
-    """What the pretraining export serves: `encode` (text -> one mean-pooled vector per text)
-    and `fill_mask` (text holding <mask> -> the top-k tokens and probabilities per mask)."""
+    """What the pretraining export serves: `encode` (text -> one mean-pooled vector per text) and `fill_mask` (text
+    holding <mask> -> the top-k tokens and probabilities per mask)."""
 
     def __init__(self, model, tokenizer_, config):
         super().__init__()
         # The parts, not the Pretrainer: Keras would trace the Pretrainer's dict call for a signature of its own.
-        self.encoder = model.encoder
+        self.encoder, self.mlm_head, self.tokenizer = model.encoder, model.mlm_head, tokenizer_
         self.proposer = model.generator if model.generator is not None else model.encoder
-        self.mlm_head = model.mlm_head
-        self.tokenizer = tokenizer_
         self.max_length = config.encoder.max_length
         self.mask_id, self.first_regular_id, self.start_id = config.mask_id, config.first_regular_id, config.start_id
         self.proposable = config.encoder.vocab_size - config.first_regular_id  # the pieces fill_mask may propose
@@ -217,8 +200,8 @@ class EncoderServer(tf.Module):
         self.words = tf.constant([p.removeprefix("▁") for p in pieces])
 
     def _token_ids(self, text):
-        """<s> + the text's pieces (the first max_length - 1), a lone "▁" before <mask> dropped
-        (SentencePiece writes "a <mask>" as a, ▁, <mask>; pretraining masked whole pieces)."""
+        """<s> + the text's pieces (the first max_length - 1), a lone "▁" before <mask> dropped (SentencePiece writes
+        "a <mask>" as a, ▁, <mask>; pretraining masked whole pieces)."""
         ragged = self.tokenizer.tokenize(text)
         following = tf.concat([ragged[:, 1:], tf.zeros_like(ragged[:, :1])], axis=1)
         ragged = tf.ragged.boolean_mask(ragged, ~((ragged == self.space_id) & (following == self.mask_id)))
@@ -236,10 +219,10 @@ class EncoderServer(tf.Module):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text"),
                                   tf.TensorSpec([], tf.int32, name="top_k")])
     def fill_mask(self, text, top_k):
-        """tokens (batch, masks, top_k) string and probabilities (batch, masks, top_k) float32,
-        masks = the most <mask>s of any text (within the first max_length - 1 pieces); a
-        text's unused rows are "" and 0, and mask_count (batch,) says how many are its own.
-        top_k is at least 1 and at most the regular pieces of the vocabulary (special ones are never proposed)."""
+        """tokens (batch, masks, top_k) string and probabilities (batch, masks, top_k) float32, masks = the most
+        <mask>s of any text (within the first max_length - 1 pieces); a text's unused rows are "" and 0, and
+        mask_count (batch,) says how many are its own. top_k is at least 1 and at most the regular pieces of the
+        vocabulary (special ones are never proposed)."""
         with tf.control_dependencies([
             tf.debugging.assert_greater(top_k, 0, message="top_k must be at least 1"),
             tf.debugging.assert_less_equal(
@@ -256,14 +239,10 @@ class EncoderServer(tf.Module):
         order = tf.argsort(tf.cast(is_mask, tf.int32), axis=1, direction="DESCENDING", stable=True)[:, :width]
         used = tf.range(width)[None, :] < mask_count[:, None]
         positions = tf.where(used, order, 0)
-        logits = self.mlm_head(self.proposer(token_ids, training=False), mask_positions=positions)
-        logits = tf.cast(logits, tf.float32)
+        logits = self.mlm_head(self.proposer(token_ids, training=False), mask_positions=positions)  # float32
         special = tf.range(tf.shape(logits)[-1]) < self.first_regular_id
         probabilities = tf.nn.softmax(tf.where(special, -1e9, logits))
         best, ids = tf.math.top_k(probabilities, top_k)
         keep = used[..., None]
-        return {
-            "tokens": tf.where(keep, tf.gather(self.words, ids), ""),
-            "probabilities": tf.where(keep, best, 0.0),
-            "mask_count": mask_count,
-        }
+        return {"tokens": tf.where(keep, tf.gather(self.words, ids), ""), "probabilities": tf.where(keep, best, 0.0),
+                "mask_count": mask_count}

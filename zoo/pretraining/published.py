@@ -8,14 +8,10 @@ A checkpoint is named by a spec:
 
     checkpoint = read_checkpoint("hf:sentence-transformers/all-MiniLM-L6-v2")
     encoder = classifier.build_encoder(encoder_config(checkpoint))
-    pretrained.copy_encoder_weights(encoder_weights(checkpoint, encoder), encoder)
+    pretrained.copy_encoder_weights(checkpoint_weights.encoder_weights(checkpoint, encoder), encoder)
 
-A checkpoint is checked whole when it is read (`check_checkpoint`), before anything is made from
-it: its vocabulary, config.json against the weights' shapes and layer count, every value finite.
-Every encoder weight of the checkpoint goes into the zoo's layers (an encoder tensor the zoo's
-encoder has no place for is refused); the tensors outside the encoder (pooler, heads) are named by
-`unused_parts`. BERT's token-type embedding is a text-pair model's segment embedding; for single texts its
-type 0, the only one they use, is folded into the positions.
+A checkpoint is checked whole when it is read (zoo.pretraining.checkpoint_checks), before anything is made from it;
+zoo.pretraining.checkpoint_weights puts every encoder weight into the zoo's layers and names the parts left out.
 """
 
 import dataclasses

@@ -76,18 +76,14 @@ def prepare_run(folder, config, chief):
     def write_tokenizer():
         if words is not None:
             word_tokenizer.save_vocabulary(words.words, model_dir)
-            return
-        if init_from:
+        elif init_from:
             checkpoint = published.read_checkpoint(init_from)
             tokenizer.save_wordpiece(checkpoint.vocabulary, checkpoint.lowercase, checkpoint.strip_accents, model_dir)
-            return
-        if documents.digest is None:  # named corpora, in memory: the tokenizer samples all training texts
-            sample = [d for d, h in zip(documents, held) if not h]
-        else:
-            sample = documents.sample(~held, tokenizer.MAX_TRAINING_CHARACTERS, seed)
-        proto = tokenizer.train_tokenizer(sample, model.encoder.vocab_size, seed=seed,
-                                          user_symbols=(pretraining.MASK_TOKEN,))
-        tokenizer.save_tokenizer(proto, model_dir)
+        else:  # named corpora (no files, digest None) are in memory: the tokenizer samples all their training texts
+            sample = [d for d, h in zip(documents, held) if not h] if documents.digest is None else \
+                documents.sample(~held, tokenizer.MAX_TRAINING_CHARACTERS, seed)
+            tokenizer.save_tokenizer(tokenizer.train_tokenizer(sample, model.encoder.vocab_size, seed=seed,
+                                                               user_symbols=(pretraining.MASK_TOKEN,)), model_dir)
 
     last = word_tokenizer.WORDS_FILE if words is not None else \
         tokenizer.WORDPIECE_CONFIG_FILE if init_from else tokenizer.TOKENIZER_FILE
@@ -126,8 +122,7 @@ def prepare(run, config, strategy):
     """The training run (`driver.Prepared`): its record, documents and tokenizer, the documents packed
     into sequences, the batch plan and the Task. With `init_from` (a published checkpoint), a fresh run
     starts from its encoder and masked-LM head."""
-    run_config, derived, (documents, held), tok, words = prepare_run(run.folder, config,
-                                                                     is_chief(strategy))
+    run_config, derived, (documents, held), tok, words = prepare_run(run.folder, config, is_chief(strategy))
     config, init_from = run_config.model, run_config.setup.init_from
     print(f"Packing {int((~held).sum())} documents into sequences of {config.sequence_length} tokens.", flush=True)
     rows = packed_rows(tok, documents, ~held, config, run.model_dir, "training")
@@ -135,16 +130,14 @@ def prepare(run, config, strategy):
     replicas = strategy.num_replicas_in_sync
     plan = batching.training_plan(rows.lengths, train_config.train_steps, train_config.batch_size,
                                   train_config.seed, replicas)
-    task = Task(
-        build_model=lambda: pretraining.build_pretrainer(config),
-        dataset=batching.planned_dataset_fn(plan, replicas, lambda part, skip, pipeline_id: masked_dataset(
-            rows, part, config, train_config.seed, pipeline_id, skip=skip)),
-        loss=pretraining.pretraining_loss(config, train_config.label_smoothing),
-        initialize=pretrained.pretrainer_initializer(init_from) if init_from else
-        words.initializer(pretraining.token_table) if words is not None else None,
-    )
-    return driver.Prepared(dataclasses.replace(run_config, train=train_config), {**derived, "sequences": len(rows)},
-                           task)
+    task = Task(build_model=lambda: pretraining.build_pretrainer(config),
+                dataset=batching.planned_dataset_fn(plan, replicas, lambda part, skip, pipeline_id: masked_dataset(
+                    rows, part, config, train_config.seed, pipeline_id, skip=skip)),
+                loss=pretraining.pretraining_loss(config, train_config.label_smoothing),
+                initialize=pretrained.pretrainer_initializer(init_from) if init_from else
+                words.initializer(pretraining.token_table) if words is not None else None)
+    derived["sequences"] = len(rows)
+    return driver.Prepared(dataclasses.replace(run_config, train=train_config), derived, task)
 
 
 def run_eval(model_dir, batch_size=64, average=1):
@@ -173,12 +166,10 @@ def evaluate(run, config):
 
 def server(loaded, config):
     module = pretrained.EncoderServer(loaded.model, loaded.tokenizer, loaded.config)
-    return driver.Serving(
-        module, {"serving_default": module.encode, "encode": module.encode, "fill_mask": module.fill_mask},
-        {"text": ["a wonderful, moving film", ""]},
-        metadata={"recipe": RECIPE, "corpus": list(loaded.record.config.data.corpus), "step": loaded.step,
-                  "model": dataclasses.asdict(loaded.config)},
-    )
+    return driver.Serving(module, {"serving_default": module.encode, "encode": module.encode,
+                                   "fill_mask": module.fill_mask}, {"text": ["a wonderful, moving film", ""]},
+                          metadata={"recipe": RECIPE, "corpus": list(loaded.record.config.data.corpus),
+                                    "step": loaded.step, "model": dataclasses.asdict(loaded.config)})
 
 
 def finish(config, base, mode):
