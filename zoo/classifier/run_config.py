@@ -11,6 +11,7 @@ from zoo.classifier import model as classifier
 from zoo.classifier.data import FORMS
 from zoo.core import checks, config
 from zoo.data import datasets, files, spec as dataset_spec, tokenizer
+from zoo.distill.config import AugmentConfig, DistillConfig
 from zoo.core.config import ConfigError
 from zoo.training.config import TrainConfig
 from zoo.training.setup import SetupConfig
@@ -68,6 +69,8 @@ class SentimentRunConfig:
     model: classifier.ClassifierConfig = classifier.PRESETS["small"]
     train: TrainConfig = TRAIN
     setup: SetupConfig = SetupConfig()
+    distill: DistillConfig = DistillConfig()  # a teacher and a transfer set (docs/distillation.md)
+    augment: AugmentConfig = AugmentConfig()  # augmented copies of the training texts
     eval: SentimentEval = SentimentEval()
 
     # A field set nowhere takes the value given to the one it follows (zoo.core.config.follow).
@@ -87,6 +90,13 @@ class SentimentRunConfig:
             raise ConfigError(f"data.classes={list(self.data.classes)} picks classes, and a regression "
                               "(model.problem_type) has none: leave it out.")
         self.check_multi_label_fields()
+        transfer = self.distill.transfer
+        if transfer and not self.distill.teacher:
+            raise ConfigError(f"distill.transfer={transfer} holds unlabelled texts, and only a teacher can label them: "
+                              "give distill.teacher too (--teacher), or leave the transfer set out.")
+        if transfer and self.data.text_pair_column:
+            raise ConfigError(f"distill.transfer={transfer} holds single texts, and this run reads text pairs "
+                              "(data.text_pair_column): leave the transfer set out.")
         if self.setup.init_from is None:  # the run trains its own tokenizer (else the encoder's vocabulary)
             tokenizer.check_vocab_size("model.vocab_size", self.model.vocab_size)
         self.dataset_spec  # parsed now: a form this recipe does not read is refused with the config

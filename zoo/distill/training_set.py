@@ -58,12 +58,6 @@ def plan(config, data, seed, record=None):
     if not (distill.teacher or distill.transfer or augment.copies):
         return None
     pairs = bool(config.data.text_pair_column)
-    if distill.transfer and not distill.teacher:
-        raise DistillError(f"distill.transfer={distill.transfer} holds unlabelled texts, and only a teacher can label "
-                           "them: give distill.teacher too (--teacher), or leave the transfer set out.")
-    if distill.transfer and pairs:
-        raise DistillError(f"distill.transfer={distill.transfer} holds single texts, and this run reads text pairs "
-                           "(data.text_pair_column): leave the transfer set out.")
     teacher = open_teacher(distill.teacher, problem_type, data.class_names, pairs) if distill.teacher else None
     transfer = read_transfer(distill, seed) if distill.transfer else None
     derived = {}
@@ -124,10 +118,10 @@ def check_resumed(record, derived):
     if started is None or started == derived:
         return
     for name, field in (("teacher", "distill.teacher"), ("transfer", "distill.transfer")):
-        before, now = started.get(name), derived.get(name)
-        if before != now:
-            what = {key: (before or {}).get(key) for key in ("path", "digest", "step", "count", "files")
-                    if (before or {}).get(key) != (now or {}).get(key)}
-            raise DistillError(f"{field} changed since this run started ({', '.join(what)}: was "
-                               f"{', '.join(str(v) for v in what.values())}): a resumed run learns from what it "
-                               "started with. Start a new run (another --model_dir) for the new one.")
+        before, now = started.get(name) or {}, derived.get(name) or {}
+        changes = [f"{key} was {before.get(key)}, now {now.get(key)}" for key in ("path", "digest", "step", "count",
+                                                                                   "files")
+                   if before.get(key) != now.get(key)]
+        if changes:
+            raise DistillError(f"{field} changed since this run started ({'; '.join(changes)}): a resumed run learns "
+                               "from what it started with. Start a new run (another --model_dir) for the new one.")

@@ -15,6 +15,7 @@ from zoo.classifier.preprocessor import ClassifierPreprocessor
 from zoo.classifier.run_config import SentimentRunConfig
 from zoo.core import disk
 from zoo.data import batching, tokenizer, word_embedding, word_tokenizer
+from zoo.distill import losses as distill_losses, training_set
 from zoo.pretraining import pretrained, published
 from zoo.runs import outputs, run_dir
 from zoo.sentiment.explaining import run_explain
@@ -32,6 +33,9 @@ SHORTCUTS = {"eval_split": "data.eval_split", "text_column": "data.text_column",
              "word_vectors": "model.word_vectors", "freeze_word_vectors": "model.freeze_word_vectors",
              "problem_type": "model.problem_type", "threshold": "model.threshold",
              "label_separator": "data.label_separator", "text_pair_column": "data.text_pair_column",
+             "teacher": "distill.teacher", "distill_loss": "distill.loss", "temperature": "distill.temperature",
+             "distill_weight": "distill.weight", "transfer": "distill.transfer", "max_transfer": "distill.max_transfer",
+             "augment": "augment.methods", "copies": "augment.copies", "augment_vectors": "augment.vectors",
              **{name: f"eval.{name}" for name in ("predictions", "overwrite_predictions", "text", "text_pair")}}
 COLUMNS = ("text_column", "label_column", "bad_rows", "classes", "text_pair_column")  # what --mode=eval may re-point
 PREDICTIONS = {name: f"eval.{name}" for name in ("predictions", "overwrite_predictions")}  # read, or refused, by all
@@ -91,11 +95,14 @@ def prepare(run, config, strategy):
     texts, and the Task; with setup.init_from, the encoder starts from the pretrained run's or checkpoint's weights."""
     data = classifier_data.load(config.dataset_spec, "train", max_examples=config.data.max_examples,
                                 seed=config.train.seed)  # every row read: a bad one is refused before any write
-    train_config = run_settings.with_epochs(config.train, run.epochs, data.count)  # refused before any write
     if run.evaluating and data.paths:  # its bad rows and unknown labels too, before any write
         classifier_data.load(config.dataset_spec, config.data.eval_split, class_names=data.class_names)
     digest = data.key["files"] if data.paths else None
     run_settings.check_same_files(run.folder, RECIPE, SentimentRunConfig, digest)
+    # A teacher, transfer set or augmented copies (zoo.distill): checked, and the teacher's outputs made, before any
+    # write; an epoch is a pass over every text trained on.
+    taught = training_set.plan(config, data, config.train.seed, run.folder.read_record(RECIPE, SentimentRunConfig))
+    train_config = run_settings.with_epochs(config.train, run.epochs, (taught.examples if taught else data).count)
     problem_type = config.model.problem_type
     outputs = 1 if problem_type == classifier.REGRESSION else len(data.class_names)
     segments = 2 if config.data.text_pair_column else 0  # a pair's two texts: BERT's token types 0 and 1
@@ -114,19 +121,22 @@ def prepare(run, config, strategy):
     config, tok = prepare_run(run.folder, config, data, is_chief(strategy), words)
     model = config.model
     framing = ClassifierPreprocessor.for_tokenizer(tok, model.max_length, pairs=bool(model.num_segments))
-    rows = classifier_data.token_rows(data, framing, tokenizer.files_key(run.model_dir))
+    rows = classifier_data.token_rows(taught.examples if taught else data, framing, tokenizer.files_key(run.model_dir))
     rows.check_ids(model.vocab_size)
     replicas = strategy.num_replicas_in_sync
     plan = batching.training_plan(rows.lengths, train_config.train_steps, train_config.batch_size,
                                   train_config.seed, replicas)
     stats = data.targets.stats if problem_type == classifier.REGRESSION else None
-    fields = {"token_ids": rows, "label": label_field(data, rows, problem_type, stats)}
+    fields = taught.fields(rows, problem_type, stats) if taught else \
+        {"token_ids": rows, "label": label_field(data, rows, problem_type, stats)}
+    distill = config.distill if taught and taught.teacher is not None else None
     init_from = config.setup.init_from
     task = Task(
         build_model=lambda: classifier.build_classifier(model),
         dataset=batching.planned_dataset_fn(plan, replicas, lambda part, skip, _: framing.with_segments(
             batching.plan_dataset(part, fields, skip=skip, max_length=model.max_length))),
-        loss=losses.classification_loss(train_config.label_smoothing, problem_type),
+        loss=distill_losses.distillation_loss(distill, train_config.label_smoothing, problem_type) if distill else
+        losses.classification_loss(train_config.label_smoothing, problem_type),
         initialize=pretrained.encoder_initializer(init_from) if init_from else
         words.initializer(classifier.token_table) if words is not None else None,
         layer_depths=classifier.layer_depths,
@@ -136,6 +146,8 @@ def prepare(run, config, strategy):
         derived["targets"] = stats
     if words is not None:
         derived["word_vectors"] = words.derived
+    if taught and taught.derived:  # the teacher and transfer set a resumed run must find again
+        derived["distill"] = taught.derived
     if data.paths:  # your own files: a resumed run must find the same contents
         derived["files"] = {"digest": data.key["files"], "bad_rows_skipped": data.skipped}
         derived["held_out"] = data.key["held_out"]  # validation is train's share: a resumed run must agree
@@ -249,9 +261,12 @@ def base_config(preset, init_from, record=None):
 
 
 def finish(config, base, mode):
-    """The encoder's shape kept (`run_config.check_encoder`), setup.init_from as a path made absolute, a regression
-    without label smoothing, and a dataset to train on."""
+    """The encoder's shape kept (`run_config.check_encoder`), setup.init_from and distill.teacher as paths made
+    absolute, a regression without label smoothing, and a dataset to train on."""
     init_from = config.setup.init_from
+    if config.distill.teacher:
+        config = dataclasses.replace(config, distill=dataclasses.replace(
+            config.distill, teacher=os.path.abspath(config.distill.teacher)))
     if init_from and config.model.word_vectors:
         raise ValueError(f"--word_vectors={config.model.word_vectors} cannot go with --init_from={init_from}: the "
                          "encoder already holds its token embedding (a pretraining run with --word_vectors started it "

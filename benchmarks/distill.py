@@ -1,0 +1,171 @@
+r"""Knowledge distillation and augmentation (docs/distillation.md): the `small` classifier taught by a fine-tuned
+all-MiniLM-L6-v2, against the same student from scratch, with augmentation alone, the teacher itself and NBSVM, in
+one program; then the serving latency of teacher and student from their exports, in a fresh process.
+
+  python -m benchmarks.distill --parts=sst2,small_data,latency   # SST-2 dev
+  python -m benchmarks.distill --parts=imdb                      # IMDB test, imdb_unsup as the transfer set
+  python -m benchmarks.distill --quick                           # a smoke run: tiny slices, two steps each
+
+Each run folder is kept under --runs_dir and reused when it holds a finished run of the same flags (the teacher's
+fine-tuning is the long part: 13 min for SST-2, an hour for IMDB on 2 cores); the teacher's outputs are cached
+(zoo.distill.teacher), so a second student does not run it again.
+"""
+
+import os
+import time
+
+from absl import app, flags
+
+from benchmarks.common import latency, nbsvm, quick, runs
+from benchmarks.common.report import write_section
+
+PARTS = ("sst2", "imdb", "small_data", "latency")
+flags.DEFINE_list("parts", ["sst2", "small_data", "latency"], f"What to measure: {', '.join(PARTS)}.")
+flags.DEFINE_string("runs_dir", "runs/bench_distill", "Where the run folders are kept (reused when finished).")
+flags.DEFINE_string("checkpoint", "runs/checkpoints/all-MiniLM-L6-v2", "The teacher's published checkpoint.")
+FLAGS = flags.FLAGS
+
+# The teacher: all-MiniLM-L6-v2 fine-tuned as BENCHMARKS.md's "Published checkpoints" fine-tuned it.
+TEACHER = {
+    "sst2": ["--dataset=sst2_tune", "--max_length=128", "--epochs=1", "--batch_size=32", "--checkpoint_every=500",
+             "--log_every=100"],
+    "imdb": ["--dataset=imdb", "--max_length=512", "--epochs=1", "--batch_size=32", "--learning_rate=1e-4",
+             "--warmup_steps=74", "--checkpoint_every=50", "--log_every=10"],
+}
+# The student: benchmarks.sentiment's `small` flags for each dataset.
+STUDENT = {
+    "sst2": ["--dataset=sst2", "--preset=small", "--vocab_size=8000", "--epochs=2", "--learning_rate=1e-3",
+             "--warmup_steps=300", "--checkpoint_every=1000"],
+    "imdb": ["--dataset=imdb", "--preset=small", "--vocab_size=16000", "--epochs=2", "--learning_rate=1.5e-3",
+             "--warmup_steps=300", "--label_smoothing=0", "--checkpoint_every=1000"],
+}
+SPLIT = {"sst2": "validation", "imdb": "test"}  # SST-2's dev set (GLUE hides test labels); IMDB's test set
+AUGMENT = ["--augment=mask:0.1,swap:0.1,ngram:0.25", "--copies=2"]  # Tang et al.'s mix, with EDA's swap
+DISTILL = ["--distill_loss=mse", "--distill_weight=1.0"]  # Tang et al.: the logits' squared error, no gold labels
+TRANSFER = {"imdb": ["--transfer=imdb_unsup"]}
+SMALL_DATA = 1000  # the small-data row's labelled SST-2 sentences
+
+
+def teacher(dataset):
+    """The fine-tuned teacher's run folder, trained unless finished, and its figure on the reported split."""
+    run_dir = os.path.join(FLAGS.runs_dir, f"{dataset}_teacher")
+    flags_ = quick.training([*TEACHER[dataset], f"--init_from={FLAGS.checkpoint}"],
+                            max_examples=str(quick.EXAMPLES))
+    began = time.time()
+    runs.train_unless_finished("sentiment", run_dir, flags_)
+    trained = time.time() - began
+    key = f"eval_sst2_{SPLIT[dataset]}" if dataset == "sst2" else f"eval_{SPLIT[dataset]}"
+    extra = ["--dataset=sst2"] if dataset == "sst2" else []
+    entry = runs.evaluation("sentiment", run_dir, key, *extra, f"--eval_split={SPLIT[dataset]}", reuse="current")
+    return run_dir, {"accuracy": entry["accuracy"], "seconds": runs.read_metrics(run_dir)["train"]["seconds"],
+                     "wall": trained, "command": runs.command("sentiment", flags_, runs.relative(run_dir))}
+
+
+def student(dataset, name, extra, teacher_dir=None, max_examples=None):
+    """One student arm: trained unless finished (teacher labelling included in its wall time), then evaluated."""
+    run_dir = os.path.join(FLAGS.runs_dir, f"{dataset}_{name}")
+    flags_ = [*STUDENT[dataset], *extra]
+    if teacher_dir is not None:
+        flags_.append(f"--teacher={os.path.abspath(teacher_dir)}")
+    if max_examples is not None:
+        flags_.append(f"--max_examples={max_examples}")
+    flags_ = quick.training(flags_, max_examples=str(max_examples or quick.EXAMPLES), vocab_size=str(quick.VOCABULARY))
+    began = time.time()
+    runs.train_unless_finished("sentiment", run_dir, flags_)
+    wall = time.time() - began
+    entry = runs.evaluation("sentiment", run_dir, f"eval_{SPLIT[dataset]}", f"--eval_split={SPLIT[dataset]}",
+                            reuse="current")
+    metrics = runs.read_metrics(run_dir)
+    return run_dir, {"accuracy": entry["accuracy"], "seconds": metrics["train"]["seconds"],
+                     "steps": metrics["train"]["step"], "wall": wall,
+                     "command": runs.command("sentiment", flags_, runs.relative(run_dir))}
+
+
+def arms(dataset):
+    """Every arm of one dataset, in one program: (rows, the teacher's and the distilled student's run folders)."""
+    teacher_dir, taught = teacher(dataset)
+    transfer = TRANSFER.get(dataset, [])
+    rows = [("teacher: all-MiniLM-L6-v2 fine-tuned", taught)]
+    rows.append(("student from scratch", student(dataset, "scratch", [])[1]))
+    rows.append(("student, augmentation alone", student(dataset, "augmented", AUGMENT)[1]))
+    rows.append(("student distilled on the training set", student(dataset, "distilled", DISTILL, teacher_dir)[1]))
+    distilled_dir, best = student(dataset, "distilled_augmented", [*DISTILL, *AUGMENT, *transfer], teacher_dir)
+    what = "training set + augmented copies" + (" + imdb_unsup" if transfer else "")
+    rows.append((f"student distilled on the {what}", best))
+    limit = quick.EXAMPLES if quick.active() else None
+    linear = nbsvm.accuracy(dataset, SPLIT[dataset], limit)
+    rows.append(("NBSVM (word 1-3-grams)", {"accuracy": linear["accuracy"], "seconds": linear["seconds"]}))
+    return rows, teacher_dir, distilled_dir
+
+
+def table(rows):
+    lines = ["| arm | accuracy | training | wall clock (labelling included) |", "|---|---|---|---|"]
+    for name, figures in rows:
+        wall = f"{figures['wall'] / 60:.1f} min" if "wall" in figures else "–"
+        lines.append(f"| {name} | {figures['accuracy']:.2%} | {figures['seconds'] / 60:.1f} min | {wall} |")
+    commands = [f"- {name}: `{figures['command']}`" for name, figures in rows if "command" in figures]
+    return "\n".join(lines) + "\n\nCommands (each arm's run folder; `--mode=eval` gave the figure):\n\n" + \
+        "\n".join(commands)
+
+
+def small_data():
+    rows = [("from scratch", student("sst2", "small_scratch", [], max_examples=SMALL_DATA)[1]),
+            ("with augmentation (no teacher)", student("sst2", "small_augmented", AUGMENT,
+                                                        max_examples=SMALL_DATA)[1])]
+    return rows
+
+
+def serving(teacher_dir, student_dir):
+    """Median seconds of one text and of 64, teacher and student, from their exports in a fresh process."""
+    from zoo.data import datasets
+
+    texts = datasets.load_classification("sst2", "validation").texts[:64]
+    figures = {}
+    for name, run_dir in (("teacher", teacher_dir), ("student", student_dir)):
+        export_dir = os.path.join(run_dir, "export")
+        runs.run_recipe("sentiment", run_dir, "--mode=export", f"--export_dir={export_dir}")
+        figures[name] = latency.export_latency(export_dir, texts, repeats=3 if quick.active() else 20)
+    return figures
+
+
+def main(argv):
+    del argv
+    unknown = [part for part in FLAGS.parts if part not in PARTS]
+    if unknown:
+        raise app.UsageError(f"--parts: unknown {', '.join(unknown)}; use {', '.join(PARTS)}.")
+    if quick.active():
+        FLAGS.runs_dir = quick.folder("distill")
+    dirs = {}
+    for dataset in ("sst2", "imdb"):
+        if dataset in FLAGS.parts:
+            rows, teacher_dir, student_dir = arms(dataset)
+            dirs[dataset] = teacher_dir, student_dir
+            split = "dev" if dataset == "sst2" else "test"
+            body = (f"Accuracy on {dataset} {split}; the student is `small` ({STUDENT[dataset][1:]}); distilled: "
+                    f"{' '.join(DISTILL)}; augmented: {' '.join(AUGMENT)}. Training minutes are metrics.json's; the "
+                    "wall clock is the training command's, the teacher's labelling of every text included.\n\n"
+                    + table(rows))
+            write_section(f"Distillation: {dataset}", body)
+            print(body)
+    if "small_data" in FLAGS.parts:
+        body = (f"SST-2 dev accuracy of `small` trained on {SMALL_DATA:,} labelled sentences (a seeded choice), with "
+                "and without augmented copies (they keep their sentence's label; no teacher).\n\n"
+                + table(small_data()))
+        write_section("Distillation: small data", body)
+        print(body)
+    if "latency" in FLAGS.parts:
+        teacher_dir, student_dir = dirs.get("sst2") or (os.path.join(FLAGS.runs_dir, "sst2_teacher"),
+                                                        os.path.join(FLAGS.runs_dir, "sst2_distilled_augmented"))
+        figures = serving(teacher_dir, student_dir)
+        rows = [f"| {name} | {f[1] * 1000:.1f} ms | {f[64] * 1000:.0f} ms |" for name, f in figures.items()]
+        speed = figures["teacher"][1] / figures["student"][1], figures["teacher"][64] / figures["student"][64]
+        body = ("Median time of the export's serving_default (TF Serving's signature, tokenizer in the graph), in a "
+                "fresh process, on SST-2 dev sentences.\n\n| model | one text | 64 texts |\n|---|---|---|\n"
+                + "\n".join(rows) + f"\n\nThe student serves one text {speed[0]:.1f}x and 64 texts {speed[1]:.1f}x "
+                "as fast as its teacher.")
+        write_section("Distillation: serving latency", body)
+        print(body)
+
+
+if __name__ == "__main__":
+    app.run(main)
