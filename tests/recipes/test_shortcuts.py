@@ -30,13 +30,15 @@ BAD = {"train_steps": 0, "batch_size": 0, "learning_rate": 0, "warmup_steps": -1
        "clamp_length": -1, "eval_fraction": 1.0, "mask_rate": 1.0, "generator_scale": 0, "sequence_length": 1,
        "min_vector_coverage": 1.5, "threshold": 1.5, "label_separator": " ", "profile_steps": "1,2",
        "activation": "nosuch", "beam_size": 0, "length_penalty": -1, "num_return": 0, "top_k": -1, "top_p": 0,
-       "temperature": 0, "eval_batch_size": 0, "eval_memory_length": -1, "max_new_tokens": 0}
+       "temperature": 0, "eval_batch_size": 0, "eval_memory_length": -1, "max_new_tokens": 0,
+       "distill_weight": 1.5, "max_transfer": 0, "augment": "shuffle:0.1", "copies": -1}
 # ... or none: a name, a path, a switch, checked where it is used (a dataset's files) or not at all.
 UNCHECKED = {"dataset", "text_column", "label_column", "text_pair_column", "classes", "init_from", "tpu",
              "word_vectors", "freeze_word_vectors", "jit_compile", "random_offset", "same_length", "source", "target",
              "shared_vocabulary", "tie_embeddings", "source_vectors", "target_vectors", "corpus", "document_per_file",
              "eval_split",  # translate's: any split of the dataset's (sentiment's and lm's are enums)
-             "predictions", "overwrite_predictions", "text", "text_pair", "prompt", "greedy"}  # the modes' inputs
+             "predictions", "overwrite_predictions", "text", "text_pair", "prompt", "greedy",  # the modes' inputs
+             "teacher", "transfer", "augment_vectors"}  # distillation's paths and datasets, checked when read
 
 
 def generated(name):

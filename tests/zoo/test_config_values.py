@@ -14,10 +14,11 @@ from zoo.core import config as cfg
 # data decides (a dataset, a column, a language, a path: checked against the data before the run folder is
 # written). Every string field of every config must be in one of them.
 NAMES = {"bad_rows", "level", "eval_split", "position", "activation", "embedding", "objective", "schedule",
-         "mixed_precision", "strategy", "tokenizer", "problem_type"}
+         "mixed_precision", "strategy", "tokenizer", "problem_type", "loss"}
 TEXTS = {"dataset", "text_column", "label_column", "source", "target", "precision_reason", "tpu", "init_from",
          "label_separator", "word_vectors", "source_vectors", "target_vectors", "text_pair_column",
-         "predictions", "text", "text_pair", "prompt"}  # the eval sections' (issue 59): a file, texts to read
+         "predictions", "text", "text_pair", "prompt",  # the eval sections' (issue 59): a file, texts to read
+         "teacher", "transfer", "transfer_text_column", "vectors"}  # distillation's (issue 60): a run, texts, a file
 NAME_FREE = {("translate", "data.eval_split")}  # a dataset's own split names (Multi30k's test_2017_flickr ...)
 
 # Values out of range beyond the kinds every field of a type refuses (below): upper bounds, framing, vocabularies;

@@ -45,7 +45,10 @@ class AugmentConfig:
     def __post_init__(self):
         checks.non_negative(self, "copies")
         checks.positive(self, "neighbours")
-        parsed = self.parsed  # refuses an unknown method or a rate outside [0, 1]
+        try:
+            parsed = self.parsed
+        except ValueError as error:  # an unknown method or a rate outside [0, 1], named with the field
+            raise ValueError(f"methods={list(self.methods)}: {error}") from None
         if self.copies and not parsed:
             raise ValueError(f"copies={self.copies} makes augmented copies, and no method is given: name them, e.g. "
                              "methods=[mask:0.1, ngram:0.25] (one of " + ", ".join(METHODS) + ").")
@@ -71,12 +74,12 @@ def parse_method(text):
     name, _, rate = str(text).partition(":")
     name = name.strip()
     if name not in METHODS:
-        raise ValueError(f"methods has {text!r}: unknown augmentation method {name!r}; use one of "
+        raise ValueError(f"{text!r} names an unknown augmentation method {name!r}: use one of "
                          f"{', '.join(METHODS)}, each as name:rate (e.g. mask:0.1).")
     try:
         value = float(rate)
     except ValueError:
-        raise ValueError(f"methods has {text!r}: give the method's rate after a colon, e.g. {name}:0.1.") from None
+        raise ValueError(f"{text!r}: give the method's rate after a colon, e.g. {name}:0.1.") from None
     if not 0.0 <= value <= 1.0:
-        raise ValueError(f"methods has {text!r}: the rate {value:g} must be in [0, 1].")
+        raise ValueError(f"{text!r}: the rate {value:g} must be in [0, 1].")
     return name, value

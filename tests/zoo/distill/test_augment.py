@@ -90,7 +90,7 @@ def test_neighbour_table_from_a_vectors_file(tmp_path):
 
 
 @pytest.mark.parametrize("methods, copies, vectors, words", [
-    (("shuffle:0.1",), 1, None, "unknown augmentation method 'shuffle'"),
+    (("shuffle:0.1",), 1, None, "unknown augmentation method 'shuffle': use one of"),
     (("mask:1.5",), 1, None, "must be in [0, 1]"),
     (("mask:-0.1",), 1, None, "must be in [0, 1]"),
     (("mask",), 1, None, "give the method's rate after a colon"),
