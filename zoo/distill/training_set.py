@@ -68,33 +68,40 @@ def plan(config, data, seed, record=None):
     check_resumed(record, derived)
 
     texts, labels = gold_labels(data, problem_type)
-    originals = len(texts)
-    gold = [np.ones(originals, np.float32)]
-    if augment.copies:
-        neighbours = None
-        if any(name == "neighbours" for name, _ in augment.parsed):
-            neighbours = augmenting.neighbour_table(texts, augment.vectors, augment.neighbours)
-        augmenter = augmenting.Augmenter(augment, seed, neighbours)
-        print(f"Augmenting {originals:,} training texts: {augment.copies} cop{'y' if augment.copies == 1 else 'ies'} "
-              f"each ({', '.join(augment.methods)}) ...", flush=True)
-        copies = [copy for row, text in enumerate(texts) for copy in augmenter.copies(text, row)]
-        texts += copies
-        labels = np.concatenate([labels, np.repeat(labels[:originals], augment.copies, axis=0)])
-        gold.append(np.full(len(copies), 0.0 if teacher is not None else 1.0, np.float32))
-    if transfer is not None:
-        texts += transfer[0]
-        labels = np.concatenate([labels, np.zeros((len(transfer[0]), *labels.shape[1:]), labels.dtype)])
-        gold.append(np.zeros(len(transfer[0]), np.float32))
-    outputs = teacher.outputs(texts) if teacher is not None else None
+    copies = augmented_copies(texts, augment, seed)
+    extra = transfer[0] if transfer is not None else []
+    # Gold labels teach the training texts, and the copies where no teacher does; the teacher teaches every text.
+    labels = np.concatenate([labels, np.repeat(labels, augment.copies, axis=0),
+                             np.zeros((len(extra), *labels.shape[1:]), labels.dtype)])
+    gold = np.concatenate([np.ones(len(texts), np.float32),
+                           np.full(len(copies), 0.0 if teacher is not None else 1.0, np.float32),
+                           np.zeros(len(extra), np.float32)])
+    parts = [part for part in (texts, copies, extra) if part]
+    # Each part answered and cached alone: another student with other copies or no transfer set shares the rest.
+    outputs = np.concatenate([teacher.outputs(part) for part in parts]) if teacher is not None else None
+    every = [text for part in parts for text in part]
     key = {"data": data.key, "augment": dataclasses.asdict(augment), "seed": seed,
            "transfer": [distill.transfer, distill.transfer_text_column, distill.max_transfer, derived.get("transfer")]}
-    size = sum(classifier_data.text_size(text) for text in texts)
-    examples = classifier_data.Examples(lambda: ((text, row) for row, text in enumerate(texts)), len(texts),
+    size = sum(classifier_data.text_size(text) for text in every)
+    examples = classifier_data.Examples(lambda: ((text, row) for row, text in enumerate(every)), len(every),
                                         data.class_names, key, data.paths, size, data.skipped, data.sources)
-    print(f"Training texts: {originals:,} labelled, {len(texts) - originals - (len(transfer[0]) if transfer else 0):,} "
-          f"augmented, {len(transfer[0]) if transfer else 0:,} transfer{'; taught by ' + teacher.path if teacher else ''}.",
+    taught = f"; taught by {teacher.path}" if teacher is not None else ""
+    print(f"Training texts: {len(texts):,} labelled, {len(copies):,} augmented, {len(extra):,} transfer{taught}.",
           flush=True)
-    return TrainingSet(examples, labels, np.concatenate(gold), outputs, derived)
+    return TrainingSet(examples, labels, gold, outputs, derived)
+
+
+def augmented_copies(texts, augment, seed):
+    """The `augment.copies` copies of each text, text after text (zoo.distill.augment)."""
+    if not augment.copies:
+        return []
+    neighbours = None
+    if any(name == "neighbours" for name, _ in augment.parsed):
+        neighbours = augmenting.neighbour_table(texts, augment.vectors, augment.neighbours)
+    augmenter = augmenting.Augmenter(augment, seed, neighbours)
+    print(f"Augmenting {len(texts):,} training texts: {augment.copies} cop{'y' if augment.copies == 1 else 'ies'} "
+          f"each ({', '.join(augment.methods)}) ...", flush=True)
+    return [copy for row, text in enumerate(texts) for copy in augmenter.copies(text, row)]
 
 
 def read_transfer(distill, seed):
