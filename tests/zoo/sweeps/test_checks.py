@@ -140,3 +140,16 @@ def test_each_recipe_says_its_figures_and_split(recipe, split, figures):
     spec = RECIPES[recipe]
     assert spec.figures.every() == figures
     assert metrics.example(spec) == f"{split}.{figures[0]}"
+
+
+def test_distillations_fields_are_searched_as_any_field():
+    """Issue 60: the temperature, the teacher's weight and the copies are fields a space searches, typed."""
+    space = spaces.read({"method": "grid", "metric": "validation.accuracy",
+                         "space": {"distill.temperature": [1, 4], "distill.weight": {"min": 0.5, "max": 1.0,
+                                                                                        "step": 0.5},
+                                   "augment.copies": [1, 2]}}, "sentiment")
+    points = spaces.with_types(space, RUN_CONFIGS["sentiment"]).points()
+    assert len(points) == 8
+    assert {(p["distill.temperature"], p["distill.weight"], p["augment.copies"]) for p in points} == {
+        (t, w, c) for t in (1.0, 4.0) for w in (0.5, 1.0) for c in (1, 2)}
+    assert all(isinstance(p["augment.copies"], int) for p in points)
