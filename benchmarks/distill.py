@@ -17,12 +17,14 @@ import time
 from absl import app, flags
 
 from benchmarks.common import latency, nbsvm, quick, runs
+from benchmarks.common.minilm import minilm_folder
 from benchmarks.common.report import write_section
 
 PARTS = ("sst2", "imdb", "small_data", "latency")
 flags.DEFINE_list("parts", ["sst2", "small_data", "latency"], f"What to measure: {', '.join(PARTS)}.")
 flags.DEFINE_string("runs_dir", "runs/bench_distill", "Where the run folders are kept (reused when finished).")
-flags.DEFINE_string("checkpoint", "runs/checkpoints/all-MiniLM-L6-v2", "The teacher's published checkpoint.")
+flags.DEFINE_string("checkpoint", "minilm", "The teacher's published checkpoint: a folder, or minilm "
+                    "(all-MiniLM-L6-v2 from the `bench` extra's package, benchmarks.common.minilm).")
 FLAGS = flags.FLAGS
 
 # The teacher: all-MiniLM-L6-v2 fine-tuned as BENCHMARKS.md's "Published checkpoints" fine-tuned it.
@@ -49,7 +51,8 @@ SMALL_DATA = 1000  # the small-data row's labelled SST-2 sentences
 def teacher(dataset):
     """The fine-tuned teacher's run folder, trained unless finished, and its figure on the reported split."""
     run_dir = os.path.join(FLAGS.runs_dir, f"{dataset}_teacher")
-    flags_ = quick.training([*TEACHER[dataset], f"--init_from={FLAGS.checkpoint}"],
+    checkpoint = minilm_folder() if FLAGS.checkpoint == "minilm" else os.path.abspath(FLAGS.checkpoint)
+    flags_ = quick.training([*TEACHER[dataset], f"--init_from={checkpoint}"],
                             max_examples=str(quick.EXAMPLES))
     began = time.time()
     runs.train_unless_finished("sentiment", run_dir, flags_)
@@ -58,7 +61,7 @@ def teacher(dataset):
     extra = ["--dataset=sst2"] if dataset == "sst2" else []
     entry = runs.evaluation("sentiment", run_dir, key, *extra, f"--eval_split={SPLIT[dataset]}", reuse="current")
     return run_dir, {"accuracy": entry["accuracy"], "seconds": runs.read_metrics(run_dir)["train"]["seconds"],
-                     "wall": trained, "command": runs.command("sentiment", flags_, runs.relative(run_dir))}
+                     "wall": trained, "command": runs.relative(runs.command("sentiment", flags_, run_dir))}
 
 
 def student(dataset, name, extra, teacher_dir=None, max_examples=None):
@@ -78,7 +81,7 @@ def student(dataset, name, extra, teacher_dir=None, max_examples=None):
     metrics = runs.read_metrics(run_dir)
     return run_dir, {"accuracy": entry["accuracy"], "seconds": metrics["train"]["seconds"],
                      "steps": metrics["train"]["step"], "wall": wall,
-                     "command": runs.command("sentiment", flags_, runs.relative(run_dir))}
+                     "command": runs.relative(runs.command("sentiment", flags_, run_dir))}
 
 
 def arms(dataset):

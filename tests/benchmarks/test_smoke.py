@@ -27,6 +27,8 @@ OPTUNA = ("optuna", "Optuna (the `dev` extra)")
 PROGRAMS = {
     "allocator": ([], ["CPU allocator"], ()),
     "cache_checks": ([], ["Token cache checks and the Python API's memory"], ()),
+    "distill": ([], ["Distillation: sst2", "Distillation: small data", "Distillation: serving latency"],
+                (SKLEARN, MINILM)),
     "dropout": ([], ["Dropout: forward and backward"], ()),
     "electra_replacements": ([], ["ELECTRA: replacements"], ()),
     "glove": ([], ["Word vectors: sst2"], (SKLEARN,)),
