@@ -95,3 +95,16 @@ def test_missing_damaged_and_non_classifier_teachers_are_refused(tmp_path, run):
                 f.write(b"damaged")
     with pytest.raises(TeacherError, match="cannot be loaded"):
         open_teacher(run, SINGLE_LABEL, CLASSES, False)
+
+
+@pytest.mark.slow  # an export in a child process: with the end-to-end files (python -m pytest -m slow)
+def test_an_export_teaches_as_its_run_does(run, tmp_path):
+    from tests.conftest import run_recipe
+
+    export_dir = tmp_path / "export"
+    run_recipe("sentiment", "--mode=export", f"--model_dir={run}", f"--export_dir={export_dir}")
+    from_run = open_teacher(run, SINGLE_LABEL, CLASSES, False)
+    from_export = open_teacher(str(export_dir), SINGLE_LABEL, CLASSES, False)
+    assert from_export.digest != from_run.digest and len(from_export.digest) == 64
+    np.testing.assert_allclose(from_export.outputs(TEXTS), from_run.outputs(TEXTS), rtol=1e-5, atol=1e-6)
+    assert from_export.record["path"] == str(export_dir)
