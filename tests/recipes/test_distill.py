@@ -622,3 +622,20 @@ def test_a_resumed_run_refuses_a_changed_teacher_or_transfer_set_naming_it(tmp_p
         f.write('model_checkpoint_path: "ckpt-2"\nall_model_checkpoint_paths: "ckpt-2"\n')
     out = trained(model_dir, capsys, **settings, train_steps=4)
     assert "Resuming from step 2" in out and os.path.exists(os.path.join(model_dir, "ckpt-4.index")), out
+
+
+def test_glove_neighbours_augment_without_a_teacher_and_keep_the_gold_labels(tmp_path, capsys):
+    """The neighbours method on the shared GloVe 6B 50d file: most of SST-2's words have neighbours, the copies
+    hold GloVe words in their place, and without a teacher the copies keep their text's label (gold)."""
+    glove = os.path.join(os.environ.get("ZOO_DATA_DIR", os.path.join(ROOT, "..", "shared", "data")), "glove",
+                         "glove.6B.50d.txt.gz")
+    if not os.path.exists(glove):
+        pytest.skip(f"{glove} is not here")
+    out = trained(tmp_path / "run", capsys, dataset="sst2", max_examples=200, **{**STUDENT, "train_steps": 2},
+                  augment=["neighbours:0.5"], copies=2, augment_vectors=glove)
+    found = re.search(r"Neighbours found for ([\d,]+) of the ([\d,]+) words", out)
+    assert found and number(found.group(1)) > 0.8 * number(found.group(2)), out
+    assert "200 labelled, 400 augmented, 0 transfer." in out and "Teacher" not in out
+    record = read_json(tmp_path / "run" / "config.json")
+    assert record["augment"]["methods"] == ["neighbours:0.5"] and record["augment"]["vectors"] == glove
+    assert "distill" not in record["derived"]

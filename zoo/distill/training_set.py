@@ -112,7 +112,7 @@ def read_transfer(distill, seed):
         documents = corpora.load_corpora([distill.transfer], text_column=distill.transfer_text_column)
     except DatasetError as error:
         raise DistillError(f"distill.transfer={distill.transfer}: {error}") from None
-    texts = list(documents)
+    texts = list(documents)  # load_corpora refuses an empty one ("holds no document")
     if distill.max_transfer is not None and distill.max_transfer < len(texts):
         keep = np.sort(np.random.default_rng(seed).permutation(len(texts))[:distill.max_transfer])
         texts = [texts[i] for i in keep]
