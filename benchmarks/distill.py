@@ -11,6 +11,7 @@ fine-tuning is the long part: 13 min for SST-2, an hour for IMDB on 2 cores); th
 (zoo.distill.teacher), so a second student does not run it again.
 """
 
+import json
 import os
 import time
 
@@ -18,6 +19,7 @@ from absl import app, flags
 
 from benchmarks.common import latency, nbsvm, quick, runs
 from benchmarks.common.minilm import minilm_folder
+from benchmarks.common.recipe_flags import with_values
 from benchmarks.common.report import write_section
 
 PARTS = ("sst2", "imdb", "small_data", "latency")
@@ -45,7 +47,11 @@ SPLIT = {"sst2": "validation", "imdb": "test"}  # SST-2's dev set (GLUE hides te
 AUGMENT = ["--augment=mask:0.1,swap:0.1,ngram:0.25", "--copies=2"]  # Tang et al.'s mix, with EDA's swap
 DISTILL = ["--distill_loss=mse", "--distill_weight=1.0"]  # Tang et al.: the logits' squared error, no gold labels
 TRANSFER = {"imdb": ["--transfer=imdb_unsup"]}
+WALL_FILE = ".wall.json"  # beside a run folder: its training command's wall clock
 SMALL_DATA = 1000  # the small-data row's labelled SST-2 sentences
+# ... trained with a vocabulary their text can fill, over 20 epochs (62 steps an epoch at batch 32), EDA's copies
+SMALL = {"vocab_size": 2000, "epochs": 20, "warmup_steps": 60}
+SMALL_AUGMENT = ["--augment=swap:0.1,delete:0.1,mask:0.1", "--copies=4"]
 
 
 def teacher(dataset):
@@ -54,9 +60,7 @@ def teacher(dataset):
     checkpoint = minilm_folder() if FLAGS.checkpoint == "minilm" else os.path.abspath(FLAGS.checkpoint)
     flags_ = quick.training([*TEACHER[dataset], f"--init_from={checkpoint}"],
                             max_examples=str(quick.EXAMPLES))
-    began = time.time()
-    runs.train_unless_finished("sentiment", run_dir, flags_)
-    trained = time.time() - began
+    trained = timed_training(run_dir, flags_)
     key = f"eval_sst2_{SPLIT[dataset]}" if dataset == "sst2" else f"eval_{SPLIT[dataset]}"
     extra = ["--dataset=sst2"] if dataset == "sst2" else []
     entry = runs.evaluation("sentiment", run_dir, key, *extra, f"--eval_split={SPLIT[dataset]}", reuse="current")
@@ -64,18 +68,31 @@ def teacher(dataset):
                      "wall": trained, "command": runs.relative(runs.command("sentiment", flags_, run_dir))}
 
 
-def student(dataset, name, extra, teacher_dir=None, max_examples=None):
-    """One student arm: trained unless finished (teacher labelling included in its wall time), then evaluated."""
+def timed_training(run_dir, flags_):
+    """Trains unless finished; the training command's wall-clock seconds, kept beside the run folder (WALL_FILE) so
+    that a later run of this program reports them too (None when not known)."""
+    path = run_dir.rstrip("/") + WALL_FILE
+    began = time.time()
+    if runs.train_unless_finished("sentiment", run_dir, flags_):
+        with open(path, "w") as f:
+            json.dump({"seconds": time.time() - began}, f)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)["seconds"]
+
+
+def student(dataset, name, extra, teacher_dir=None, max_examples=None, values=None):
+    """One student arm: trained unless finished (teacher labelling included in its wall time), then evaluated;
+    `values`: flags of STUDENT's replaced (name -> value)."""
     run_dir = os.path.join(FLAGS.runs_dir, f"{dataset}_{name}")
-    flags_ = [*STUDENT[dataset], *extra]
+    flags_ = [*with_values(STUDENT[dataset], values or {}), *extra]
     if teacher_dir is not None:
         flags_.append(f"--teacher={os.path.abspath(teacher_dir)}")
     if max_examples is not None:
         flags_.append(f"--max_examples={max_examples}")
     flags_ = quick.training(flags_, max_examples=str(max_examples or quick.EXAMPLES), vocab_size=str(quick.VOCABULARY))
-    began = time.time()
-    runs.train_unless_finished("sentiment", run_dir, flags_)
-    wall = time.time() - began
+    wall = timed_training(run_dir, flags_)
     entry = runs.evaluation("sentiment", run_dir, f"eval_{SPLIT[dataset]}", f"--eval_split={SPLIT[dataset]}",
                             reuse="current")
     metrics = runs.read_metrics(run_dir)
@@ -104,7 +121,7 @@ def arms(dataset):
 def table(rows):
     lines = ["| arm | accuracy | training | wall clock (labelling included) |", "|---|---|---|---|"]
     for name, figures in rows:
-        wall = f"{figures['wall'] / 60:.1f} min" if "wall" in figures else "–"
+        wall = f"{figures['wall'] / 60:.1f} min" if figures.get("wall") else "–"
         lines.append(f"| {name} | {figures['accuracy']:.2%} | {figures['seconds'] / 60:.1f} min | {wall} |")
     commands = [f"- {name}: `{figures['command']}`" for name, figures in rows if "command" in figures]
     return "\n".join(lines) + "\n\nCommands (each arm's run folder; `--mode=eval` gave the figure):\n\n" + \
@@ -112,10 +129,10 @@ def table(rows):
 
 
 def small_data():
-    rows = [("from scratch", student("sst2", "small_scratch", [], max_examples=SMALL_DATA)[1]),
-            ("with augmentation (no teacher)", student("sst2", "small_augmented", AUGMENT,
-                                                        max_examples=SMALL_DATA)[1])]
-    return rows
+    return [(f"from scratch ({', '.join(f'{k}={v}' for k, v in SMALL.items())})",
+             student("sst2", "small_scratch", [], max_examples=SMALL_DATA, values=SMALL)[1]),
+            (f"with augmentation, no teacher ({' '.join(SMALL_AUGMENT)})",
+             student("sst2", "small_augmented", SMALL_AUGMENT, max_examples=SMALL_DATA, values=SMALL)[1])]
 
 
 def serving(teacher_dir, student_dir):
@@ -144,9 +161,11 @@ def main(argv):
             rows, teacher_dir, student_dir = arms(dataset)
             dirs[dataset] = teacher_dir, student_dir
             split = "dev" if dataset == "sst2" else "test"
-            body = (f"Accuracy on {dataset} {split}; the student is `small` ({STUDENT[dataset][1:]}); distilled: "
-                    f"{' '.join(DISTILL)}; augmented: {' '.join(AUGMENT)}. Training minutes are metrics.json's; the "
-                    "wall clock is the training command's, the teacher's labelling of every text included.\n\n"
+            body = (f"Accuracy on {dataset} {split}; the student is `small` ({' '.join(STUDENT[dataset][1:])}); "
+                    f"distilled: {' '.join(DISTILL)}; augmented: {' '.join(AUGMENT)}. An epoch is a pass over every "
+                    "text a run trains on, so an arm with two copies of each text takes three times the steps. "
+                    "Training minutes are metrics.json's; the wall clock is the training command's, the teacher's "
+                    "labelling of every text included.\n\n"
                     + table(rows))
             write_section(f"Distillation: {dataset}", body)
             print(body)
