@@ -142,7 +142,7 @@ def serving(teacher_dir, student_dir):
     texts = datasets.load_classification("sst2", "validation").texts[:64]
     figures = {}
     for name, run_dir in (("teacher", teacher_dir), ("student", student_dir)):
-        export_dir = os.path.join(run_dir, "export")
+        export_dir = os.path.abspath(os.path.join(run_dir, "export"))
         runs.run_recipe("sentiment", run_dir, "--mode=export", f"--export_dir={export_dir}")
         figures[name] = latency.export_latency(export_dir, texts, repeats=3 if quick.active() else 20)
     return figures
