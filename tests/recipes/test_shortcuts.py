@@ -38,7 +38,7 @@ UNCHECKED = {"dataset", "text_column", "label_column", "text_pair_column", "clas
              "shared_vocabulary", "tie_embeddings", "source_vectors", "target_vectors", "corpus", "document_per_file",
              "eval_split",  # translate's: any split of the dataset's (sentiment's and lm's are enums)
              "predictions", "overwrite_predictions", "text", "text_pair", "prompt", "greedy",  # the modes' inputs
-             "teacher", "transfer", "augment_vectors"}  # distillation's paths and datasets, checked when read
+             "teacher", "transfer", "transfer_text_column", "augment_vectors"}  # distillation's paths and datasets, checked when read
 
 
 def generated(name):

@@ -4,6 +4,7 @@ it has one) and, with a teacher (distill.teacher), the teacher's outputs. `plan`
 that has none of the three, which trains as before."""
 
 import dataclasses
+import os
 
 import numpy as np
 
@@ -50,14 +51,17 @@ def gold_labels(data, problem_type):
     return list(texts), np.asarray(data.targets.values)[np.asarray(ids)]
 
 
-def plan(config, data, seed, record=None):
+def plan(config, data, seed, record=None, model_dir=None):
     """The run's TrainingSet (`config`: a SentimentRunConfig; `data`: its training Examples; `record`: a resumed
-    run's), or None when it has no teacher, transfer set or augmentation. Bad settings are refused before any
+    run's; `model_dir`: its folder), or None when it has no teacher, transfer set or augmentation. Bad settings are refused before any
     text is read again; the teacher answers here, before anything is written into the run's folder."""
     distill, augment, problem_type = config.distill, config.augment, config.model.problem_type
     if not (distill.teacher or distill.transfer or augment.copies):
         return None
     pairs = bool(config.data.text_pair_column)
+    if distill.teacher and model_dir and os.path.realpath(distill.teacher) == os.path.realpath(model_dir):
+        raise DistillError(f"distill.teacher={distill.teacher} is this run's own folder: a teacher is another, trained "
+                           "classifier. Give its run folder or export.")
     teacher = open_teacher(distill.teacher, problem_type, data.class_names, pairs) if distill.teacher else None
     transfer = read_transfer(distill, seed) if distill.transfer else None
     derived = {}
@@ -110,8 +114,9 @@ def read_transfer(distill, seed):
 
     try:
         documents = corpora.load_corpora([distill.transfer], text_column=distill.transfer_text_column)
-    except DatasetError as error:
-        raise DistillError(f"distill.transfer={distill.transfer}: {error}") from None
+    except DatasetError as error:  # its column is the transfer set's own flag, not the labelled data's
+        message = str(error).replace("--text_column", "--transfer_text_column")
+        raise DistillError(f"distill.transfer={distill.transfer}: {message}") from None
     texts = list(documents)  # load_corpora refuses an empty one ("holds no document")
     if distill.max_transfer is not None and distill.max_transfer < len(texts):
         keep = np.sort(np.random.default_rng(seed).permutation(len(texts))[:distill.max_transfer])

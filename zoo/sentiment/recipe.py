@@ -35,6 +35,7 @@ SHORTCUTS = {"eval_split": "data.eval_split", "text_column": "data.text_column",
              "label_separator": "data.label_separator", "text_pair_column": "data.text_pair_column",
              "teacher": "distill.teacher", "distill_loss": "distill.loss", "temperature": "distill.temperature",
              "distill_weight": "distill.weight", "transfer": "distill.transfer", "max_transfer": "distill.max_transfer",
+             "transfer_text_column": "distill.transfer_text_column",
              "augment": "augment.methods", "copies": "augment.copies", "augment_vectors": "augment.vectors",
              **{name: f"eval.{name}" for name in ("predictions", "overwrite_predictions", "text", "text_pair")}}
 COLUMNS = ("text_column", "label_column", "bad_rows", "classes", "text_pair_column")  # what --mode=eval may re-point
@@ -101,7 +102,8 @@ def prepare(run, config, strategy):
     run_settings.check_same_files(run.folder, RECIPE, SentimentRunConfig, digest)
     # A teacher, transfer set or augmented copies (zoo.distill): checked, and the teacher's outputs made, before any
     # write; an epoch is a pass over every text trained on.
-    taught = training_set.plan(config, data, config.train.seed, run.folder.read_record(RECIPE, SentimentRunConfig))
+    taught = training_set.plan(config, data, config.train.seed, run.folder.read_record(RECIPE, SentimentRunConfig),
+                               run.model_dir)
     train_config = run_settings.with_epochs(config.train, run.epochs, (taught.examples if taught else data).count)
     problem_type = config.model.problem_type
     outputs = 1 if problem_type == classifier.REGRESSION else len(data.class_names)
