@@ -502,6 +502,8 @@ def refusal_cases(tmp_path, task_teachers):
     lines = write_lines(tmp_path / "lines.txt", 20)
     empty = tmp_path / "empty.txt"
     empty.write_text("")
+    columns = tmp_path / "transfer.csv"
+    columns.write_text("body,score\na fine film,1\n")
     sst2 = as_flags({**SST2, "train_steps": 2})
     missing = str(tmp_path / "no_such_run")
     labels_data, _ = task_teachers["labels"]
@@ -535,6 +537,9 @@ def refusal_cases(tmp_path, task_teachers):
         "copies without methods": ([*sst2, "--copies=2"], ["augment.copies=2", "method"]),
         "methods without copies": ([*sst2, "--augment=mask:0.1"], ["augment.copies=0", "mask"]),
         "neighbours without vectors": ([*sst2, "--augment=neighbours:0.1", "--copies=1"], ["neighbours", "vectors"]),
+        "transfer set without its column": ([*sst2, f"--teacher={teacher}", f"--transfer=csv:{columns}"],
+                                            ["--transfer_text_column", "body"]),
+        "the run's own folder as teacher": ([*sst2, f"--teacher={tmp_path / 'run'}"], ["own folder"]),
     }
 
 
@@ -542,7 +547,8 @@ REFUSALS = ["missing teacher", "damaged teacher", "not a classifier", "regressio
             "single-label teacher, regression data", "pairs teacher, single texts", "single-text teacher, pairs data",
             "another label set", "empty transfer set", "transfer set without a teacher",
             "transfer set with a pairs run", "unknown augmentation", "rate above 1", "rate below 0",
-            "copies without methods", "methods without copies", "neighbours without vectors"]
+            "copies without methods", "methods without copies", "neighbours without vectors",
+            "transfer set without its column", "the run's own folder as teacher"]
 
 
 @pytest.mark.parametrize("case", REFUSALS)
