@@ -325,7 +325,8 @@ def _problem(row, dim, expected):
     if b"" in fields[1:]:
         return "an empty value (two spaces in a row)"
     if len(fields) <= dim or (b" " in word and _is_number(fields[-dim - 1])):
-        values = next(n for n in range(len(fields)) if not _is_number(fields[-1 - n]))
+        # A row of numbers alone (no word among them): its first is read as the word.
+        values = next((n for n in range(len(fields)) if not _is_number(fields[-1 - n])), len(fields) - 1)
         return f"a row of {min(values, len(fields) - 1)} values where {expected} (a ragged row?)"
     if not word:
         return "a row without a word"

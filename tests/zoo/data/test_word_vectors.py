@@ -119,6 +119,7 @@ def test_the_published_glove_file():
 BAD = {  # name: (bytes, words asked for, what the one line says)
     "ragged, fewer": (b"a 1 2 3\nb 1 2\n", ["z"], ":2: a row of 2 values where line 1 has 3"),
     "ragged, more": (b"a 1 2\nb 1 2 3\n", ["z"], ":2: a row of 3 values where line 1 has 2"),
+    "ragged, numbers alone": (b"a 1 2 3 4 5\n1 2 3\n", ["z"], ":2: a row of 2 values where line 1 has 5"),
     "not a number": (b"a 1 2\nb 1 x\n", ["z"], ":2: 'x' is not a number"),
     "not a number, used": (b"a 1 2\nb 1 1.2.3\n", ["b"], ":2: '1.2.3' is not a number"),
     "NaN": (b"a 1 2\nb nan 2\n", ["z"], ":2: a value is NaN or inf"),
