@@ -11,7 +11,7 @@ from zoo.classifier import model as classifier
 from zoo.classifier.data import FORMS
 from zoo.core import checks, config
 from zoo.data import datasets, files, spec as dataset_spec, tokenizer
-from zoo.distill.config import AugmentConfig, DistillConfig
+from zoo.classifier.distill_config import AugmentConfig, DistillConfig
 from zoo.core.config import ConfigError
 from zoo.training.config import TrainConfig
 from zoo.training.setup import SetupConfig

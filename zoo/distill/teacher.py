@@ -19,10 +19,11 @@ import time
 import numpy as np
 
 from zoo.classifier.config import MULTI_LABEL, REGRESSION
+from zoo.classifier.load import RECIPE as CLASSIFIER, Classifier
 from zoo.core import disk, inputs
 from zoo.core.signatures import call, strings
 from zoo.data import cache
-from zoo.runs import export
+from zoo.runs import export, run_dir
 
 PART = 4096  # texts a part of an entry holds
 FORMAT = 1  # of an entry's parts
@@ -37,20 +38,16 @@ class TeacherError(ValueError):
 def open_teacher(path, problem_type, class_names, pairs):
     """The Teacher at `path`, refused (TeacherError) when it is missing, damaged, no classifier, of another problem
     type, label set or text shape than the student's data (`class_names`, `pairs`)."""
-    import zoo  # noqa: PLC0415 - zoo.api imports the recipes' families, which import this module
-    from zoo.classifier.load import Classifier
-
     where = f"distill.teacher={path}"
     if not os.path.exists(path):
         raise TeacherError(f"{where}: no such file or folder. Give a trained classifier's run folder (its --model_dir) "
                            "or its export.")
     try:
-        model = zoo.load(path)
+        model = load_classifier(path, where)
+    except TeacherError:
+        raise
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise TeacherError(f"{where} cannot be loaded: {error}") from None
-    if not isinstance(model, Classifier):
-        raise TeacherError(f"{where} is a {type(model).__name__}, not a classifier: a teacher is a sentiment "
-                           "(classification) run or its export.")
     if model.problem_type != problem_type:
         raise TeacherError(f"{where} is a {model.problem_type} model and this run is a {problem_type} one "
                            "(model.problem_type): a teacher answers as its student learns. Give a teacher of the "
@@ -63,6 +60,25 @@ def open_teacher(path, problem_type, class_names, pairs):
         raise TeacherError(f"{where} reads {'text pairs' if model.pairs else 'one text'} and this run's data has "
                            f"{'text pairs' if pairs else 'one text a row'}: give a teacher of the same text shape.")
     return Teacher(os.path.abspath(path), model, digest(path, model.step))
+
+
+def load_classifier(path, where):
+    """The Classifier of a sentiment run folder or export at `path`, as zoo.load answers it (zoo.load itself sits
+    above the recipes, this module below them); another recipe's run or export is refused naming it."""
+    folder = run_dir.opened(path) if os.path.isdir(path) else None
+    if folder is not None and folder.recipe() is not None:
+        recipe, load = folder.recipe(), lambda: Classifier.from_run(folder)
+    else:
+        version = export.find_version(path)
+        if version is None:
+            raise TeacherError(f"{where} is neither a trained run (no config.json) nor an export (no saved_model.pb): "
+                               "give a classifier's run folder or export.")
+        saved, metadata = export.load_version(version)
+        recipe, load = metadata.get("recipe"), lambda: Classifier.from_export(saved, metadata)
+    if recipe != CLASSIFIER:
+        raise TeacherError(f"{where} is a {recipe!r} model, not a classifier: a teacher is a sentiment "
+                           "(classification) run or its export.")
+    return load()
 
 
 def digest(path, step):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from zoo.distill import augment
-from zoo.distill.config import AugmentConfig
+from zoo.classifier.distill_config import AugmentConfig
 
 TOKENS = "the film was a joy , from start to end".split()
 

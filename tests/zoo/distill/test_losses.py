@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from zoo.classifier.config import MULTI_LABEL, REGRESSION, SINGLE_LABEL
-from zoo.distill.config import DistillConfig
+from zoo.classifier.distill_config import DistillConfig
 from zoo.distill.losses import distillation_losses, teacher_losses
 
 STUDENT = np.array([[2.0, -1.0, 0.5], [0.0, 0.0, 3.0]], np.float32)

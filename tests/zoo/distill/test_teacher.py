@@ -83,11 +83,11 @@ def test_a_teacher_of_another_shape_is_refused_naming_both(run, problem_type, cl
 def test_missing_damaged_and_non_classifier_teachers_are_refused(tmp_path, run):
     with pytest.raises(TeacherError, match="no such file or folder"):
         open_teacher(str(tmp_path / "nowhere"), SINGLE_LABEL, CLASSES, False)
-    with pytest.raises(TeacherError, match="is a Translator, not a classifier"):
+    with pytest.raises(TeacherError, match="is a 'translate' model, not a classifier"):
         open_teacher(os.path.join(FIXTURES, "translate"), SINGLE_LABEL, CLASSES, False)
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(TeacherError, match="cannot be loaded"):
+    with pytest.raises(TeacherError, match="neither a trained run"):
         open_teacher(str(empty), SINGLE_LABEL, CLASSES, False)
     for name in os.listdir(run):
         if name.startswith("ckpt-"):

@@ -112,7 +112,8 @@ def test_training_is_recorded_as_the_typed_config_only_where_it_can_resume(tmp_p
     assert folder.read_config() is None  # a non-chief worker only checks
     folder.record_training("sentiment", config, {"replicas": 1, "class_names": ["a", "b"]})
     run = folder.read_run("sentiment")
-    assert list(run) == ["format", "recipe", "data", "model", "train", "setup", "eval", "derived"]  # eval: issue 59
+    assert list(run) == ["format", "recipe", "data", "model", "train", "setup", "distill", "augment", "eval",
+                         "derived"]  # eval: issue 59; distill, augment: issue 60
     assert run["train"] == dataclasses.asdict(config.train)
     record = folder.read_record("sentiment", SentimentRunConfig)
     assert record.config == config and record.derived == {"replicas": 1, "class_names": ["a", "b"]}
