@@ -1,5 +1,5 @@
-"""The teacher of a distilled run (distill.teacher): a classifier's run folder or export, read by zoo.load, checked
-against the student's data, and its outputs on the training texts, each text answered once.
+"""The teacher of a distilled run (distill.teacher): a classifier's run folder or export, read as zoo.load reads it,
+checked against the student's data, and its outputs on the training texts, each text answered once.
 
 Its outputs are the logits the student learns: a single-label teacher's log-probabilities (its logits less their
 log-sum-exp: the same softmax, and the same logits once centred), a multi-label teacher's per-label logits
@@ -43,7 +43,7 @@ def open_teacher(path, problem_type, class_names, pairs):
         raise TeacherError(f"{where}: no such file or folder. Give a trained classifier's run folder (its --model_dir) "
                            "or its export.")
     try:
-        model = load_classifier(path, where)
+        model, digest = load_classifier(path, where)
     except TeacherError:
         raise
     except (OSError, ValueError, KeyError, TypeError) as error:
@@ -59,34 +59,36 @@ def open_teacher(path, problem_type, class_names, pairs):
     if model.pairs != pairs:
         raise TeacherError(f"{where} reads {'text pairs' if model.pairs else 'one text'} and this run's data has "
                            f"{'text pairs' if pairs else 'one text a row'}: give a teacher of the same text shape.")
-    return Teacher(os.path.abspath(path), model, digest(path, model.step))
+    return Teacher(os.path.abspath(path), model, digest)
 
 
 def load_classifier(path, where):
-    """The Classifier of a sentiment run folder or export at `path`, as zoo.load answers it (zoo.load itself sits
-    above the recipes, this module below them); another recipe's run or export is refused naming it."""
+    """(the Classifier, a digest of its files) of a sentiment run folder or export at `path`, as zoo.load answers it
+    (zoo.load itself sits above the recipes, this module below them); another recipe's is refused naming it. The
+    digest: a run's config.json and the index of the checkpoint loaded (it holds each tensor's checksum), or an export
+    version's SavedModel and manifest."""
     folder = run_dir.opened(path) if os.path.isdir(path) else None
-    if folder is not None and folder.recipe() is not None:
-        recipe, load = folder.recipe(), lambda: Classifier.from_run(folder)
+    recipe = folder.recipe() if folder is not None else None
+    if recipe is not None:
+        load = lambda: Classifier.from_run(folder)  # noqa: E731
+        digest = lambda model: export.source_digest(path, step=model.step)  # noqa: E731
     else:
         version = export.find_version(path)
         if version is None:
             raise TeacherError(f"{where} is neither a trained run (no config.json) nor an export (no saved_model.pb): "
                                "give a classifier's run folder or export.")
         saved, metadata = export.load_version(version)
-        recipe, load = metadata.get("recipe"), lambda: Classifier.from_export(saved, metadata)
+        recipe = metadata.get("recipe")
+        load = lambda: Classifier.from_export(saved, metadata)  # noqa: E731
+        digest = lambda model: files_digest(version)  # noqa: E731
     if recipe != CLASSIFIER:
         raise TeacherError(f"{where} is a {recipe!r} model, not a classifier: a teacher is a sentiment "
                            "(classification) run or its export.")
-    return load()
+    model = load()
+    return model, digest(model)
 
 
-def digest(path, step):
-    """A digest of the teacher's files: a run's config.json and the index of the checkpoint loaded (it holds each
-    tensor's checksum), or an export version's SavedModel and manifest."""
-    if os.path.exists(os.path.join(path, "config.json")):
-        return export.source_digest(path, step=step)
-    version = export.find_version(path)
+def files_digest(version):
     hashed = hashlib.sha256()
     for name in ("saved_model.pb", os.path.join("variables", "variables.index"), export.MANIFEST):
         with open(os.path.join(version, name), "rb") as f:

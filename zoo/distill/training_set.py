@@ -13,6 +13,7 @@ from zoo.classifier.config import REGRESSION, SINGLE_LABEL
 from zoo.data.datasets import DatasetError
 from zoo.distill import augment as augmenting
 from zoo.distill.teacher import open_teacher
+from zoo.pretraining import data as corpora  # the pretraining corpora's reader: imdb_unsup, text:, csv:, jsonl:
 
 
 class DistillError(ValueError):
@@ -24,8 +25,18 @@ class TrainingSet:
     examples: object  # zoo.classifier.data.Examples over every text, each iterated as (text, its row here)
     labels: np.ndarray  # each text's gold label: a class id, a number in the labels' units, or a 0/1 row
     gold: np.ndarray  # (texts,) float32: 1 where the text's label teaches it
-    teacher: np.ndarray | None  # (texts, outputs) float32, the teacher's (zoo.distill.teacher), or None
+    teacher: np.ndarray | None  # (texts, outputs) float32, the teacher's (zoo.distill.teacher), once `label` ran
     derived: dict  # what config.json's derived part keeps: the teacher and transfer set a resumed run must find
+    parts: tuple = ()  # the texts by part (labelled, copies, transfer), as `examples` iterates them
+    source: object = None  # the zoo.distill.teacher.Teacher that `label` asks; None: no teacher
+    summary: str = ""  # the log's line of what the run trains on
+
+    def label(self):
+        """The teacher's outputs of every text (`teacher`), each part answered and cached alone (another student
+        with other copies or no transfer set shares the rest); then the summary line."""
+        if self.source is not None:
+            self.teacher = np.concatenate([self.source.outputs(part) for part in self.parts])
+        print(self.summary, flush=True)
 
     def fields(self, rows, problem_type, stats=None):
         """The batch fields of the token `rows` (their labels index this set): label (standardised for a
@@ -53,8 +64,9 @@ def gold_labels(data, problem_type):
 
 def plan(config, data, seed, record=None, model_dir=None):
     """The run's TrainingSet (`config`: a SentimentRunConfig; `data`: its training Examples; `record`: a resumed
-    run's; `model_dir`: its folder), or None when it has no teacher, transfer set or augmentation. Bad settings are refused before any
-    text is read again; the teacher answers here, before anything is written into the run's folder."""
+    run's; `model_dir`: its folder), or None when it has no teacher, transfer set or augmentation. Bad settings are
+    refused before any text is read again; the teacher answers in `TrainingSet.label`, which the recipe calls once
+    its own checks have passed and before anything is written into the run's folder."""
     distill, augment, problem_type = config.distill, config.augment, config.model.problem_type
     if not (distill.teacher or distill.transfer or augment.copies):
         return None
@@ -80,9 +92,7 @@ def plan(config, data, seed, record=None, model_dir=None):
     gold = np.concatenate([np.ones(len(texts), np.float32),
                            np.full(len(copies), 0.0 if teacher is not None else 1.0, np.float32),
                            np.zeros(len(extra), np.float32)])
-    parts = [part for part in (texts, copies, extra) if part]
-    # Each part answered and cached alone: another student with other copies or no transfer set shares the rest.
-    outputs = np.concatenate([teacher.outputs(part) for part in parts]) if teacher is not None else None
+    parts = tuple(part for part in (texts, copies, extra) if part)
     every = [text for part in parts for text in part]
     key = {"data": data.key, "augment": dataclasses.asdict(augment), "seed": seed,
            "transfer": [distill.transfer, distill.transfer_text_column, distill.max_transfer, derived.get("transfer")]}
@@ -90,9 +100,8 @@ def plan(config, data, seed, record=None, model_dir=None):
     examples = classifier_data.Examples(lambda: ((text, row) for row, text in enumerate(every)), len(every),
                                         data.class_names, key, data.paths, size, data.skipped, data.sources)
     taught = f"; taught by {teacher.path}" if teacher is not None else ""
-    print(f"Training texts: {len(texts):,} labelled, {len(copies):,} augmented, {len(extra):,} transfer{taught}.",
-          flush=True)
-    return TrainingSet(examples, labels, gold, outputs, derived)
+    summary = f"Training texts: {len(texts):,} labelled, {len(copies):,} augmented, {len(extra):,} transfer{taught}."
+    return TrainingSet(examples, labels, gold, None, derived, parts, teacher, summary)
 
 
 def augmented_copies(texts, augment, seed):
@@ -110,8 +119,6 @@ def augmented_copies(texts, augment, seed):
 
 def read_transfer(distill, seed):
     """The transfer set's texts (at most distill.max_transfer, a seeded choice) and its files' digest."""
-    from zoo.pretraining import data as corpora  # noqa: PLC0415 - the pretraining family imports the classifier's
-
     try:
         documents = corpora.load_corpora([distill.transfer], text_column=distill.transfer_text_column)
     except DatasetError as error:  # its column is the transfer set's own flag, not the labelled data's

@@ -101,10 +101,12 @@ def prepare(run, config, strategy):
     digest = data.key["files"] if data.paths else None
     run_settings.check_same_files(run.folder, RECIPE, SentimentRunConfig, digest)
     # A teacher, transfer set or augmented copies (zoo.distill): checked, and the teacher's outputs made, before any
-    # write; an epoch is a pass over every text trained on.
-    taught = training_set.plan(config, data, config.train.seed, run.folder.read_record(RECIPE, SentimentRunConfig),
-                               run.model_dir)
+    # write; an epoch is a pass over every text trained on (its refusal comes before the teacher's long labelling).
+    record = run.folder.read_record(RECIPE, SentimentRunConfig)
+    taught = training_set.plan(config, data, config.train.seed, record, run.model_dir)
     train_config = run_settings.with_epochs(config.train, run.epochs, (taught.examples if taught else data).count)
+    if taught:
+        taught.label()  # the teacher answers once every check has passed; the log says what the run trains on
     problem_type = config.model.problem_type
     outputs = 1 if problem_type == classifier.REGRESSION else len(data.class_names)
     segments = 2 if config.data.text_pair_column else 0  # a pair's two texts: BERT's token types 0 and 1
@@ -114,7 +116,6 @@ def prepare(run, config, strategy):
     # A bad vectors file is refused before any write; a fine-tuned encoder keeps its pretraining's words and embedding.
     words, model = None, config.model
     if model.words and not config.setup.init_from:
-        record = run.folder.read_record(RECIPE, SentimentRunConfig)
         words = word_embedding.plan_words(
             data.strings(), model.vocab_size, model.word_vectors, model.min_vector_coverage, config.train.seed,
             scaled=model.embedding != "normalized", coverage_setting="--config.model.min_vector_coverage",
