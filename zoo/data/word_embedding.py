@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from zoo.data import word_tokenizer, word_vectors
+from zoo.data.word_tokenizer import count_words
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -52,18 +53,13 @@ class WordPlan:
         return initialize
 
 
-def count_words(texts, batch_size=4096):
-    """zoo.data.word_tokenizer.count_words, `batch_size` texts at a time."""
-    return word_tokenizer.count_words(texts, batch_size)
-
-
 def plan_words(texts, vocab_size, vectors_path=None, min_coverage=0.0, seed=0, *, mask=False, **options):
     """The plan of the training `texts`' vocabulary: the special tokens ([MASK] too when `mask`) and the most
     frequent words, `vocab_size` at most; `options` are plan_vocabulary's."""
     print("word vocabulary: counting the training text's words ...", flush=True)  # seconds on a large corpus
     counts = count_words(texts)
     words = word_tokenizer.build_vocabulary(counts, vocab_size, mask=mask)
-    specials = word_tokenizer.SPECIALS + ((word_tokenizer.MASK,) if mask else ())
+    specials = tuple(words[: len(word_tokenizer.SPECIALS) + mask])  # the vocabulary starts with them
     return plan_vocabulary(words, counts, vectors_path, min_coverage, seed, specials=specials, **options)
 
 
@@ -94,7 +90,7 @@ def plan_vocabulary(words, counts, vectors_path=None, min_coverage=0.0, seed=0, 
         word_vectors.check_coverage(covered, min_coverage, vectors_path, coverage_setting)
         if language:
             word_vectors.check_language(covered, min_coverage, vectors_path, coverage_setting)
-        matrix = word_vectors.embedding_matrix(vectors, seed, zero_ids=(0,), random_ids=np.flatnonzero(special)[1:])
+        matrix = word_vectors.embedding_matrix(vectors, seed, random_ids=np.flatnonzero(special)[1:])
         target_std = vectors.dim**-0.5 if scaled else 0.02
         matrix = matrix * np.float32(target_std / matrix[vectors.found].std())
         plan = WordPlan(words, matrix, record(vectors, covered, matrix), f"{covered} ({vectors.format}, "

@@ -67,7 +67,7 @@ def split_words(texts):
     return tf_text.regex_split(texts, f"{SPACE}+|{TOKEN}", TOKEN)
 
 
-def count_words(texts, batch_size=2048):
+def count_words(texts, batch_size=4096):
     """Each word's number of tokens in `texts` (any iterable of strings, read `batch_size` at a time, so a large
     corpus is never one tensor): a collections.Counter of str."""
     counts, texts = collections.Counter(), iter(texts)
@@ -175,8 +175,7 @@ class WordTokenizer(tf.Module):
             ids = tf.where(words.flat_values == MASK_STAND_IN, self.mask_id, ids)
         return words.with_flat_values(ids)
 
-    def __call__(self, texts):
-        return self.tokenize(texts)
+    __call__ = tokenize
 
     def detokenize(self, ids):
         """The words of `ids` (ragged or dense, last axis the words) joined by spaces."""

@@ -185,7 +185,7 @@ def test_the_embedding_matrix(tmp_path):
     text = "".join(f"{w} {' '.join(repr(v) for v in vec)}\n" for w, vec in rows.items()).encode()
     vocabulary = ["<pad>", "<unk>", "w0"] + [f"w{i}" for i in range(1, 2000, 2)] + [f"x{i}" for i in range(3000)]
     vectors = read_vectors(write(tmp_path / "g.txt", text), vocabulary)
-    matrix = word_vectors.embedding_matrix(vectors, seed=3, zero_ids=(0,), random_ids=(2,))
+    matrix = word_vectors.embedding_matrix(vectors, seed=3, random_ids=(2,))
     assert matrix.shape == (len(vocabulary), 4) and matrix.dtype == np.float32
     np.testing.assert_array_equal(matrix[0], 0.0)
     np.testing.assert_array_equal(matrix[3:1003], vectors.vectors[3:1003])
