@@ -38,22 +38,13 @@ def _state(path, fresh=False):
     return state
 
 
-def file_digest(path):
-    """sha256 of a file's bytes, once per process for an unchanged (size, mtime)."""
-    return _state(path)[2]
-
-
-def _names_digest(paths, digests):
-    digest = hashlib.sha256()
-    for path, file_hash in zip(paths, digests):
-        digest.update(f"{os.path.abspath(path)}\0{file_hash}\n".encode())
-    return digest.hexdigest()
-
-
 def files_digest(paths):
     """One hash of several files' names and contents: the data's part of a cache key (and of a run's record,
     so that a resumed run sees a changed file)."""
-    return _names_digest(paths, [file_digest(path) for path in paths])
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(f"{os.path.abspath(path)}\0{_state(path)[2]}\n".encode())
+    return digest.hexdigest()
 
 
 class Sources:
@@ -66,7 +57,7 @@ class Sources:
         self.find = find
         self.paths = tuple(find())
         self.states = tuple(_state(path) for path in self.paths)
-        self.digest = _names_digest(self.paths, [state[2] for state in self.states])
+        self.digest = files_digest(self.paths)
 
     def check(self):
         paths = tuple(self.find())
@@ -91,4 +82,4 @@ def folder_files_digest(directory, names):
     """One hash of the contents of those of the files `names` that `directory` holds (a run's tokenizer files),
     in order, whatever their names: a tokenizer's part of a cache key, the same for it in any run folder."""
     paths = [p for p in (os.path.join(directory, n) for n in names) if os.path.exists(p)]
-    return hashlib.sha256("".join(file_digest(path) for path in paths).encode()).hexdigest()
+    return hashlib.sha256("".join(_state(path)[2] for path in paths).encode()).hexdigest()
