@@ -63,8 +63,7 @@ def training_plan(lengths, steps, batch_size, seed, num_replicas=1, max_tokens=N
 
 def evaluation_plan(lengths, batch_size):
     """Every example once, in batches of similar lengths (order does not matter)."""
-    order = np.argsort(np.asarray(lengths), kind="stable")
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    return _cut(np.argsort(np.asarray(lengths), kind="stable"), lengths, batch_size, None)
 
 
 def pipeline_part(plan, num_pipelines, pipeline_id, replicas_per_pipeline):

@@ -217,15 +217,12 @@ def _sentence_piece(proto, name):
 class _ModelResource(sentencepiece_tokenizer._SentencepieceModelResource):
     """The TF Text resource that holds the SentencePiece model, owned by the tokenizer that made it.
 
-    TF Text's own belongs to the kernel that creates it, and TensorFlow drops its kernels whenever it clears its eager
-    caches, which `tf.random.set_seed` does (keras.utils.set_random_seed, called by every training run): a model loaded
-    in a process that then trained again lost its tokenizer (`SentencepieceResource ... does not exist`). Made under a
-    name of its own, as TensorFlow's lookup tables are, the resource lives until the tokenizer goes. In an export, where
-    the function that makes it keeps its kernel, it is TF Text's as before.
-
-    Named after its file (`name`): TF Text makes every model's resource under one default name, and a loaded SavedModel
-    shares a resource between creators of the same name, so an export with two tokenizers (one vocabulary per language)
-    would decode the target language with the source's model (tests/recipes/test_translate.py checks one)."""
+    TF Text's own belongs to the kernel that creates it, which `tf.random.set_seed` (every training run) drops with
+    TensorFlow's eager caches: a tokenizer loaded before a training run in the same process was lost
+    (`SentencepieceResource ... does not exist`). Under a name of its own, as TensorFlow's lookup tables are, it lives
+    as long as the tokenizer; in an export, whose function keeps its kernel, it is TF Text's. Named after its file
+    (`name`), not TF Text's one default name: a loaded SavedModel shares a resource between creators of one name, so an
+    export with two tokenizers would decode the target language with the source's model (test_translate.py checks)."""
 
     def __init__(self, model, name):
         self._shared_name = f"zoo_sentencepiece_{uuid.uuid4().hex}"

@@ -128,11 +128,13 @@ class _Reader:
         """word2vec_text or word2vec_binary, told by the line after the header (`body`, from byte `offset`); a
         text row or binary records of another width than the header's `dim` are refused, naming both."""
         line = body.split(b"\n", 1)[0]
-        values = _values(line.rstrip(b" \r"))
+        fields = line.rstrip(b" \r").split(b" ")
+        numbers = _trailing_numbers(fields)
+        values = numbers % len(fields)  # 0: none, or no word before them
         if values not in (0, dim) and not CONTROL.search(line) and _decodes(line):
             self.fail(":2", f"a row of {values} values where the header (line 1) says {dim}: correct the header's "
                             f"dimension (COUNT DIM), or give the file it belongs to")
-        if _text_row(line, dim):
+        if not line or (len(fields) > dim and numbers >= dim):  # a word and `dim` numbers, or a text cut short
             return "word2vec_text"
         probed = min(count, PROBED)
         if not _records_parse(body, dim, probed):
@@ -284,19 +286,9 @@ def _is_number(field):
     return NUMBER.fullmatch(field) is not None
 
 
-def _text_row(line, dim):
-    """Whether `line` reads as a text row of a word and `dim` numbers (or is empty: a text file cut short)."""
-    if not line:
-        return True
-    fields = line.rstrip(b" \r").rsplit(b" ", dim)
-    return len(fields) == dim + 1 and all(_is_number(field) for field in fields[1:])
-
-
-def _values(line):
-    """How many numbers end a text `line` that starts with a word (0: none, or no word before them)."""
-    fields = line.split(b" ")
-    count = next((n for n in range(len(fields)) if not _is_number(fields[-1 - n])), len(fields))
-    return count if count < len(fields) else 0
+def _trailing_numbers(fields):
+    """How many of `fields` (bytes) at their end are numbers."""
+    return next((n for n in range(len(fields)) if not _is_number(fields[-1 - n])), len(fields))
 
 
 def _records_parse(buffer, dim, count):
@@ -326,8 +318,7 @@ def _problem(row, dim, expected):
         return "an empty value (two spaces in a row)"
     if len(fields) <= dim or (b" " in word and _is_number(fields[-dim - 1])):
         # A row of numbers alone (no word among them): its first is read as the word.
-        values = next((n for n in range(len(fields)) if not _is_number(fields[-1 - n])), len(fields) - 1)
-        return f"a row of {min(values, len(fields) - 1)} values where {expected} (a ragged row?)"
+        return f"a row of {min(_trailing_numbers(fields), len(fields) - 1)} values where {expected} (a ragged row?)"
     if not word:
         return "a row without a word"
     bad = next((field for field in fields[-dim:] if not _is_number(field)), None)
