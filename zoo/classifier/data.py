@@ -7,13 +7,14 @@ check_label_forms); the class names are `--classes` in its order, else the train
 
 import collections
 import dataclasses
+import functools
 import os
 
 import numpy as np
 
 from zoo.classifier import targets as label_shapes
 from zoo.classifier.targets import class_order, label_name  # the label rules, shared with the other shapes
-from zoo.classifier.config import SINGLE_LABEL
+from zoo.classifier.config import REGRESSION, SINGLE_LABEL
 from zoo.data import cache, datasets, files, spec as dataset_spec
 from zoo.data.sources import Sources
 from zoo.data.datasets import DatasetError
@@ -141,7 +142,8 @@ def _load_targets(spec, split, names, classes, max_examples, seed):
     number indexing `Examples.targets`, which holds the kept rows' labels in order."""
     columns = spec.columns
     bad = files.BadRows(columns.bad_rows)
-    read_label = label_shapes.reader(columns.problem_type, columns.label_separator)
+    read_label = label_shapes.number if columns.problem_type == REGRESSION else \
+        functools.partial(label_shapes.label_set, separator=columns.label_separator)
     labels, text_bytes = [], 0
     for text, label, _ in _rows(spec, split, bad, read_label=read_label):
         labels.append(label)

@@ -79,13 +79,6 @@ def label_set(value, column, separator):
     return tuple(dict.fromkeys(names)), None
 
 
-def reader(problem_type, separator):
-    """(value, column) -> (label, None) or (None, why): the label rule of `problem_type`."""
-    if problem_type == REGRESSION:
-        return number
-    return lambda value, column: label_set(value, column, separator)
-
-
 @dataclasses.dataclass(frozen=True)
 class Targets:
     """A split's targets in row order: regression's numbers (rows,) float64, or multi-label's 0/1 matrix (rows,
