@@ -10,7 +10,7 @@ import os
 import numpy as np
 
 from zoo.classifier import data as classifier_data, losses, metrics, model as classifier, run_config
-from zoo.classifier.load import load_run as load_trained, preprocessor, serving_module
+from zoo.classifier.load import RECIPE, load_run as load_trained, preprocessor, serving_module
 from zoo.classifier.preprocessor import ClassifierPreprocessor
 from zoo.classifier.run_config import SentimentRunConfig
 from zoo.core import disk
@@ -25,7 +25,6 @@ from zoo.training.config import Task
 from zoo.training.distribute import is_chief
 from zoo.training.evaluation import gather, write_summaries
 
-RECIPE = "sentiment"
 # Shortcut -> config field, beside zoo.training.run_settings.SHORTCUTS.
 SHORTCUTS = {"eval_split": "data.eval_split", "text_column": "data.text_column", "label_column": "data.label_column",
              "classes": "data.classes", "vocab_size": "model.vocab_size", "max_length": "model.max_length",
@@ -157,15 +156,6 @@ def prepare(run, config, strategy):
     return driver.Prepared(config, derived, task)
 
 
-def pair_column(given, trained):
-    """The evaluated files' second-text column: the one given (--mode=eval --text_pair_column), else the run's;
-    a run trained on single texts takes none."""
-    if given and not trained:
-        raise ValueError(f"--text_pair_column={given}: this run was trained on single texts, and reads no second "
-                         "text. Leave it out.")
-    return given or trained
-
-
 def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=None, predictions=None):
     """The `split`'s figures by model.problem_type (zoo.sentiment.figures), printed and written to metrics.json; with
     `predictions`, each text's prediction to that file. `dataset` and `columns` (SentimentData fields) name other files
@@ -174,9 +164,13 @@ def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=N
     model_dir, loaded = folder.path, load_trained(folder, average)
     trained, problem_type, derived = loaded.record.config.data, loaded.config.problem_type, loaded.record.derived
     dataset = dataset or trained.dataset
-    # Default: the columns the run trained with; labels are always read as the run's.
+    # Default: the columns the run trained with; labels are always read as the run's. A run trained on single
+    # texts takes no second-text column.
     given = dict(columns or {})
-    given["text_pair_column"] = pair_column(given.get("text_pair_column"), trained.text_pair_column)
+    if given.get("text_pair_column") and not trained.text_pair_column:
+        raise ValueError(f"--text_pair_column={given['text_pair_column']}: this run was trained on single texts, and "
+                         "reads no second text. Leave it out.")
+    given["text_pair_column"] = given.get("text_pair_column") or trained.text_pair_column
     evaluated = dataclasses.replace(trained, dataset=dataset, **given)
     data = classifier_data.load(run_config.spec_of(evaluated, problem_type), split, class_names=derived["class_names"])
     framing = preprocessor(loaded)
@@ -296,27 +290,21 @@ def finish(config, base, mode):
 
 
 def check(run, config):
-    """What the command's options need, before any work: explain's text, the predictions file, and the split a
-    training run evaluates."""
-    if run.mode == "explain" and not config.eval.text:
+    """What the command's options need, before any work: explain's text; the predictions file only where the mode
+    evaluates, never over the run's own files, an input or any other file the zoo did not write unless asked
+    (zoo.runs.outputs); and the split a training run evaluates."""
+    options = config.eval
+    if run.mode == "explain" and not options.text:
         raise ValueError('--mode=explain needs --text="a sentence".')
-    check_predictions(config.eval, run)
+    if options.predictions is None and options.overwrite_predictions:
+        raise ValueError("--overwrite_predictions replaces the file --predictions names: give --predictions too.")
+    if options.predictions is not None:
+        if run.mode not in ("eval", "train_and_eval"):
+            raise ValueError("--predictions is written by --mode=eval and --mode=train_and_eval.")
+        outputs.check_file("--predictions", options.predictions, run.model_dir, metrics.is_predictions_file,
+                           options.overwrite_predictions)
     if run.training and run.evaluating:
         classifier_data.check_split(config.dataset_spec, config.data.eval_split)
-
-
-def check_predictions(options, run):
-    """The predictions file (`options`: the eval section): only where the mode evaluates, never over the run's own
-    files, an input or any other file the zoo did not write unless asked (zoo.runs.outputs)."""
-    path = options.predictions
-    if path is None:
-        if options.overwrite_predictions:
-            raise ValueError("--overwrite_predictions replaces the file --predictions names: give --predictions too.")
-        return
-    if run.mode not in ("eval", "train_and_eval"):
-        raise ValueError("--predictions is written by --mode=eval and --mode=train_and_eval.")
-    outputs.check_file("--predictions", path, run.model_dir, metrics.is_predictions_file,
-                       options.overwrite_predictions)
 
 
 # What run_eval writes to metrics.json by model.problem_type (zoo.sentiment.figures), the figures a sweep ranks by.
