@@ -1,9 +1,9 @@
 """Text to the classifier's token ids: one rule for training, evaluation, explanation and the export.
 
 A start token (<s>, or BERT's [CLS]) heads every text, BERT's vocabularies end it with [SEP], and a text too long for
-the model keeps its head and its tail. Training and evaluation call `rows` (NumPy rows, for the length-bucketed batch
-plan), explanation and the export call the preprocessor itself on a batch of strings; both run the same TensorFlow
-function (`framed`), so the ids a model is served are the ids it was trained on.
+the model keeps its head and its tail. Training and evaluation frame their texts with `framed` into the token cache
+(zoo.classifier.data.token_rows), explanation and the export call the preprocessor itself on a batch of strings: the
+same TensorFlow function, so the ids a model is served are the ids it was trained on.
 
 Text pairs (`pairs=True`) are framed as BERT's: [CLS] a [SEP] b [SEP] (the zoo's SentencePiece and word vocabularies:
 <s> a </s> b </s>), the pair truncated `longest_first` as Hugging Face's tokenizers do, each side keeping its head; a
@@ -30,15 +30,6 @@ def head_and_tail(max_length, end_id=None):
                          f"{2 if end_id is not None else 1} framing tokens: use at least {max_length - room + 1}.")
     head = room // 4
     return head, room - head
-
-
-def pair_room(max_length):
-    """How many tokens of a pair's two texts fit beside [CLS] and the two [SEP]s."""
-    room = max_length - PAIR_FRAMING
-    if room < 1:
-        raise ValueError(f"max_length={max_length} leaves no room for a text pair beside [CLS] and two [SEP]: use "
-                         f"at least {PAIR_FRAMING + 1}.")
-    return room
 
 
 def longest_first(first, second, room):
@@ -77,8 +68,11 @@ class ClassifierPreprocessor(tf.Module):
         self.tokenizer, self.max_length, self.pairs = tokenizer, max_length, pairs
         self.start_id, self.end_id = start_id, end_id
         self.separator_id = END_ID if end_id is None else end_id
-        if pairs:
-            self.room = pair_room(max_length)
+        if pairs:  # the tokens of a pair's two texts that fit beside [CLS] and the two [SEP]s
+            self.room = max_length - PAIR_FRAMING
+            if self.room < 1:
+                raise ValueError(f"max_length={max_length} leaves no room for a text pair beside [CLS] and two [SEP]: "
+                                 f"use at least {PAIR_FRAMING + 1}.")
         else:
             self.head, self.tail = head_and_tail(max_length, end_id)
 
