@@ -1,6 +1,4 @@
-"""The classifier's losses and answers by problem type: each example's loss (`example_losses`), the Task's
-summed loss (`classification_loss`), evaluation's per-example outputs (`classification_outputs`) and the model's
-answer before naming (`answers`)."""
+"""The classifier's losses and answers by problem type, for training, evaluation and explanation."""
 
 import tensorflow as tf
 

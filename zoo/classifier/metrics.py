@@ -1,10 +1,6 @@
-"""A classifier's evaluation as a user reads it: accuracy, each class's precision, recall, F1 and support,
-their macro and support-weighted averages and the confusion matrix, as scikit-learn's `classification_report`
-and `confusion_matrix` give them (a class never predicted has precision 0, one never present recall 0); and
-regression's (`regression_report`: GLUE STS-B's figures) and multi-label's (`multi_label_report`); each evaluated
-text's label, prediction and probabilities (`predictions_lines`, `score_lines`, `label_set_lines`, for
---predictions), and whether a file is such predictions (`is_predictions_file`).
-"""
+"""A classifier's evaluation as a user reads it, as scikit-learn's reports give it (a class never predicted has
+precision 0, one never present recall 0): a single-label, a regression (GLUE STS-B's figures) and a multi-label
+report, and the --predictions file's lines (each evaluated text's label, prediction and probabilities)."""
 
 import json
 
