@@ -10,6 +10,7 @@ tf.data pipelines are built from them in `zoo.data.batching`.
 import contextlib
 import dataclasses
 import gzip
+import io
 import os
 import tarfile
 import zipfile
@@ -204,10 +205,8 @@ def check_split(name, split):
 
 
 def load_classification(name, split):
-    """The `split` ("train", "validation" or "test") of a text classification dataset.
-
-    `name` is "imdb", "sst2" or "tfds:<catalog name>".
-    """
+    """The `split` ("train", "validation" or "test") of the text classification dataset `name`: "imdb", "sst2",
+    "sst2_tune" or "tfds:<catalog name>"."""
     if split not in SPLITS:
         raise DatasetError(f"split={split!r} is not one of {SPLITS}.")
     if name.startswith("tfds:"):
@@ -219,18 +218,35 @@ def load_classification(name, split):
     return CLASSIFICATION[name](split)
 
 
+def open_binary(path):
+    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+
+
+def open_text(path, bom=True):
+    """The file as UTF-8 text, its newlines kept as they are (csv needs newline=""); a BOM dropped."""
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8-sig" if bom else "utf-8", newline="")
+
+
 def read_text(path):
     """The file's text as it is (no newline translation): "\r" stays whitespace, as the exports' in-graph
     tokenizers see the same text served."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with reading(path), opener(path, "rt", encoding="utf-8", newline="") as f:
+    with reading(path), open_text(path, bom=False) as f:
         return f.read()
 
 
+def lines_of(f):
+    """The lines of a text stream, each with its "\n", split at "\n" alone: iterating a stream opened with
+    newline="" also splits at a lone "\r", and `str.splitlines` at \v, \f, \x85 ..., which would shift one
+    side of a parallel corpus against the other."""
+    rest = ""
+    while chunk := f.read(1 << 20):
+        *lines, rest = (rest + chunk).split("\n")
+        yield from (line + "\n" for line in lines)
+    if rest:
+        yield rest
+
+
 def read_lines(path):
-    """The file's lines, split at "\n" alone (a Windows line's "\r" dropped): `str.splitlines` also splits at
-    \v, \f, \x1c-\x1e, \x85 and U+2028, which would shift a parallel corpus's sides against each other."""
-    lines = read_text(path).split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
+    """The file's lines (`lines_of`) without their ends, a Windows line's "\r" dropped too."""
+    with reading(path), open_text(path, bom=False) as f:
+        return [line.removesuffix("\n").removesuffix("\r") for line in lines_of(f)]

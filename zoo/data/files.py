@@ -16,15 +16,13 @@ import codecs
 import contextlib
 import csv
 import dataclasses
-import gzip
-import io
 import functools
 import json
 import os
 import stat
 import zlib
 
-from zoo.data.datasets import DatasetError
+from zoo.data.datasets import DatasetError, lines_of, open_binary, open_text
 from zoo.data.spec import in_split, paths
 
 SHOWN_BAD_ROWS = 5
@@ -57,15 +55,6 @@ class BadRows:
             more = f" (and {self.count - len(self.shown)} more)" if self.count > len(self.shown) else ""
             raise DatasetError(f"{self.count} bad row(s) in {what}: " + "; ".join(self.shown) + more
                                + ". Fix them, or pass --bad_rows=skip to leave them out.")
-
-
-def open_binary(path):
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
-
-
-def open_text(path, bom=True):
-    """The file as UTF-8 text, its newlines kept as they are (csv needs newline=""); a BOM dropped."""
-    return io.TextIOWrapper(open_binary(path), encoding="utf-8-sig" if bom else "utf-8", newline="")
 
 
 def first_invalid_utf8(path):
@@ -206,18 +195,6 @@ def _folder_rows(spec, path, bad_rows, classes=None):
         for file in class_files(os.path.join(path, label)):
             with reading(file), open_text(file) as f:
                 yield Row({"text": f.read(), "label": label}, file)
-
-
-def lines_of(f):
-    """The lines of a text stream, each with its "\n", split at "\n" alone: iterating a stream opened with
-    newline="" also splits at a lone "\r", and `str.splitlines` at \v, \f, \x85 ..., which would shift one
-    side of a parallel corpus against the other."""
-    rest = ""
-    while chunk := f.read(1 << 20):
-        *lines, rest = (rest + chunk).split("\n")
-        yield from (line + "\n" for line in lines)
-    if rest:
-        yield rest
 
 
 def _line_rows(spec, path, bad_rows):
