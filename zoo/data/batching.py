@@ -105,17 +105,11 @@ def padded(rows, multiple=PAD_TO_MULTIPLE, max_length=None):
 
 
 def plan_dataset(plan, fields, skip=0, max_length=None):
-    """A tf.data.Dataset yielding, for each plan entry, a dict of padded fields.
-
-    Args:
-        plan: list of int arrays of example indices.
-        fields: dict name -> token rows (padded): a zoo.data.cache.TokenRows, read from disk a batch
-            at a time, or a list of 1-D int arrays; or a NumPy array with one value per example
-            (labels, gathered as is).
-        skip: number of leading plan entries to leave out (resumption).
-        max_length: the model's positions, if rounding up must not pass them: a number for every field, or
-            a dict of field name -> number (fields it does not name are not capped).
-    """
+    """A tf.data.Dataset of a dict of fields for each entry of `plan` (int arrays of example indices) after the first
+    `skip` (resumption). `fields`: name -> token rows, padded (a zoo.data.cache.TokenRows, read from disk a batch at a
+    time, or a list of 1-D int arrays), or a NumPy array of one value per example (labels, gathered as is).
+    `max_length`: the model's positions, if rounding up must not pass them: one number for every field, or field name
+    -> number (fields it does not name are not capped)."""
     tables = {name: v if hasattr(v, "gather") else ragged(v) if isinstance(v, list) else tf.constant(v)
               for name, v in fields.items()}
     dataset = tf.data.Dataset.from_tensor_slices(ragged([np.asarray(p, np.int64) for p in plan[skip:]]))
