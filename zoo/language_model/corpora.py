@@ -28,7 +28,7 @@ def _ptb(split):
     name = PTB_FILES[split]
     url = PTB_URL + name.removesuffix(".gz")
     text = read_text(fetch(Source("ptb", name, url)))
-    return Corpus(text if text.endswith("\n") else text + "\n", LEVELS["ptb"])
+    return text if text.endswith("\n") else text + "\n"
 
 
 def _tiny_shakespeare(split):
@@ -36,15 +36,14 @@ def _tiny_shakespeare(split):
     # TFDS's tiny_shakespeare split: the first 90% of the characters, then 5% and 5%.
     cut = int(len(text) * 0.9)
     half = cut + int((len(text) - cut) * 0.5)
-    return Corpus({"train": text[:cut], "validation": text[cut:half], "test": text[half:]}[split],
-                  LEVELS["tinyshakespeare"])
+    return {"train": text[:cut], "validation": text[cut:half], "test": text[half:]}[split]
 
 
 def _wikitext103(split):
     name = {"train": "train", "validation": "valid", "test": "test"}[split]
     path = fetch(WIKITEXT103)
     with reading(path), zipfile.ZipFile(path) as archive:
-        return Corpus(archive.read(f"wikitext-103/wiki.{name}.tokens").decode("utf-8"), LEVELS["wikitext103"])
+        return archive.read(f"wikitext-103/wiki.{name}.tokens").decode("utf-8")
 
 
 def _enwik8(split):
@@ -54,7 +53,7 @@ def _enwik8(split):
     # The standard split: 90M / 5M / 5M bytes; bytes kept as Latin-1 characters (one per byte).
     bounds = {"train": (0, 90_000_000), "validation": (90_000_000, 95_000_000), "test": (95_000_000, 100_000_000)}
     begin, end = bounds[split]
-    return Corpus(data[begin:end].decode("latin-1"), LEVELS["enwik8"])
+    return data[begin:end].decode("latin-1")
 
 
 CORPORA = {"ptb": _ptb, "tinyshakespeare": _tiny_shakespeare, "wikitext103": _wikitext103, "enwik8": _enwik8}
@@ -66,4 +65,4 @@ def load_corpus(name, split):
         raise DatasetError(f"Unknown language-modelling dataset {name!r}: use one of {sorted(CORPORA)}.")
     if split not in SPLITS:
         raise DatasetError(f"split={split!r} is not one of {SPLITS}.")
-    return CORPORA[name](split)
+    return Corpus(CORPORA[name](split), LEVELS[name])

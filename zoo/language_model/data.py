@@ -36,11 +36,11 @@ class Corpus:
     the corpus is tokenized, `key` the data's part of a cache key, `size` about its characters, `sources` its
     files (zoo.data.sources.Sources; None for a built-in corpus)."""
 
-    def __init__(self, lines, level, key, size, paths=(), encoding="utf-8", sources=None):
+    def __init__(self, lines, level, key, size, paths=(), encoding="utf-8", sources=None, skipped=0):
         self._lines, self.level, self.key, self.size, self.paths = lines, level, key, size, tuple(paths)
         self.sources = sources
         self.encoding = encoding  # byte level: how a line's characters become its bytes
-        self.skipped = 0  # bad rows left out (--bad_rows=skip)
+        self.skipped = skipped  # bad rows left out (--bad_rows=skip)
 
     def rows(self):
         """The lines as the tokenizer reads them: bytes at byte level, else strings."""
@@ -86,12 +86,12 @@ def load(dataset, split, level=None, text_column="text", bad_rows="error"):
     sources = Sources(lambda: dataset_spec.paths(spec, split))
     key = {"files": sources.digest, "spec": str(spec), "split": split, "column": text_column}
     lines = lambda: _lines(spec, split, text_column, files.BadRows("skip"))  # noqa: E731
-    if split in ("train", "validation") and dataset_spec.holds_out(spec):
-        lines, size = _held_out_split(lines, split, count, size, spec)
+    if split in ("train", "validation") and dataset_spec.holds_out(spec):  # train, or its held-out validation
+        every, held_out, wanted = lines, held_out_blocks(count, size, spec), split == "validation"
+        lines = lambda: (line for index, line in enumerate(every()) if held_out(index) == wanted)  # noqa: E731
+        size = size // HELD_OUT_EVERY if wanted else size - size // HELD_OUT_EVERY
         key["held_out"] = HELD_OUT_RULE
-    corpus = Corpus(lines, level, key, size, paths, sources=sources)
-    corpus.skipped = bad.count if bad_rows == "skip" else 0
-    return corpus
+    return Corpus(lines, level, key, size, paths, sources=sources, skipped=bad.count if bad_rows == "skip" else 0)
 
 
 def held_out_blocks(count, size, spec="the text"):
@@ -106,15 +106,6 @@ def held_out_blocks(count, size, spec="the text"):
     blocks = max(1, min(MAX_BLOCKS, size // (HELD_OUT_EVERY * MIN_BLOCK_CHARACTERS), count // HELD_OUT_EVERY))
     runs = blocks * HELD_OUT_EVERY
     return lambda index: index * runs // count % HELD_OUT_EVERY == HELD_OUT_EVERY - 1
-
-
-def _held_out_split(lines, split, count, size, spec):
-    """The lines (a function returning an iterator over all of them) of `split`, train or its held-out
-    validation, and about how many characters they hold."""
-    held_out = held_out_blocks(count, size, spec)
-    wanted = split == "validation"
-    kept = lambda: (line for index, line in enumerate(lines()) if held_out(index) == wanted)  # noqa: E731
-    return kept, size // HELD_OUT_EVERY if wanted else size - size // HELD_OUT_EVERY
 
 
 def default_split(dataset):
@@ -190,7 +181,6 @@ def token_stream(corpus, vocabulary, vocabulary_key):
     file that changes while it is tokenized is refused)."""
     key = {"data": corpus.key, "vocabulary": vocabulary_key, "level": corpus.level}
     rows = ((line, None) for line in corpus.rows())
-    if corpus.level == "subword":  # the library's encoder, which gives the ids the graph does, twice as fast
-        return cache.token_rows(key, rows, vocabulary.encode_lines, "tokenizing", corpus.size, in_graph=False,
-                                sources=corpus.sources)
-    return cache.token_rows(key, rows, vocabulary.tokenize, "tokenizing", corpus.size, sources=corpus.sources)
+    graph = corpus.level != "subword"  # subword: the library's encoder, which gives the graph's ids twice as fast
+    return cache.token_rows(key, rows, vocabulary.tokenize if graph else vocabulary.encode_lines, "tokenizing",
+                            corpus.size, in_graph=graph, sources=corpus.sources)

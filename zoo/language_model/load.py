@@ -23,13 +23,12 @@ RECIPE = "lm"
 def load_run(model_dir, memory_length=None, average=1):
     """The newest checkpoint of `model_dir` (a path or the command's RunDir; float32; with average=N, the mean of
     the newest N) as a LoadedRun whose tokenizer is the Vocabulary, optionally keeping a different memory length."""
-    def build(config):
-        return lm.build_language_model(config if memory_length is None else lm.with_memory_length(config, memory_length))
+    def keeping(config):  # the same model (same weights) keeping another number of positions in memory
+        return config if memory_length is None else dataclasses.replace(config, memory_length=memory_length)
 
-    loaded = run_dir.opened(model_dir).load_run(RECIPE, LMRunConfig, build,
-                                                lambda folder, _: lm_data.load_vocabulary(folder.path), average)
-    return loaded if memory_length is None else dataclasses.replace(
-        loaded, config=lm.with_memory_length(loaded.config, memory_length))
+    loaded = run_dir.opened(model_dir).load_run(RECIPE, LMRunConfig, lambda config: lm.build_language_model(
+        keeping(config)), lambda folder, _: lm_data.load_vocabulary(folder.path), average)
+    return dataclasses.replace(loaded, config=keeping(loaded.config))
 
 
 class LanguageModel(Served):

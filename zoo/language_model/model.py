@@ -209,22 +209,13 @@ def token_table(model):
     return model.embedding.embeddings
 
 
-def with_memory_length(config, memory_length):
-    """The same model (same weights) keeping a different number of positions in memory."""
-    return dataclasses.replace(config, memory_length=memory_length)
-
-
-def reset_state(state, reset):
-    """The empty memory where a pass starts, else `state`."""
-    memories, valid = state
-    return memories, tf.logical_and(valid, tf.logical_not(reset))
-
-
 def lm_loss(label_smoothing=0.0):
     """The stateful Task.loss: (model, batch, training, state) -> (loss_sum, weight, tokens, state)."""
 
     def loss(model, batch, training, state):
-        logits, state = model(batch["inputs"], reset_state(state, batch["reset"]), training=training)
+        memories, valid = state  # the memory is emptied where a pass starts
+        state = memories, tf.logical_and(valid, tf.logical_not(batch["reset"]))
+        logits, state = model(batch["inputs"], state, training=training)
         losses = smoothed_cross_entropy(batch["labels"], logits, label_smoothing)
         count = tf.size(losses)
         return tf.reduce_sum(losses), count, tf.cast(count, tf.int64), state

@@ -6,7 +6,6 @@ Word-level text ends every line with <eos>, as in the standard PTB / WikiText se
 newlines as characters.
 """
 
-import collections
 import json
 import os
 import re
@@ -54,11 +53,6 @@ class Vocabulary:
         self.tokens, self.level = list(tokens), level
         self.ids = {token: i for i, token in enumerate(self.tokens)}
         self._table = None
-
-    @classmethod
-    def build(cls, text, level):
-        """The vocabulary of a training text."""
-        return cls.from_counts(collections.Counter(split(text, level)), level)
 
     @classmethod
     def from_counts(cls, counts, level):

@@ -239,7 +239,7 @@ def test_sliding_window_and_memory_evaluations_agree_when_the_contexts_match():
     model = lively()
     streams = stream_layout(np.random.default_rng(4).integers(2, 40, size=26).astype(np.int32), 2)  # 13 each
     nll, count = lm_inference.evaluate_streams(model, streams, 6)
-    window_model = lm.build_language_model(lm.with_memory_length(CONFIG, 0))  # the same weights, no memory
+    window_model = lm.build_language_model(dataclasses.replace(CONFIG, memory_length=0))  # the same weights, no memory
     window_model.set_weights(model.get_weights())
     window_nll, window_count = evaluate_sliding_window(window_model, streams, 6, context=12)
     assert count == window_count == 24

@@ -1,13 +1,15 @@
 """The language model's preprocessing: the stream layout training and evaluation read, and the
 ids a prompt or a scored text gets, which must be the ids the same text has in the training corpus."""
 
+import collections
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from zoo.language_model import preprocessor as lm_preprocessing
 from zoo.language_model.preprocessor import pass_offset, segments_per_pass, stream_dataset, stream_layout, text_ids
-from zoo.language_model.vocabulary import ASCII_SPACE, EOS, Vocabulary
+from zoo.language_model.vocabulary import ASCII_SPACE, EOS, Vocabulary, split
 
 # Accents, empty and blank texts, runs of spaces and tabs, Windows line ends, several lines, a long
 # text, an unknown word, texts with and without a final newline, and spaces that are not ASCII (no-break,
@@ -36,7 +38,7 @@ def corpus_ids(vocabulary, text):
 @pytest.mark.parametrize("level", ["word", "char", "byte"])
 def test_text_ids_eager_and_in_graph_are_the_training_corpus_ids(level):
     corpus = CORPUS.encode("utf-8").decode("latin-1") if level == "byte" else CORPUS
-    vocabulary = Vocabulary.build(corpus, level)
+    vocabulary = Vocabulary.from_counts(collections.Counter(split(corpus, level)), level)
     eager = text_ids(vocabulary, tf.constant(TEXTS)).to_list()  # the recipe's generate mode
     in_graph = tf.function(lambda texts: text_ids(vocabulary, texts))(tf.constant(TEXTS)).to_list()  # the export
     for text, eager_ids, graph_ids in zip(TEXTS, eager, in_graph, strict=True):
