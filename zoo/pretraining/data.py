@@ -198,7 +198,3 @@ class PackedRows:
         rows = [np.concatenate([[self.start_id], ids[i * self.body : (i + 1) * self.body]]) for i in indices]
         lengths = np.asarray([len(r) for r in rows], np.int64)
         return (np.concatenate(rows).astype(np.int32) if rows else np.zeros((0,), np.int32)), lengths
-
-    def row(self, index):
-        values, _ = self.gather([index])
-        return values

@@ -218,11 +218,6 @@ def evaluate(run, config):
                     config.eval.jit_compile, run.average_checkpoints, config.data.bad_rows)
 
 
-def translate(run, config):
-    """--mode=translate with the eval section's search (its n-best) and batches."""
-    return run_translate(run.folder, config.eval.decode, config.eval.batch_size, average=run.average_checkpoints)
-
-
 def server(loaded, config):
     decode = config.eval.decode
     module = TranslatorServer(loaded.model, loaded.tokenizer.source, loaded.tokenizer.target, decode,
@@ -234,16 +229,15 @@ def server(loaded, config):
                                     "decode": dataclasses.asdict(decode), "step": loaded.step})
 
 
-def run_translate(model_dir, decode, batch_size, lines_in=None, out=None, average=1):
-    """Reads source sentences, one per line (default: standard input), and writes one line per input line (default:
-    to standard output): the translation, or with --num_return > 1 a JSON object {"translations": [...],
-    "scores": [...]}. The defaults are the streams of the moment the mode runs, so a caller's redirection holds."""
+def translate(run, config):
+    """--mode=translate with the eval section's search and batches: reads source sentences, one per line, from
+    standard input and writes one line per input line to standard output (the streams of the moment the mode runs,
+    so a caller's redirection holds): the translation, or with --num_return > 1 a JSON object {"translations":
+    [...], "scores": [...]}."""
     import tensorflow as tf
 
-    lines_in = sys.stdin if lines_in is None else lines_in
-    out = sys.stdout if out is None else out
-
-    loaded = load_trained(model_dir, average)
+    decode, out = config.eval.decode, sys.stdout
+    loaded = load_trained(run.folder, run.average_checkpoints)
     module = TranslatorServer(loaded.model, loaded.tokenizer.source, loaded.tokenizer.target, decode)
 
     def flush(batch):
@@ -254,8 +248,8 @@ def run_translate(model_dir, decode, batch_size, lines_in=None, out=None, averag
                 {"translations": texts, "scores": [float(v) for v in values]}, ensure_ascii=False)) + "\n")
         out.flush()
 
-    lines = (line.rstrip("\n") for line in lines_in)
-    while batch := list(itertools.islice(lines, batch_size)):  # a batch written as soon as it is read
+    lines = (line.rstrip("\n") for line in sys.stdin)
+    while batch := list(itertools.islice(lines, config.eval.batch_size)):  # a batch written as soon as it is read
         flush(batch)
 
 

@@ -122,7 +122,7 @@ def pack(documents, length):
     rows = cache.token_rows({"documents": documents}, [(str(i), None) for i in range(len(documents))], encode,
                             "test", in_graph=False)
     packed = pretraining_data.PackedRows(rows, length, START)
-    return [packed.row(i) for i in range(len(packed))]
+    return [packed.gather([i])[0] for i in range(len(packed))]
 
 
 def stream_of(documents):
