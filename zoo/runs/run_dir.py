@@ -138,14 +138,6 @@ class RunDir:
                               "first.")
         return run
 
-    def trained_dtype(self):
-        """The compute dtype the run here trained in, or None (no run here yet)."""
-        run = self.read_config() if self.path else None
-        try:
-            return run["train"]["mixed_precision"]
-        except (KeyError, TypeError):
-            return None  # not a run to resume: read_run says why later
-
     def read_record(self, recipe, cls):
         """The run's record as a zoo.runs.record.Record, its config typed as `cls`; None if absent."""
         data = self.read_run(recipe)

@@ -35,13 +35,12 @@ def save_steps(model_dir, steps, model=None):
 
 def test_the_record_is_checked_to_belong_to_the_recipe(tmp_path):
     folder = RunDir(str(tmp_path))
-    assert folder.read_run("sentiment") is None and folder.trained_dtype() is None
+    assert folder.read_run("sentiment") is None
     with pytest.raises(RunDirError, match=f"^{tmp_path} holds no trained 'sentiment' run \\(config.json missing\\): "
                                           "train there first.$"):
         folder.require_run("sentiment")
     (tmp_path / CONFIG_FILE).write_text(json.dumps({"format": 2, "recipe": "translate",
                                                   "train": {"mixed_precision": "bfloat16"}}))
-    assert folder.trained_dtype() == "bfloat16"
     with pytest.raises(RunDirError, match=f"^{tmp_path} holds a 'translate' run, not a 'sentiment' one: choose "
                                           "another --model_dir.$"):
         folder.read_run("sentiment")
@@ -69,8 +68,7 @@ def test_a_damaged_file_is_named_with_what_to_do(tmp_path, name, content, advice
 
 def test_a_folder_name_longer_than_the_file_system_takes_is_refused_when_read(tmp_path):
     folder = RunDir(str(tmp_path / ("x" * 300)))
-    for read, name in ((folder.trained_dtype, CONFIG_FILE), (folder.read_config, CONFIG_FILE),
-                       (folder.read_metrics, METRICS_FILE)):
+    for read, name in ((folder.read_config, CONFIG_FILE), (folder.read_metrics, METRICS_FILE)):
         with pytest.raises(RunDirError) as refused:
             read()
         assert str(refused.value) == (f"Cannot read {folder.file(name)} (File name too long): choose a --model_dir "
