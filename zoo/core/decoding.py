@@ -26,7 +26,8 @@ def tile_beams(x, beam_size):
 def greedy(step_fn, state, start_ids, max_steps, end_id):
     """The most likely token at every step. Returns (tokens (B, max_steps) int32, scores (B,) float32: summed
     log-probabilities of the tokens)."""
-    return _search(step_fn, state, start_ids, max_steps, end_id, _argmax)
+    return _search(step_fn, state, start_ids, max_steps, end_id,
+                   lambda logits, index: tf.argmax(logits, axis=-1, output_type=tf.int32))
 
 
 def sample(step_fn, state, start_ids, max_steps, end_id, top_k=0, top_p=1.0, temperature=1.0, seed=(0, 0)):
@@ -41,11 +42,6 @@ def sample(step_fn, state, start_ids, max_steps, end_id, top_k=0, top_p=1.0, tem
         return tf.cast(tf.random.stateless_categorical(filtered, 1, step_seed)[:, 0], tf.int32)
 
     return _search(step_fn, state, start_ids, max_steps, end_id, choose)
-
-
-def _argmax(logits, index):
-    del index
-    return tf.argmax(logits, axis=-1, output_type=tf.int32)
 
 
 def filter_logits(logits, top_k=0, top_p=1.0, temperature=1.0):

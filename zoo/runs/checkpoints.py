@@ -167,15 +167,12 @@ def restore_model(model, model_dir, average=1):
     if average < 1:
         raise ValueError(f"average_checkpoints={average} must be at least 1.")
     found = newest_readable_paths(model_dir, average)
-    sums = None
+    sums = [0.0] * len(model.weights)
     for path, _ in reversed(found):  # the newest last: its integer variables stay
         # Every layer and weight of `model` must be found (the optimizer's slots may be left out).
         tf.train.Checkpoint(model=model).read(path).expect_partial().assert_existing_objects_matched()
         values = [np.asarray(v) for v in model.weights]
-        if sums is None:
-            sums = [v.astype(np.float64) if np.issubdtype(v.dtype, np.floating) else v for v in values]
-        else:
-            sums = [s + v if np.issubdtype(v.dtype, np.floating) else v for s, v in zip(sums, values)]
+        sums = [s + v.astype(np.float64) if np.issubdtype(v.dtype, np.floating) else v for s, v in zip(sums, values)]
     if len(found) > 1:
         model.set_weights([(s / len(found)).astype(v.dtype) if np.issubdtype(v.dtype, np.floating) else s
                            for s, v in zip(sums, model.weights)])

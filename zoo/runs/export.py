@@ -168,20 +168,6 @@ def non_core_ops(ops):
             for op in sorted(ops) if not _IN_CORE[op]}
 
 
-def write_warmup_requests(version_dir, model_name, signature_name, inputs):
-    """`inputs`: dict input name -> list of example values (one request)."""
-    from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
-
-    request = predict_pb2.PredictRequest(model_spec=model_pb2.ModelSpec(name=model_name, signature_name=signature_name))
-    for name, values in inputs.items():
-        request.inputs[name].CopyFrom(tf.make_tensor_proto(values))
-    log = prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=request))
-    path = os.path.join(version_dir, WARMUP)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with tf.io.TFRecordWriter(path) as writer:
-        writer.write(log.SerializeToString())
-
-
 def export(module, signatures, export_dir, warmup_inputs, metadata=None, source=None):
     """Saves `module` (a tf.Module holding the model, the tokenizer and the serving functions) with `signatures`
     ({name: concrete function}) as a new integer version of `export_dir`, and returns its path. `warmup_inputs`
@@ -209,10 +195,20 @@ def export(module, signatures, export_dir, warmup_inputs, metadata=None, source=
         raise refused from None
 
 
-def _write_version(module, signatures, staging, model_name, warmup_inputs, metadata, source=None):
-    """Writes a whole version into the folder `staging`: the SavedModel, warm-up requests and manifest."""
+def _write_version(module, signatures, staging, model_name, warmup_inputs, metadata, source):
+    """Writes a whole version into the folder `staging`: the SavedModel, the warm-up request (`warmup_inputs` for
+    serving_default) and the manifest."""
+    from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
+
     tf.saved_model.save(module, staging, signatures=signatures)
-    write_warmup_requests(staging, model_name, "serving_default", warmup_inputs)
+    spec = model_pb2.ModelSpec(name=model_name, signature_name="serving_default")
+    request = predict_pb2.PredictRequest(model_spec=spec)
+    for name, values in warmup_inputs.items():
+        request.inputs[name].CopyFrom(tf.make_tensor_proto(values))
+    log = prediction_log_pb2.PredictionLog(predict_log=prediction_log_pb2.PredictLog(request=request))
+    os.makedirs(os.path.join(staging, os.path.dirname(WARMUP)), exist_ok=True)
+    with tf.io.TFRecordWriter(os.path.join(staging, WARMUP)) as writer:
+        writer.write(log.SerializeToString())
     extra = non_core_ops(graph_ops(staging))
     note = ("TF Serving's stock build links TensorFlow Text's ops; in Python, import tensorflow_text before loading."
             if extra else "Core TensorFlow ops only.")

@@ -71,10 +71,8 @@ def pid_runs(pid):
 
 def _runs(record):
     """Whether the process `record` names (one of this host's) still runs."""
-    if record.get("boot") != _boot_id():
-        return False  # the machine rebooted since
-    if not pid_runs(record["pid"]):
-        return False
+    if record.get("boot") != _boot_id() or not pid_runs(record["pid"]):
+        return False  # the machine rebooted since, or the process is gone
     stat = _proc_stat(record["pid"])
     return stat is None or record.get("process_start") in (None, stat[1])
 
