@@ -104,8 +104,12 @@ def settings(recipe, mode="train_and_eval", model_dir=None, export_dir=None, *, 
     outputs.check_folders(model_dir, export_dir, training)
     folder = run_dir.opened(model_dir) if model_dir else None
     typed = run_settings.resolve(recipe, preset, config, overrides, given, folder, mode)
-    if training:
-        run_settings.check_training(typed, epochs, average_checkpoints, "train_steps" in (given or {}))
+    if training and average_checkpoints > typed.train.keep_checkpoints:  # what the config's own checks cannot see
+        raise ValueError(f"average_checkpoints={average_checkpoints} needs at least that many checkpoints kept: "
+                         f"train with train.keep_checkpoints={average_checkpoints} (now "
+                         f"{typed.train.keep_checkpoints}).")
+    if training and epochs is not None and "train_steps" in (given or {}):
+        raise ValueError("Give train_steps or epochs, not both.")
     chosen = run_settings.recorded_preset(preset, config, typed) if training or mode == "config" else None
     run = RunSettings(mode, folder, typed, export_dir, epochs, average_checkpoints, chosen)
     if recipe.check is not None and mode != "config":
@@ -184,13 +188,10 @@ def hold_model_dir(run, strategy=None):
     """A context that holds the model folder (`RunDir.hold`) while the mode writes there: the WRITING_MODES,
     and an export into a folder inside the model folder. The other modes only read it (generate,
     translate, an export elsewhere), and of a multi-worker job only the chief writes there."""
-    exports_inside = run.mode == "export" and bool(run.export_dir) and inside(run.export_dir, run.model_dir)
+    folder = os.path.realpath(run.model_dir)
+    exports_inside = (run.mode == "export" and bool(run.export_dir)
+                      and os.path.commonpath([os.path.realpath(run.export_dir), folder]) == folder)
     if not (run.mode in WRITING_MODES or exports_inside) or (strategy is not None and not is_chief(strategy)):
         return contextlib.nullcontext()
     run.folder.read_metrics()  # a damaged metrics.json is named now, not after the work that would update it
     return run.folder.hold(create=run.training)
-
-
-def inside(path, folder):
-    path, folder = os.path.realpath(path), os.path.realpath(folder)
-    return os.path.commonpath([path, folder]) == folder

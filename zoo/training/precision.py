@@ -33,13 +33,6 @@ def gpu_capabilities():
     return found
 
 
-def read_cpuinfo(path="/proc/cpuinfo"):
-    if not os.path.exists(path):
-        return ""
-    with open(path, errors="replace") as f:
-        return f.read()
-
-
 def auto_precision(tpu=False, gpus=None, cpuinfo=None):
     """("bfloat16" or "float32", the reason) for this machine: training on a TPU (`tpu`), else its `gpus`
     (`gpu_capabilities()` if None), else its CPU (`cpuinfo`: the text of /proc/cpuinfo, read if None)."""
@@ -56,7 +49,10 @@ def auto_precision(tpu=False, gpus=None, cpuinfo=None):
             return "float32", f"{', '.join(slow)} has no fast bfloat16 (it needs compute capability 8.0 or more)"
         names = ", ".join(sorted({f"{name} (compute capability {major}.{minor})" for name, (major, minor) in gpus}))
         return "bfloat16", f"{names} runs bfloat16 on its tensor cores"
-    flags = cpu_flags(read_cpuinfo() if cpuinfo is None else cpuinfo)
+    if cpuinfo is None and os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo", errors="replace") as f:
+            cpuinfo = f.read()
+    flags = cpu_flags(cpuinfo or "")
     found = [flag for flag in CPU_BF16_FLAGS if flag in flags]
     if found and os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0":
         return "float32", (f"the CPU has {' and '.join(found)}, but TF_ENABLE_ONEDNN_OPTS=0 turns off the oneDNN "

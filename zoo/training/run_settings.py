@@ -202,16 +202,6 @@ def override_fields(overrides):
     return fields
 
 
-def check_training(config, epochs=None, average_checkpoints=1, train_steps_given=False):
-    """What a training run's settings must agree on beside the config's own checks."""
-    if average_checkpoints > config.train.keep_checkpoints:
-        raise ValueError(f"average_checkpoints={average_checkpoints} needs at least that many checkpoints kept: "
-                         f"train with train.keep_checkpoints={average_checkpoints} (now "
-                         f"{config.train.keep_checkpoints}).")
-    if epochs is not None and train_steps_given:
-        raise ValueError("Give train_steps or epochs, not both.")
-
-
 def start_run(folder, recipe, config, write_tokenizer, last_file, chief, derived=()):
     """The run's config: `config`, with the model of the record the run folder `folder` (a RunDir) holds when
     resuming; its tokenizer written now by the chief (`write_tokenizer()`) or waited for by the other workers (its
@@ -260,14 +250,9 @@ def with_epochs(config, epochs, num_examples, per_batch=None):
                              f"{num_examples / per_batch:.2f} steps of {per_batch} a pass. Give at least "
                              f"epochs={per_batch / num_examples:.3g} (one step), or train_steps.")
         config = dataclasses.replace(config, train_steps=round(steps))
-    warn_long_warmup(config)
-    return config
-
-
-def warn_long_warmup(config):
-    """Says when the warm-up outlasts training: the learning rate would never reach its peak."""
-    if config.warmup_steps > config.train_steps:
+    if config.warmup_steps > config.train_steps:  # the learning rate would never reach its peak
         print(f"Warning: train.warmup_steps={config.warmup_steps} is longer than training's {config.train_steps} "
               f"steps: the learning rate rises to only {config.train_steps / config.warmup_steps:.2g} of "
               f"train.learning_rate={config.learning_rate:g} by the last step. Give a shorter train.warmup_steps.",
               flush=True)
+    return config
