@@ -134,7 +134,10 @@ def read(source, recipe):
         from zoo.registry import RECIPES
 
         recipe = RECIPES[recipe]
-    data = dict(source) if isinstance(source, Mapping) else _read_file(source)
+    if isinstance(source, Mapping):
+        data = dict(source)
+    elif not (data := cfg.read_file(source, SPACE_FILE_HOLDS)):  # strict: UTF-8, a key twice refused, aliases bounded
+        raise SpaceError(f"{source} is empty: a space file holds method, metric and space (docs/sweep.md).")
     unknown = [key for key in data if key not in KEYS]
     if unknown:
         raise SpaceError(f"{where}: {unknown[0]!r} is not a key of a space file: it holds {', '.join(KEYS)}.")
@@ -179,13 +182,6 @@ def check_size(space, where):
         raise SpaceError(f"{where}: the grid has {counted} (its fields' values: {shape}), more than the "
                          f"{MAX_TRIALS:,} trials a sweep runs, each a training run: give fewer values or a larger "
                          "step, or draw max_trials points of it with method: random.")
-
-
-def _read_file(path):
-    data = cfg.read_file(path, SPACE_FILE_HOLDS)  # strict: UTF-8, a key given twice refused, aliases bounded
-    if not data:
-        raise SpaceError(f"{path} is empty: a space file holds method, metric and space (docs/sweep.md).")
-    return data
 
 
 def _whole(data, key, where, low=1):
