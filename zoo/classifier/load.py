@@ -37,9 +37,8 @@ def serving_module(loaded):
     the number in the labels' units (RegressionServer, with training's mean and std) or the label set
     (MultiLabelServer, at model.threshold)."""
     config, derived = loaded.config, loaded.record.derived
-    if config.problem_type == classifier.REGRESSION:
-        stats = derived["targets"]
-        return server.RegressionServer(loaded.model, preprocessor(loaded), stats["mean"], stats["std"])
+    if config.problem_type == classifier.REGRESSION:  # targets: training's mean and std
+        return server.RegressionServer(loaded.model, preprocessor(loaded), **derived["targets"])
     if config.problem_type == classifier.MULTI_LABEL:
         return server.MultiLabelServer(loaded.model, preprocessor(loaded), derived["class_names"], config.threshold)
     return server.ClassifierServer(loaded.model, preprocessor(loaded), derived["class_names"])

@@ -200,14 +200,6 @@ def run_eval(model_dir, split, dataset=None, batch_size=64, average=1, columns=N
     return result
 
 
-def warmup_texts(config):
-    """The export's warm-up request: three texts (the last empty), with a second text each for a pair model."""
-    texts = {"text": ["a wonderful, moving film", "dull and far too long", ""]}
-    if config.num_segments:
-        texts["text_pair"] = ["a film worth seeing", "", "an empty first text"]
-    return texts
-
-
 def evaluate(run, config):
     """`run_eval` as the command's config says: its data section's split, dataset and columns (--mode=eval: the
     run's own unless given), its eval section's batch and predictions file."""
@@ -224,7 +216,11 @@ def explain(run, config):
 def server(loaded, config):
     module = serving_module(loaded)
     derived = loaded.record.derived
-    return driver.Serving(module, {"serving_default": module.serve}, warmup_texts(loaded.config),
+    # The export's warm-up request: three texts (the last empty), with a second text each for a pair model.
+    warmup = {"text": ["a wonderful, moving film", "dull and far too long", ""]}
+    if loaded.config.num_segments:
+        warmup["text_pair"] = ["a film worth seeing", "", "an empty first text"]
+    return driver.Serving(module, {"serving_default": module.serve}, warmup,
                           metadata={"recipe": RECIPE, "dataset": loaded.record.config.data.dataset,
                                     "step": loaded.step, "model": dataclasses.asdict(loaded.config),
                                     "class_names": derived["class_names"],
