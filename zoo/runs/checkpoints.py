@@ -69,30 +69,6 @@ def newest_readable(model_dir, log=print):
     return None, 0, []
 
 
-def newest_readable_paths(model_dir, count, log=print):
-    """[(path, step)] of the newest `count` checkpoints in model_dir that read through, newest
-    first: the newest as `newest_readable` finds it, then older ones (damaged ones named and passed
-    over). FileNotFoundError when there is no checkpoint, CheckpointError when there are fewer."""
-    path, newest, _ = newest_readable(model_dir, log)
-    if path is None:
-        raise FileNotFoundError(f"No checkpoint in {model_dir}: train first (--mode=train).")
-    found = [(path, newest)]
-    for step in (older for older in checkpoint_steps(model_dir) if older < newest):
-        if len(found) == count:
-            break
-        path = path_of(model_dir, step)
-        reason = unreadable_reason(path)
-        if reason is None:
-            found.append((path, step))
-        else:
-            log(f"Warning: checkpoint {path} cannot be read ({reason}); passed over.")
-    if len(found) == count:
-        return found
-    raise CheckpointError(f"{model_dir} holds {len(found)} readable checkpoint(s) (steps {[s for _, s in found]}), "
-                          f"fewer than the {count} asked to average: lower --average_checkpoints, or train with "
-                          f"--keep_checkpoints={count} or more.")
-
-
 def files_of(path):
     """The names of the files of the checkpoint at `path` (a prefix): its .index and .data-* files."""
     folder, prefix = os.path.split(path)
@@ -160,13 +136,30 @@ def random_states(model):
 
 
 def restore_model(model, model_dir, average=1):
-    """Loads the newest checkpoint's weights into `model` (for eval and export); returns the step
-    it was saved at. With average=N, the mean of the newest N readable checkpoints' weights
-    (fairseq's average_checkpoints: the end of training smoothed, for free); only floating-point
-    weights are averaged, any other variable keeps the newest checkpoint's value."""
+    """Loads the newest checkpoint's weights into `model` (for eval and export); returns the step it was saved at.
+    With average=N, the mean of the newest N readable checkpoints' weights (fairseq's average_checkpoints: the end of
+    training smoothed, for free), damaged ones named and passed over; only floating-point weights are averaged, any
+    other variable keeps the newest checkpoint's value. FileNotFoundError when there is no checkpoint,
+    CheckpointError when fewer than N read through."""
     if average < 1:
         raise ValueError(f"average_checkpoints={average} must be at least 1.")
-    found = newest_readable_paths(model_dir, average)
+    path, newest, _ = newest_readable(model_dir)
+    if path is None:
+        raise FileNotFoundError(f"No checkpoint in {model_dir}: train first (--mode=train).")
+    found = [(path, newest)]
+    for step in (older for older in checkpoint_steps(model_dir) if older < newest):
+        if len(found) == average:
+            break
+        path = path_of(model_dir, step)
+        reason = unreadable_reason(path)
+        if reason is None:
+            found.append((path, step))
+        else:
+            print(f"Warning: checkpoint {path} cannot be read ({reason}); passed over.")
+    if len(found) < average:
+        raise CheckpointError(f"{model_dir} holds {len(found)} readable checkpoint(s) (steps {[s for _, s in found]}), "
+                              f"fewer than the {average} asked to average: lower --average_checkpoints, or train with "
+                              f"--keep_checkpoints={average} or more.")
     sums = [0.0] * len(model.weights)
     for path, _ in reversed(found):  # the newest last: its integer variables stay
         # Every layer and weight of `model` must be found (the optimizer's slots may be left out).

@@ -1,13 +1,12 @@
 """The zoo's one training loop: a custom `strategy.run` loop for every recipe.
 
-Keras 3's `model.fit` breaks under MultiWorkerMirroredStrategy (keras-team/keras#20585) and its
-jit_compile fails under MirroredStrategy, so the loop is ours: a per-replica step inside `strategy.run`,
-several steps per `tf.function` call, losses normalized by the global number of tokens (or examples) so
-that any number of replicas computes the same update as one. A recipe hands it a `Task`
-(zoo.training.config). SIGTERM and SIGINT stop it cleanly (zoo.training.stopping): once the call under
-way ends, every worker saves a checkpoint of the step reached. tf.distribute's PreemptionCheckpointHandler
-does not fit: it counts one step per call, adds a variable of its own to the checkpoint, restores through
-its own manager, and on a GCP CPU machine does nothing.
+Keras 3's `model.fit` breaks under MultiWorkerMirroredStrategy (keras-team/keras#20585) and its jit_compile fails under
+MirroredStrategy, so the loop is ours: a per-replica step inside `strategy.run`, several steps per `tf.function` call,
+losses normalized by the global number of tokens (or examples) so that any number of replicas computes the same update
+as one. A recipe hands it a `Task` (zoo.training.config). SIGTERM and SIGINT stop it cleanly (zoo.training.stopping):
+once the call under way ends, every worker saves a checkpoint of the step reached. tf.distribute's
+PreemptionCheckpointHandler does not fit: it counts one step per call, adds a variable of its own to the checkpoint,
+restores through its own manager, and on a GCP CPU machine does nothing.
 """
 
 import os
@@ -105,12 +104,7 @@ class Trainer:
 
         def value(context):
             i = context.replica_id_in_sync_group
-
-            def rows(v):
-                size = v.shape[0] // replicas
-                return tf.identity(v[i * size : (i + 1) * size])
-
-            return tf.nest.map_structure(rows, self.saved_state)
+            return tf.nest.map_structure(lambda v: tf.split(v, replicas)[i], self.saved_state)
 
         return self.strategy.experimental_distribute_values_from_function(value)
 
