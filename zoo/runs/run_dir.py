@@ -5,13 +5,13 @@ writes there (zoo.runs.run_lock). Every other module reads and writes these file
 that a folder holds the run asked for, says what is wrong with a damaged file, and keeps a second run out.
 """
 
+import collections
 import contextlib
 import dataclasses
 import errno
 import json
 import os
 import time
-import typing
 
 from zoo.runs import checkpoints, record
 from zoo.core import disk
@@ -35,11 +35,7 @@ CONFIG_ADVICE = ("it is the run's record (its data, model and training settings)
 METRICS_ADVICE = "it holds only the run's figures. Delete it (training and evaluation write it again) or restore it."
 
 
-class Tokenizers(typing.NamedTuple):
-    """A translation run's tokenizers."""
-
-    source: object
-    target: object
+Tokenizers = collections.namedtuple("Tokenizers", ["source", "target"])  # a translation run's
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,8 +88,6 @@ class RunDir:
 
     def holds(self, name):
         return os.path.exists(self.file(name))
-
-    # --- config.json ------------------------------------------------------------------------------
 
     def read_config(self):
         """The run's record as written, whatever its recipe; None when there is none. Read from disk once, unless the
@@ -164,8 +158,6 @@ class RunDir:
             self._record = json.loads(json.dumps(written, default=str))  # as read back from disk
             self._stamp = self._config_stamp()
 
-    # --- metrics.json -----------------------------------------------------------------------------
-
     def read_metrics(self):
         """The figures recorded so far, {} when none."""
         return self._read_json(METRICS_FILE, METRICS_ADVICE) or {}
@@ -175,8 +167,6 @@ class RunDir:
         metrics = {**self.read_metrics(), **sections}
         self._write_json(METRICS_FILE, metrics)
         return metrics
-
-    # --- finished runs ----------------------------------------------------------------------------
 
     def read_finished(self, recipe, finished=True):
         """The record of a `recipe` run that reached its last step (with finished=False: that has a
@@ -203,8 +193,6 @@ class RunDir:
             raise RunDirError(f"The last checkpoint of {self.path} cannot be read; the newest readable one is step "
                               f"{step} of {last}: finish the run (recipes.{run['recipe']} --mode=train there) before "
                               "using it.")
-
-    # --- tokenizers -------------------------------------------------------------------------------
 
     def tokenizer(self, name=TOKENIZER_FILE):
         """The tokenizer saved here as `name`; for tokenizer.model, a WordPiece vocabulary saved here instead."""
@@ -235,8 +223,6 @@ class RunDir:
                 raise RunDirError(f"The chief worker has not written {path} within {timeout} s.")
             time.sleep(1)
 
-    # --- the trained model ------------------------------------------------------------------------
-
     def load_model(self, build_model, average=1):
         """(model, step): `build_model()` built in float32, whatever the run trained in, holding the
         newest checkpoint's weights (with average=N, the mean of the newest N: `restore_model`). The
@@ -252,8 +238,6 @@ class RunDir:
         config = record.config.model
         model, step = self.load_model(lambda: build_model(config), average)
         return LoadedRun(record, config, model, load_tokenizer(self, config), step)
-
-    # --- one run at a time ------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def hold(self, create=False):
@@ -275,8 +259,6 @@ class RunDir:
             if not existed:
                 with contextlib.suppress(OSError):
                     os.rmdir(self.path)  # only if empty: a run that failed before writing leaves nothing
-
-    # --- files ------------------------------------------------------------------------------------
 
     def _read_json(self, name, advice):
         path = self.file(name)
