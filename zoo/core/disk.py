@@ -1,10 +1,9 @@
 """What the zoo says when the file system refuses a write, or a run's file cannot be read back.
 
-A write refused by the file system (full, over a quota or a file size limit, read-only, not this
-user's, a path through a file or with too long a name) is one `WriteError`: the path, the cause,
-that nothing was lost (the writer removes what it half wrote; the earlier files stay as they
-were) and what to do. A run's file that no longer reads is one `DamagedFileError` naming it.
-Both are ValueErrors, which a recipe prints as its one `error:` line.
+A write refused by the file system (full, over a quota or a file size limit, read-only, not this user's, a path through
+a file or with too long a name) is one `WriteError`: the path, the cause, that nothing was lost (the writer removes what
+it half wrote; the earlier files stay as they were) and what to do. A run's file that no longer reads is one
+`DamagedFileError` naming it. Both are ValueErrors, which a recipe prints as its one `error:` line.
 """
 
 import contextlib

@@ -1,6 +1,5 @@
-"""What zoo.load's models are given, checked before TensorFlow sees it, and long lists answered a batch at
-a time: each error names the argument (and the text's position), and memory grows with the batch, not the
-list."""
+"""What zoo.load's models are given, checked before TensorFlow sees it, and long lists answered a batch at a time: each
+error names the argument (and the text's position), and memory grows with the batch, not the list."""
 
 import math
 import numbers

@@ -1,19 +1,18 @@
 """One run per folder: the lock file a run holds in its model folder for as long as it writes there.
 
-The lock is `run.lock`, created with O_CREAT | O_EXCL (atomic on a local disk and on NFS 3 or later,
-so two runs started together cannot both get it) and holding {host, pid, started, command}. A lock
-whose holder no longer runs is stale and is taken over with a note:
+The lock is `run.lock`, created with O_CREAT | O_EXCL (atomic on a local disk and on NFS 3 or later, so two runs started
+together cannot both get it) and holding {host, pid, started, command}. A lock whose holder no longer runs is stale and
+is taken over with a note:
 
-- a holder on this host is gone when its pid no longer exists, is a zombie, or is another process
-  than the one recorded (the pid was reused, or the machine rebooted);
-- a holder on another host (a shared file system) cannot be asked: while it runs it touches the
-  lock every HEARTBEAT_SECONDS, and a lock untouched for STALE_SECONDS (10 heartbeats) is stale.
-  That compares the file's time with this host's clock, so the hosts' clocks must agree within a
-  few minutes.
+- a holder on this host is gone when its pid no longer exists, is a zombie, or is another process than the one recorded
+  (the pid was reused, or the machine rebooted);
+- a holder on another host (a shared file system) cannot be asked: while it runs it touches the lock every
+  HEARTBEAT_SECONDS, and a lock untouched for STALE_SECONDS (10 heartbeats) is stale. That compares the file's time with
+  this host's clock, so the hosts' clocks must agree within a few minutes.
 
-A lock file without a readable record (its writer died between creating and filling it) is stale
-once HEARTBEAT_SECONDS old. A run removes its lock when it ends, normally or by an error. The run that
-takes the folder removes the checkpoints a dead run left half-written there.
+A lock file without a readable record (its writer died between creating and filling it) is stale once HEARTBEAT_SECONDS
+old. A run removes its lock when it ends, normally or by an error. The run that takes the folder removes the checkpoints
+a dead run left half-written there.
 """
 
 import contextlib

@@ -95,11 +95,9 @@ class Recipe:
 
 def settings(recipe, mode="train_and_eval", model_dir=None, export_dir=None, *, preset=None, config=None,
              overrides=(), given=None, epochs=None, average_checkpoints=1):
-    """The command's RunSettings: its run folder opened (once: its record is read once and passed down), the run's
-    typed config (`run_settings.resolve`: in a training mode, and mode config, of preset < config < overrides < the
-    shortcuts `given`; in the others, the trained run's record with the mode's shortcuts `given`), checked with the
-    recipe's `check` before any work. The folders it writes are checked first (zoo.runs.outputs: no output lands
-    on the run's own files)."""
+    """The command's RunSettings: its run folder opened once (its record read once and passed down) and the run's
+    typed config (`run_settings.resolve`), checked with the recipe's `check` before any work, after the folders it
+    writes (zoo.runs.outputs: no output lands on the run's own files)."""
     training = mode in TRAINING_MODES
     outputs.check_folders(model_dir, export_dir, training)
     folder = run_dir.opened(model_dir) if model_dir else None

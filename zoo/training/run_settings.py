@@ -1,8 +1,7 @@
 """What one command on a run of a recipe is given (`RunSettings`), its final typed config made in one place for the
-command line and `zoo.train` alike (`resolve`, for every mode, from the run's record read once), the shortcuts each
-mode reads (`reads`), and the steps every recipe takes with it: starting or resuming the run's record
-(`start_run`), the files a resumed run must find again (`check_same_files`), epochs counted as steps
-(`with_epochs`)."""
+command line and `zoo.train` alike (`resolve`, for every mode, from the run's record read once), the shortcuts each mode
+reads (`reads`), and the steps every recipe takes with it: starting or resuming the run's record (`start_run`), the
+files a resumed run must find again (`check_same_files`), epochs counted as steps (`with_epochs`)."""
 
 import dataclasses
 import difflib
