@@ -5,8 +5,7 @@ into zoo.data.cache, the rows laid end to end as the corpus's one stream, read f
 
 Files whose validation is held out of the training text (no {split} in the pattern, or no validation files)
 hold out whole blocks of lines, not lines scattered among the training ones (`held_out_blocks`): a text's
-lines continue each other, so a held-out line between trained-on neighbours would not be held out at all.
-"""
+lines continue each other, so a held-out line between trained-on neighbours would not be held out at all."""
 
 import collections
 import os

@@ -1,6 +1,5 @@
 """A trained Transformer-XL reading text with its memory: evaluation over the stream layout, scoring of texts and
-generation, each carrying the memory from segment to segment instead of recomputing the context.
-"""
+generation, each carrying the memory from segment to segment instead of recomputing the context."""
 
 import weakref
 
@@ -93,9 +92,8 @@ def read_context(model, token_ids, is_token):
 def generate(model, prompts, max_new_tokens, temperature=1.0, top_k=0, top_p=1.0, greedy=False, seed=(0, 0)):
     """Continuations of ragged prompt ids (batch, None), each at least one token, in graph.
 
-    The prompt but its last token is read segment by segment into the memory; then each new
-    token is one model step over the cached states. Returns int32 (batch, max_new_tokens).
-    """
+    The prompt but its last token is read segment by segment into the memory; then each new token is one model step
+    over the cached states. Returns int32 (batch, max_new_tokens)."""
     last = tf.gather(prompts.values, prompts.row_limits() - 1)
     context, is_token = left_padded(prompts[:, :-1], model.config.segment_length)
     state, _ = read_context(model, context, is_token)

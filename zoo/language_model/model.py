@@ -7,8 +7,7 @@ generation carry the same state instead of recomputing the context.
 
 This module holds the config, presets, model and loss; the text to ids rules are in
 `zoo.language_model.preprocessor`, evaluation, scoring and generation in `zoo.language_model.inference`, the TF
-Serving module in `zoo.language_model.server`.
-"""
+Serving module in `zoo.language_model.server`."""
 
 import dataclasses
 import math
@@ -63,7 +62,8 @@ class LMConfig:
 
 
 PRESETS = {
-    "tiny": LMConfig(hidden_dim=64, num_heads=2, intermediate_dim=128, num_layers=2, segment_length=16, memory_length=16),
+    "tiny": LMConfig(hidden_dim=64, num_heads=2, intermediate_dim=128, num_layers=2, segment_length=16,
+                     memory_length=16),
     "small": LMConfig(),
     # Twice small's width, for word-level PTB with dropout and weight decay (BENCHMARKS.md's PTB section).
     "medium": LMConfig(hidden_dim=512, num_heads=8, intermediate_dim=2048),
@@ -83,8 +83,7 @@ class TransformerXL(keras.Model):
 
     An embedding narrower or wider than hidden_dim (config.embedding_dim: word vectors' width) is factorized
     as ALBERT's and ELECTRA's are: tokens -> embedding_dim -> Dense -> hidden_dim, and before the tied output
-    hidden_dim -> Dense -> embedding_dim -> the reversed embedding.
-    """
+    hidden_dim -> Dense -> embedding_dim -> the reversed embedding."""
 
     def __init__(self, config, **kwargs):
         super().__init__(**kwargs)

@@ -3,8 +3,7 @@
 Training and evaluation read a corpus (`Vocabulary.encode`) laid out as contiguous streams
 (`stream_layout`), fed segment by segment (`stream_dataset`). Generation and scoring, in the
 recipe and in the export alike, read each text of a batch through `text_ids`: its tokens after a
-boundary token, as a line of the corpus follows the end of the line before it.
-"""
+boundary token, as a line of the corpus follows the end of the line before it."""
 
 import numpy as np
 import tensorflow as tf

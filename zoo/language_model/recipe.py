@@ -11,17 +11,15 @@ from zoo.data import datasets, spec as dataset_spec, word_embedding
 from zoo.language_model import corpora as lm_corpora
 from zoo.language_model import data as lm_data, inference as lm_inference, preprocessor as lm_preprocessing
 from zoo.language_model import model as lm
-from zoo.language_model.load import load_run as load_trained
+from zoo.language_model.load import RECIPE, load_run as load_trained
 from zoo.language_model.run_config import LMRunConfig, base as run_config_base
 from zoo.language_model.server import LanguageModelServer
 from zoo.language_model.vocabulary import EOS, PAD, UNK, Vocabulary
-from zoo.runs import run_dir
 from zoo.training import driver, run_settings
 from zoo.training.config import Task
 from zoo.training.distribute import is_chief
 from zoo.training.evaluation import write_summaries
 
-RECIPE = "lm"
 # Shortcut -> config field, beside zoo.training.run_settings.SHORTCUTS.
 SHORTCUTS = {"eval_split": "data.eval_split", "level": "data.level", "vocab_size": "data.vocab_size",
              "text_column": "data.text_column", "random_offset": "data.random_offset",
@@ -130,14 +128,15 @@ def evaluation_streams(ids, batch_size, segment_length, split):
     return streams, per_pass
 
 
-def run_eval(model_dir, split, eval_memory_length, batch_size, average=1, bad_rows="error"):
-    """Perplexity or bits per character of `split` (None: the dataset's default) at the memory the run trained with,
-    without memory, and at `eval_memory_length`; `model_dir`: a path or the run's RunDir."""
-    folder = run_dir.opened(model_dir)
+def evaluate(run, config):
+    """Perplexity or bits per character of the data section's split (None: the dataset's default; --mode=eval: the
+    run's own unless given) and rows, over the eval section's batch_size streams, at the memory the run trained with,
+    without memory, and at the eval section's memory_length."""
+    folder, batch_size, average = run.folder, config.eval.batch_size, run.average_checkpoints
     model_dir, trained = folder.path, folder.typed(folder.require_run(RECIPE), RECIPE, LMRunConfig).config
-    split = split or lm_data.default_split(trained.dataset_spec)
-    corpus = lm_data.load(trained.dataset_spec, split, trained.data.level, bad_rows=bad_rows)
-    ids, trained_memory = None, trained.model.memory_length
+    split = config.data.eval_split or lm_data.default_split(trained.dataset_spec)
+    corpus = lm_data.load(trained.dataset_spec, split, trained.data.level, bad_rows=config.data.bad_rows)
+    ids, trained_memory, eval_memory_length = None, trained.model.memory_length, config.eval.memory_length
     memories = {"train_memory": trained_memory, "no_memory": 0}
     if eval_memory_length and eval_memory_length != trained_memory:
         memories["eval_memory"] = eval_memory_length
@@ -161,13 +160,6 @@ def run_eval(model_dir, split, eval_memory_length, batch_size, average=1, bad_ro
                     {f"{k}_{n}": v for n, r in results.items() for k, v in r.items() if k != "tokens"})
     folder.update_metrics(**{f"eval_{split}": {**results, "step": loaded.step, "average_checkpoints": average}})
     return results
-
-
-def evaluate(run, config):
-    """`run_eval` as the command's config says: its data section's split and rows (--mode=eval: the run's own
-    unless given), its eval section's memory and streams."""
-    return run_eval(run.folder, config.data.eval_split, config.eval.memory_length, config.eval.batch_size,
-                    run.average_checkpoints, config.data.bad_rows)
 
 
 def server(loaded, config):

@@ -59,8 +59,8 @@ class LMEval:
         checks.seed(self)
         if self.memory_length is not None and not 0 <= self.memory_length <= MAX_POSITIONS:
             raise ValueError(f"eval_memory_length={self.memory_length} must be in [0, {MAX_POSITIONS:,}] "
-                             f"(eval.memory_length={self.memory_length}: attention's scores grow with segment_length x (segment_length + "
-                             "memory_length)).")
+                             f"(eval.memory_length={self.memory_length}: attention's scores grow with segment_length x "
+                             "(segment_length + memory_length)).")
         if self.batch_size < 1:
             raise ValueError(f"batch_size={self.batch_size} must be at least 1.")
         if self.max_new_tokens <= 0:

@@ -8,8 +8,7 @@ its UTF-8 bytes (byte fallback, 256 pieces), so ids become the very same text ag
 
 A line end is the piece <n> (id 4), as <eos> ends a word-level line: the text's "\n" are written as <n>
 before SentencePiece sees them (an NFKC model would make them spaces) and <n> is a newline again when
-ids become text. It has the interface of zoo.language_model.vocabulary.Vocabulary.
-"""
+ids become text. It has the interface of zoo.language_model.vocabulary.Vocabulary."""
 
 import os
 

@@ -3,8 +3,7 @@
 
 Id 0 is padding and id 1 is <unk>; the tokens of the training split follow, most frequent first (ties alphabetical).
 Word-level text ends every line with <eos>, as in the standard PTB / WikiText setups; character-level text keeps its
-newlines as characters.
-"""
+newlines as characters."""
 
 import json
 import os
