@@ -115,8 +115,7 @@ class Translator(keras.Model):
 
     def __init__(self, config, **kwargs):
         super().__init__(**kwargs)
-        self.config = config
-        c = config
+        self.config = c = config
 
         def embedding(side, vocab_size, width):
             layer = TokenAndPositionEmbedding(vocab_size, width, c.max_length, c.position, c.dropout,

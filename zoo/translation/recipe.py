@@ -20,12 +20,11 @@ from zoo.training.config import Task
 from zoo.training.distribute import is_chief, uses_xla
 from zoo.translation import corpora as translation_corpora, data as translation_data, model as translation
 from zoo.translation import preprocessor as translation_preprocessing, word_embedding as translation_words
-from zoo.translation.load import load_run as load_trained
+from zoo.translation.load import RECIPE, load_run as load_trained
 from zoo.translation.run_config import TranslateRunConfig, base as run_config_base
 from zoo.translation.search import translate_ids
 from zoo.translation.server import TranslatorServer
 
-RECIPE = "translate"
 DECODE = {name: f"eval.decode.{name}" for name in ("beam_size", "length_penalty", "top_k", "top_p", "temperature")}
 # Shortcut -> config field, beside zoo.training.run_settings.SHORTCUTS (model.target_vocab_size follows
 # model.source_vocab_size unless set: TranslateRunConfig.FOLLOWS).
@@ -173,21 +172,23 @@ def default_split(dataset):
     return dataset_spec.default_split(dataset_spec.given(dataset, translation_data.FORMS))
 
 
-def run_eval(model_dir, split, decode, batch_size, jit_compile=False, average=1, bad_rows="error"):
-    """sacreBLEU, chrF and the loss of `split` (None: `default_split`), its hypotheses written beside the run's files;
-    `model_dir`: a path or the run's RunDir."""
+def evaluate(run, config):
+    """sacreBLEU, chrF and the loss of the data section's split (None: `default_split`; --mode=eval: the run's own
+    unless given) and rows, with the eval section's search and batches; its hypotheses written beside the run's
+    files."""
     import sacrebleu
 
-    folder = run_dir.opened(model_dir)
-    model_dir, loaded = folder.path, load_trained(folder, average)
-    run, spec = loaded.record.config.data, loaded.record.config.dataset_spec
-    split = split or default_split(spec)
-    data = translation_data.load(spec, split, run.source, run.target, bad_rows)
+    folder, decode, batch_size = run.folder, config.eval.decode, config.eval.batch_size
+    model_dir, loaded = folder.path, load_trained(folder, run.average_checkpoints)
+    trained, spec = loaded.record.config.data, loaded.record.config.dataset_spec
+    split = config.data.eval_split or default_split(spec)
+    data = translation_data.load(spec, split, trained.source, trained.target, config.data.bad_rows)
     references = list(data.texts(1))  # sacrebleu scores lists of texts; an evaluation split is small
     began = time.time()
-    hypotheses = translate_corpus(loaded, list(data.texts(0)), decode, batch_size, jit_compile, description=split)
+    hypotheses = translate_corpus(loaded, list(data.texts(0)), decode, batch_size, config.eval.jit_compile,
+                                  description=split)
     seconds = time.time() - began
-    name = f"hypotheses.{split}.{run.source}-{run.target}.txt"
+    name = f"hypotheses.{split}.{trained.source}-{trained.target}.txt"
     disk.write_atomically(os.path.join(model_dir, name), "".join(h + "\n" for h in hypotheses).encode("utf-8"),
                           "the hypotheses")
     bleu_metric, chrf_metric = sacrebleu.BLEU(), sacrebleu.CHRF()
@@ -204,18 +205,11 @@ def run_eval(model_dir, split, decode, batch_size, jit_compile=False, average=1,
     # sacreBLEU's signatures (nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:...): how to reproduce the scores
     result.update(bleu_signature=str(bleu_metric.get_signature()), chrf_signature=str(chrf_metric.get_signature()),
                   sentences=len(hypotheses), decode=dataclasses.asdict(decode), decode_seconds=seconds,
-                  step=loaded.step, average_checkpoints=average, hypotheses=name)
+                  step=loaded.step, average_checkpoints=run.average_checkpoints, hypotheses=name)
     folder.update_metrics(**{f"eval_{split}": result})
     print(f"{split}: sacreBLEU {bleu.score:.2f}, chrF {chrf.score:.2f}, loss {loss:.4f} on {len(hypotheses)} "
           f"sentences (decoding {seconds:.1f} s); hypotheses in {os.path.join(model_dir, name)}")
     return result
-
-
-def evaluate(run, config):
-    """`run_eval` as the command's config says: its data section's split and rows (--mode=eval: the run's own
-    unless given), its eval section's search and batches."""
-    return run_eval(run.folder, config.data.eval_split, config.eval.decode, config.eval.batch_size,
-                    config.eval.jit_compile, run.average_checkpoints, config.data.bad_rows)
 
 
 def server(loaded, config):
