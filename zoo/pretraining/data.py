@@ -6,8 +6,7 @@ Corpus names (`--corpus`, comma-separated, mixed):
   text:<glob>       UTF-8 files: one document per non-empty line, or per file (document_per_file)
   csv:, jsonl:      a document per row, its --text_column (zoo.data.files reads all three forms)
   tfds:<name>       the text feature of a TensorFlow Datasets set's train split
-No test split is ever read. A run's config parses each name once (PretrainRunConfig.corpus_specs, zoo.data.spec).
-"""
+No test split is ever read. A run's config parses each name once (PretrainRunConfig.corpus_specs, zoo.data.spec)."""
 
 import dataclasses
 import functools
@@ -22,7 +21,8 @@ from zoo.data.sources import Sources
 from zoo.data.datasets import DatasetError, Source
 
 # The official archive holds train/unsup too; ../shared/data has it as a tarball of its own.
-IMDB_UNSUP = Source("imdb", "aclImdb_v1_unsup.tar.gz", "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz")
+IMDB_UNSUP = Source("imdb", "aclImdb_v1_unsup.tar.gz",
+                    "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz")
 NAMED = ("imdb_unsup", "imdb", "sst2")
 FORMS = ("text", "csv", "jsonl")
 # That copy lost its <br /> tags, joining sentences ("streets.But"): a space goes back

@@ -1,8 +1,7 @@
 """Pretraining's input: BERT's masking of a batch of token ids.
 
 Masking is stateless (seeded by the batch's index), so a resumed run masks every batch as the
-uninterrupted run did, and the masks are the same on every backend and device.
-"""
+uninterrupted run did, and the masks are the same on every backend and device."""
 
 import tensorflow as tf
 

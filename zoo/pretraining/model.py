@@ -1,8 +1,7 @@
 """Self-supervised pretraining of the classifier's encoder: BERT's masked LM and ELECTRA's replaced-token detection.
 
 The encoder is `zoo.classifier.model.build_encoder`, the classifier's own body, so a pretrained encoder's weights go
-into a classifier by layer name (`zoo.pretraining.pretrained`). The batches are masked by `zoo.pretraining.masks`.
-"""
+into a classifier by layer name (`zoo.pretraining.pretrained`). The batches are masked by `zoo.pretraining.masks`."""
 
 import dataclasses
 import math
@@ -25,14 +24,14 @@ MASK_TOKEN = "<mask>"
 class PretrainConfig:
     encoder: classifier.ClassifierConfig = classifier.ClassifierConfig()  # the classifier's encoder to pretrain
     objective: str = "mlm"  # "mlm" (BERT's masked LM) or "electra" (replaced-token detection, with a generator)
-    sequence_length: int | None = None  # tokens per packed sequence, <s> included; follows encoder.max_length unless set
+    sequence_length: int | None = None  # tokens per packed sequence, <s> included; None: encoder.max_length
     mask_rate: float = 0.15  # BERT: of those, 80% <mask>, 10% a random token, 10% kept
     generator_scale: float = 0.5  # ELECTRA: the generator's width (hidden, heads, FFN) / the encoder's
     detection_weight: float = 50.0  # ELECTRA's lambda: discriminator loss weight against the generator's
     # The vocabulary's special ids: the zoo's SentencePiece ones, or a published checkpoint's WordPiece ones
     # (BERT's [MASK] 103, its [unused...] and other bracketed pieces below 999, [CLS] 101, [SEP] 102).
     mask_id: int = MASK_ID  # the <mask> (BERT's [MASK]) token's id: 80% of the masked positions become it
-    first_regular_id: int = FIRST_REGULAR_ID  # ids below are special (pad, mask, start, separator): never masked or sampled
+    first_regular_id: int = FIRST_REGULAR_ID  # ids below are special (pad, <s>, </s>, <mask>): never masked or sampled
     start_id: int = START_ID  # heads every packed sequence
     separator_id: int = END_ID  # ends every document of the stream
 
@@ -48,11 +47,9 @@ class PretrainConfig:
             raise ValueError(f"mask_rate={self.mask_rate} must be in (0, 1).")
         checks.non_negative(self, "detection_weight")
         if not 2 <= self.sequence_length <= self.encoder.max_length:
-            raise ValueError(
-                f"sequence_length={self.sequence_length} must be in [2, encoder.max_length={self.encoder.max_length}]: "
-                "fine-tuning positions come from the pretrained model, so raise encoder.max_length or shorten the "
-                "sequences."
-            )
+            raise ValueError(f"sequence_length={self.sequence_length} must be in [2, encoder.max_length="
+                             f"{self.encoder.max_length}]: fine-tuning positions come from the pretrained model, so "
+                             "raise encoder.max_length or shorten the sequences.")
         if not 0.0 < self.generator_scale <= 1.0:
             raise ValueError(f"generator_scale={self.generator_scale} must be in (0, 1].")
         if self.encoder.num_segments:
@@ -65,8 +62,8 @@ class PretrainConfig:
         for name in ("mask_id", "start_id", "separator_id"):
             value, first = getattr(self, name), self.first_regular_id
             if not 0 < value < first:
-                raise ValueError(f"{name}={value} must be a special id, 1 .. {first - 1}: 0 is padding, and the ids from "
-                                 f"first_regular_id={first} on are regular tokens.")
+                raise ValueError(f"{name}={value} must be a special id, 1 .. {first - 1}: 0 is padding, and the ids "
+                                 f"from first_regular_id={first} on are regular tokens.")
 
     @property
     def max_predictions(self):

@@ -143,7 +143,8 @@ def classifier_config(encoder, dropout=None, **asked):
         wrong.append(f"--max_length={max_length} (the pretrained encoder has {encoder.max_length} positions: "
                      f"at most {encoder.max_length})")
     if preset is not None and preset not in classifier.PRESETS:
-        raise PretrainedRunError(f"Unknown preset {preset!r}: use one of {sorted(classifier.PRESETS)}, or leave it out.")
+        raise PretrainedRunError(f"Unknown preset {preset!r}: use one of {sorted(classifier.PRESETS)}, or leave it "
+                                 "out.")
     own = {name: getattr(encoder, name) for name in ("vocab_size", "max_length", "dropout",
                                                      *(WORD_FIELDS if encoder.words else ()))}
     if preset is not None and dataclasses.replace(classifier.PRESETS[preset], **own) != encoder:

@@ -11,8 +11,7 @@ A checkpoint is named by a spec:
     pretrained.copy_encoder_weights(checkpoint_weights.encoder_weights(checkpoint, encoder), encoder)
 
 A checkpoint is checked whole when it is read (zoo.pretraining.checkpoint_checks), before anything is made from it;
-zoo.pretraining.checkpoint_weights puts every encoder weight into the zoo's layers and names the parts left out.
-"""
+zoo.pretraining.checkpoint_weights puts every encoder weight into the zoo's layers and names the parts left out."""
 
 import dataclasses
 import json

@@ -13,13 +13,12 @@ from zoo.classifier import run_config as classifier_config
 from zoo.pretraining import checkpoint_weights, data as pretraining_data, masks as pretraining_masks
 from zoo.pretraining import model as pretraining, pretrained, published, run_config
 from zoo.pretraining.run_config import PretrainRunConfig
-from zoo.runs import run_dir
 from zoo.training import driver, evaluation, run_settings
 from zoo.training.config import Task
 from zoo.training.distribute import is_chief
 from zoo.training.evaluation import write_summaries
 
-RECIPE = "pretrain"
+RECIPE = pretrained.RECIPE
 
 
 # Shortcut -> config field, beside zoo.training.run_settings.SHORTCUTS.
@@ -140,14 +139,14 @@ def prepare(run, config, strategy):
     return driver.Prepared(dataclasses.replace(run_config, train=train_config), derived, task)
 
 
-def run_eval(model_dir, batch_size=64, average=1):
-    """Masked-token accuracy and perplexity (and ELECTRA's detection accuracy) on the held-out documents;
-    `model_dir`: a path or the run's RunDir."""
-    folder = run_dir.opened(model_dir)
+def evaluate(run, config):
+    """Masked-token accuracy and perplexity (and ELECTRA's detection accuracy) on the held-out documents, in batches
+    of the eval section's batch_size."""
+    folder, average = run.folder, run.average_checkpoints
     model_dir, trained = folder.path, pretrained.load_pretrained(folder, finished=False, average=average)
     documents, held = documents_of(trained.record.config)
     rows = packed_rows(trained.tokenizer, documents, held, trained.config, model_dir, "held-out")
-    plan = batching.evaluation_plan(rows.lengths, batch_size)
+    plan = batching.evaluation_plan(rows.lengths, config.eval.batch_size)
     batches = masked_dataset(rows, plan, trained.config, seed=trained.record.config.train.seed + 1, stream_id=0)
     totals = evaluation.evaluate(pretraining.pretraining_metrics(trained.model), batches, len(plan),
                                  description="held-out")
@@ -157,11 +156,6 @@ def run_eval(model_dir, batch_size=64, average=1):
     folder.update_metrics(eval_held_out=result)
     print("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.items() if isinstance(v, float)))
     return result
-
-
-def evaluate(run, config):
-    """`run_eval` with the eval section's batch."""
-    return run_eval(run.folder, config.eval.batch_size, run.average_checkpoints)
 
 
 def server(loaded, config):
@@ -185,7 +179,7 @@ def finish(config, base, mode):
     return config
 
 
-MASKED_FIGURES = ("masked_accuracy", "masked_perplexity")  # run_eval's of the held-out documents
+MASKED_FIGURES = ("masked_accuracy", "masked_perplexity")  # evaluate's of the held-out documents
 
 PRETRAIN = driver.Recipe(
     name=RECIPE,
