@@ -36,9 +36,8 @@ def one_of(config, name, allowed):
 
 
 def choices(config):
-    """Every field the config's class names in its `CHOICES` ({field: the code's list of its values}) holds one of
-    them (None passes: an optional field's type allows it). The shortcut flags of such a field are enums of the same
-    list (recipes/shortcuts.py)."""
+    """Every field named in the config class's `CHOICES` ({field: the code's list of its values}) holds one of them,
+    or None (an optional field's type allows it); its shortcut flags are enums of that list (recipes/shortcuts.py)."""
     for name, allowed in type(config).CHOICES.items():
         if getattr(config, name) is not None:
             one_of(config, name, allowed)

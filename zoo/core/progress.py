@@ -31,7 +31,7 @@ class Progress:
 
 
 class ByteMeter:
-    """Progress of a pass over text (the token cache's tokenizing): MB done, MB/s and time left, a line every few seconds."""
+    """A pass over text's progress (the token cache's tokenizing): MB done, MB/s and time left, every few seconds."""
 
     def __init__(self, description, total_bytes=None, every=5.0):
         self.description, self.total, self.every = description, total_bytes, every

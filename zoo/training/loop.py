@@ -108,15 +108,6 @@ class Trainer:
 
         return self.strategy.experimental_distribute_values_from_function(value)
 
-    def _save_state(self):
-        """Gathers every replica's state (a collective on several workers: all of them call this)."""
-        for variable, value in zip(tf.nest.flatten(self.saved_state), tf.nest.flatten(self.state)):
-            # Collectives carry float32, float16, float64, int32, int64: bool and bfloat16 travel as a wider type.
-            carrier = {tf.bool: tf.int32, tf.bfloat16: tf.float32}.get(variable.dtype)
-            if carrier is not None:
-                value = self.strategy.run(lambda v, c=carrier: tf.cast(v, c), args=(value,))
-            variable.assign(tf.cast(self.strategy.gather(value, axis=0), variable.dtype))
-
     def _gradients(self, batch, state):
         """Per-replica loss, gradients of the (loss-scaled) summed loss, and the new state."""
         with tf.GradientTape() as tape:
@@ -173,8 +164,14 @@ class Trainer:
             return self._train(noted)
 
     def _save(self, step):
-        if self.saved_state is not None:
-            self._save_state()
+        """Saves the checkpoint of `step`, every replica's state gathered into it first (a collective on several
+        workers: all of them call this; without a state there is nothing to gather)."""
+        for variable, value in zip(tf.nest.flatten(self.saved_state), tf.nest.flatten(self.state)):
+            # Collectives carry float32, float16, float64, int32, int64: bool and bfloat16 travel as a wider type.
+            carrier = {tf.bool: tf.int32, tf.bfloat16: tf.float32}.get(variable.dtype)
+            if carrier is not None:
+                value = self.strategy.run(lambda v, c=carrier: tf.cast(v, c), args=(value,))
+            variable.assign(tf.cast(self.strategy.gather(value, axis=0), variable.dtype))
         self.manager.save(checkpoint_number=step)
 
     def _stop_signal(self, noted):
