@@ -24,7 +24,7 @@ from benchmarks.common import quick, recipe_flags, runs
 from benchmarks.common.costs import flops_per_token
 from benchmarks.common.peak import matmul_flops
 from benchmarks.common.report import ROOT, read_record, write_section
-from zoo.training.traces import KINDS, OTHER_PART, PARTS, by_kind, by_part, by_type, self_times
+from benchmarks.common.traces import KINDS, OTHER_PART, PARTS, by_kind, by_part, by_type, self_times
 
 DEFAULT_RECIPES = ["translate", "lm", "pretrain"]
 flags.DEFINE_list("recipes", DEFAULT_RECIPES, "Benchmark models to profile (also finetune: IMDB fine-tuning of the "

@@ -116,7 +116,7 @@ def test_averaged_checkpoints_are_the_numpy_mean_of_their_weights(tmp_path):
 
 
 def test_profiled_steps_leave_a_trace_of_their_kernels_and_train_as_an_unprofiled_run(tmp_path):
-    from zoo.training.traces import by_type, self_times
+    from benchmarks.common.traces import by_type, self_times
 
     plain = trainer(tmp_path / "plain")
     plain.train()

@@ -1,7 +1,7 @@
 import keras
 import pytest
 
-from zoo.training.traces import OTHER_PART, by_kind, by_part, by_type, kind, part, self_times
+from benchmarks.common.traces import OTHER_PART, by_kind, by_part, by_type, kind, part, self_times
 from zoo.training.optimization import make_optimizer
 
 
