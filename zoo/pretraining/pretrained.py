@@ -1,6 +1,5 @@
-"""Using a pretraining run (`recipes.pretrain`) or a published checkpoint (`zoo.pretraining.published`:
-BERT, ELECTRA, MiniLM): its encoder for your own Keras model, its weights for a classifier
-to fine-tune, and the export that serves it.
+"""Using a pretraining run (`recipes.pretrain`) or a published checkpoint (`zoo.pretraining.published`: BERT, ELECTRA,
+MiniLM): its encoder for your own Keras model, its weights for a classifier to fine-tune, and the export that serves it.
 
     from zoo.pretraining.pretrained import load_encoder
     encoder, tokenizer = load_encoder("runs/pretrain_imdb")  # or "hf:sentence-transformers/all-MiniLM-L6-v2"

@@ -192,12 +192,11 @@ def _encoder_config(config, spec):
         raise PublishedCheckpointError(f"{spec}'s config.json has no {error.args[0]!r}: download it again.") from None
 
 
-def encoder_config(checkpoint, max_length=None, dropout=None):
-    """The checkpoint's encoder config, with `max_length` (at most the checkpoint's positions) and `dropout`."""
+def encoder_config(checkpoint, max_length=None):
+    """The checkpoint's encoder config, with `max_length` (at most the checkpoint's positions)."""
     config = checkpoint.config
     if max_length is not None and not 2 < max_length <= config.max_length:
         raise PublishedCheckpointError(
             f"--max_length={max_length} must be in [3, {config.max_length}]: {checkpoint.source} has "
             f"{config.max_length} positions, and [CLS] and [SEP] take two.")
-    return dataclasses.replace(config, max_length=max_length or config.max_length,
-                               dropout=config.dropout if dropout is None else dropout)
+    return dataclasses.replace(config, max_length=max_length or config.max_length)
