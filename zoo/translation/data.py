@@ -11,9 +11,7 @@ A pair with one side blank is a bad row (refused with file:line, or skipped and 
 --bad_rows=skip); a line blank on both sides is passed over.
 
 Lines are split at "\\n" alone (a Windows line's "\\r" dropped) and stripped, as Multi30k's are, so the same text gives
-the same pairs whichever way it is read. Nothing holds a split's texts: `Pairs` reads the files again each time it is
-iterated, and `token_rows` tokenizes them once into the token cache (zoo.data.cache), which training and evaluation read
-a batch at a time."""
+the same pairs whichever way it is read. Nothing holds a split's texts (`Pairs`, `token_rows`)."""
 
 import itertools
 import re

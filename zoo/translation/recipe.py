@@ -57,7 +57,6 @@ def prepare_run(folder, config, data, chief, plans):
         # limit; above it a seeded share of about that much, read from the files a side at a time (train_tokenizer
         # would need every text in memory to sample).
         def make(sides, name, size, plan):
-            """A function that writes the side's tokenizer file `name`, made now."""
             if plan is not None:
                 return lambda: word_tokenizer.save_vocabulary(plan.words, model_dir, name)
             texts = data.tokenizer_sample(sides, tokenizer.MAX_TRAINING_CHARACTERS, seed)
