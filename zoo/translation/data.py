@@ -100,7 +100,8 @@ def load(dataset, split, source, target, bad_rows="error"):
                            f"language (e.g. text:corpus/{{split}}.{{lang}} for corpus/train.{source} and "
                            f"corpus/train.{target}).")
     bad = files.BadRows(bad_rows)
-    sources = Sources(lambda: _paths(spec, split, source, target))
+    languages = (source, target) if spec.form == "text" else ("",)  # aligned files: each language's; TSV: one
+    sources = Sources(lambda: [p for language in languages for p in dataset_spec.paths(spec, split, lang=language)])
     count, chars, sizes, example = _measure(_pairs(spec, split, source, target, bad))
     bad.check(f"{spec} ({split})")
     if not count:
@@ -198,12 +199,6 @@ def _is_header(fields, source, target, where):
         raise DatasetError(f"{where}: the header names the languages {names[0]!r} and {names[1]!r}, but --source="
                            f"{source} and --target={target}: give the files' languages, or fix the header.")
     return True
-
-
-def _paths(spec, split, source, target):
-    """The files of a split: each language's for aligned text files, else the TSV files."""
-    languages = (source, target) if spec.form == "text" else ("",)
-    return [p for language in languages for p in dataset_spec.paths(spec, split, lang=language)]
 
 
 def held_out(spec, source):
