@@ -165,11 +165,6 @@ def load_vocabulary(directory):
     return SubwordVocabulary.load(directory)
 
 
-def vocabulary_file(level):
-    """The file a run's vocabulary of `level` is saved as (a worker waits for it)."""
-    return TOKENIZER_FILE if level == "subword" else VOCABULARY_FILE
-
-
 def vocabulary_key(directory):
     """The run's vocabulary files' contents: the vocabulary's part of a cache key."""
     return folder_files_digest(directory, (VOCABULARY_FILE, TOKENIZER_FILE))

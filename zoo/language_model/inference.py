@@ -107,11 +107,9 @@ def generate(model, prompts, max_new_tokens, temperature=1.0, top_k=0, top_p=1.0
         logits, state = model.step(token_ids[:, None], state, position_keys=keys)
         return logits[:, 0], state
 
-    if greedy:
-        tokens, _ = decoding.greedy(step, state, last, max_new_tokens, end_id=-1)
-    else:
-        tokens, _ = decoding.sample(step, state, last, max_new_tokens, -1, top_k, top_p, temperature, seed)
-    return tokens
+    if greedy:  # (tokens, scores): the tokens
+        return decoding.greedy(step, state, last, max_new_tokens, end_id=-1)[0]
+    return decoding.sample(step, state, last, max_new_tokens, -1, top_k, top_p, temperature, seed)[0]
 
 
 def score(model, token_ids):

@@ -7,14 +7,14 @@ import math
 import time
 
 from zoo.core.progress import Progress
-from zoo.data import datasets, spec as dataset_spec, word_embedding
+from zoo.data import datasets, spec as dataset_spec, tokenizer, word_embedding
 from zoo.language_model import corpora as lm_corpora
 from zoo.language_model import data as lm_data, inference as lm_inference, preprocessor as lm_preprocessing
 from zoo.language_model import model as lm
 from zoo.language_model.load import RECIPE, load_run as load_trained
 from zoo.language_model.run_config import LMRunConfig, base as run_config_base
 from zoo.language_model.server import LanguageModelServer
-from zoo.language_model.vocabulary import EOS, PAD, UNK, Vocabulary
+from zoo.language_model.vocabulary import EOS, PAD, UNK, VOCABULARY_FILE, Vocabulary
 from zoo.training import driver, run_settings
 from zoo.training.config import Task
 from zoo.training.distribute import is_chief
@@ -49,8 +49,8 @@ def prepare_run(folder, config, corpus, chief, words=None):
             lm_data.build_vocabulary(corpus, data.vocab_size, seed)
         built.save(model_dir)
 
-    config = run_settings.start_run(folder, RECIPE, config, write_vocabulary, lm_data.vocabulary_file(corpus.level),
-                                    chief, derived=("model.vocab_size",))
+    last = tokenizer.TOKENIZER_FILE if corpus.level == "subword" else VOCABULARY_FILE  # the file a worker waits for
+    config = run_settings.start_run(folder, RECIPE, config, write_vocabulary, last, chief, ("model.vocab_size",))
     vocabulary = lm_data.load_vocabulary(model_dir)
     return dataclasses.replace(config, model=dataclasses.replace(config.model, vocab_size=len(vocabulary))), vocabulary
 
