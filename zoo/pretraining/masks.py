@@ -56,6 +56,4 @@ def with_masks(token_ids, seed, config):
     mask_seed, sample_seed = tf.unstack(tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 2))
     batch = mask_tokens(token_ids, mask_seed, config.mask_rate, config.max_predictions, config.encoder.vocab_size,
                         config.mask_id, config.first_regular_id)
-    batch["original_ids"] = tf.cast(token_ids, tf.int32)
-    batch["seed"] = sample_seed
-    return batch
+    return {**batch, "original_ids": tf.cast(token_ids, tf.int32), "seed": sample_seed}
