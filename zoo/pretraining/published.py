@@ -37,7 +37,7 @@ def is_published(spec):
     """Whether `spec` names a published checkpoint rather than a zoo pretraining run."""
     if spec.startswith((HF_PREFIX, KERAS_HUB_PREFIX)):
         return True
-    config = _read_json(os.path.join(spec, "config.json"), missing_ok=True) or {}
+    config = _read_json(os.path.join(spec, "config.json")) or {}
     return "model_type" in config or "class_name" in config
 
 
@@ -67,7 +67,7 @@ def _local_folder(spec):
 
 
 def _read_folder(spec, directory):
-    config = _read_json(os.path.join(directory, "config.json"), missing_ok=True)
+    config = _read_json(os.path.join(directory, "config.json"))
     if config is None:
         raise PublishedCheckpointError(f"{spec} is a folder without config.json: a published checkpoint's folder "
                                        f"holds {LAYOUT}.")
@@ -105,11 +105,9 @@ def _download(spec):
             from None
 
 
-def _read_json(path, missing_ok=False):
+def _read_json(path):
     if not os.path.exists(path):
-        if missing_ok:
-            return None
-        raise PublishedCheckpointError(f"{path} does not exist: a checkpoint folder needs it.")
+        return None
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -144,9 +142,9 @@ def _read_safetensors(directory, spec):
 def _read_vocabulary(directory, spec):
     """(pieces, lowercase, strip_accents, the file read) from vocab.txt or tokenizer.json, casing from the
     tokenizer config."""
-    settings = _read_json(os.path.join(directory, "tokenizer_config.json"), missing_ok=True) or {}
+    settings = _read_json(os.path.join(directory, "tokenizer_config.json")) or {}
     json_path = os.path.join(directory, "tokenizer.json")
-    tokenizer_json = _read_json(json_path, missing_ok=True) or {}
+    tokenizer_json = _read_json(json_path) or {}
     normalizer = tokenizer_json.get("normalizer") or {}
     lowercase = settings.get("do_lower_case", normalizer.get("lowercase", True))
     strip_accents = settings.get("strip_accents", normalizer.get("strip_accents"))
