@@ -136,9 +136,8 @@ class Translator(keras.Model):
         self.encoder_blocks = [EncoderBlock(**block, name=f"encoder_{i}") for i in range(c.num_encoder_layers)]
         self.decoder_blocks = [DecoderBlock(**block, name=f"decoder_{i}") for i in range(c.num_decoder_layers)]
         # tf.train.Checkpoint does not see layers inside Keras-tracked lists: name each block.
-        for blocks in (self.encoder_blocks, self.decoder_blocks):
-            for layer in blocks:
-                setattr(self, layer.name, layer)
+        for layer in [*self.encoder_blocks, *self.decoder_blocks]:
+            setattr(self, layer.name, layer)
         # Pre-norm stacks end with a LayerNorm (post-norm blocks already end normalized).
         norm = lambda name: keras.layers.LayerNormalization(epsilon=1e-5, name=name)  # noqa: E731
         self.encoder_norm = norm("encoder_norm") if c.norm_first else None
