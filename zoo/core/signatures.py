@@ -29,3 +29,8 @@ class Served:
 
     def __init__(self, signatures, owner, step):
         self.signatures, self.owner, self.step = signatures, owner, step
+
+    @classmethod
+    def from_export(cls, saved, metadata):
+        """The model of a loaded export (`saved`) and its manifest (`metadata`), as zoo.load answers it."""
+        return cls(saved.signatures, saved, metadata.get("step"))

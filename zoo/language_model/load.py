@@ -43,10 +43,6 @@ class LanguageModel(Served):
         module = LanguageModelServer(loaded.model, loaded.tokenizer)
         return cls({"generate": module.generate, "score": module.score}, module, loaded.step)
 
-    @classmethod
-    def from_export(cls, saved, metadata):
-        return cls(saved.signatures, saved, metadata.get("step"))
-
     def generate(self, prompts, max_new_tokens=100, top_k=0, temperature=1.0, seed=0,
                  batch_size=inputs.BATCH_SIZE):
         """The continuation of each prompt (without the prompt): `max_new_tokens` tokens sampled at

@@ -26,10 +26,6 @@ class Encoder(Served):
         module = pretrained.EncoderServer(loaded.model, loaded.tokenizer, loaded.config)
         return cls({"encode": module.encode, "fill_mask": module.fill_mask}, module, loaded.step)
 
-    @classmethod
-    def from_export(cls, saved, metadata):
-        return cls(saved.signatures, saved, metadata.get("step"))
-
     def encode(self, texts, batch_size=inputs.BATCH_SIZE):
         """(texts, hidden_dim) float32 NumPy array: each text's hidden states averaged over its tokens,
         encoded `batch_size` texts at a time, grouped by length."""

@@ -24,7 +24,7 @@ MASK_TOKEN = "<mask>"
 class PretrainConfig:
     encoder: classifier.ClassifierConfig = classifier.ClassifierConfig()  # the classifier's encoder to pretrain
     objective: str = "mlm"  # "mlm" (BERT's masked LM) or "electra" (replaced-token detection, with a generator)
-    sequence_length: int | None = None  # tokens per packed sequence, <s> included; None: encoder.max_length
+    sequence_length: int | None = None  # tokens per packed sequence with <s>; follows encoder.max_length unless set
     mask_rate: float = 0.15  # BERT: of those, 80% <mask>, 10% a random token, 10% kept
     generator_scale: float = 0.5  # ELECTRA: the generator's width (hidden, heads, FFN) / the encoder's
     detection_weight: float = 50.0  # ELECTRA's lambda: discriminator loss weight against the generator's
