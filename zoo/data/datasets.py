@@ -248,5 +248,5 @@ def lines_of(f):
 
 def read_lines(path):
     """The file's lines (`lines_of`) without their ends, a Windows line's "\r" dropped too."""
-    with reading(path), open_text(path, bom=False) as f:
-        return [line.removesuffix("\n").removesuffix("\r") for line in lines_of(f)]
+    text = read_text(path)  # decoded whole: a bad byte's position in the error counts from the file's start
+    return [line.removesuffix("\n").removesuffix("\r") for line in lines_of(io.StringIO(text))]

@@ -38,12 +38,12 @@ def _state(path, fresh=False):
     return state
 
 
-def files_digest(paths):
+def files_digest(paths, states=None):
     """One hash of several files' names and contents: the data's part of a cache key (and of a run's record,
-    so that a resumed run sees a changed file)."""
+    so that a resumed run sees a changed file); `states`: the files' `_state`s where they were read already."""
     digest = hashlib.sha256()
-    for path in paths:
-        digest.update(f"{os.path.abspath(path)}\0{_state(path)[2]}\n".encode())
+    for path, state in zip(paths, states or [_state(path) for path in paths]):
+        digest.update(f"{os.path.abspath(path)}\0{state[2]}\n".encode())
     return digest.hexdigest()
 
 
@@ -57,7 +57,7 @@ class Sources:
         self.find = find
         self.paths = tuple(find())
         self.states = tuple(_state(path) for path in self.paths)
-        self.digest = files_digest(self.paths)
+        self.digest = files_digest(self.paths, self.states)  # the bytes `states` describe
 
     def check(self):
         paths = tuple(self.find())

@@ -106,10 +106,10 @@ def check_language(covered, minimum, path, flag):
                             f"under it): is this the right file or language? (lower the threshold with {flag})")
 
 
-def embedding_matrix(vectors, seed=0, random_ids=()):
+def embedding_matrix(vectors, seed=0, zero_ids=(0,), random_ids=()):
     """(len(vocabulary), dim) float32 initial embeddings: a word's vector where the file has one; else a
     row drawn from a normal distribution with the found vectors' mean and standard deviation per
-    dimension (seeded); zeros for id 0 (padding); a drawn row for `random_ids` even when the file
+    dimension (seeded); zeros for `zero_ids` (padding); a drawn row for `random_ids` even when the file
     has that string (special tokens such as <s>, whose meaning is the model's own)."""
     if not vectors.found.any():
         raise ValueError(f"{vectors.path} has a vector for no word of the vocabulary: nothing to start from.")
@@ -119,5 +119,5 @@ def embedding_matrix(vectors, seed=0, random_ids=()):
     use = vectors.found.copy()
     use[list(random_ids)] = False
     matrix[use] = vectors.vectors[use]
-    matrix[0] = 0.0
+    matrix[list(zero_ids)] = 0.0
     return matrix.astype(np.float32)

@@ -12,6 +12,7 @@ ids become text. It has the interface of zoo.language_model.vocabulary.Vocabular
 
 import os
 
+import numpy as np
 import tensorflow as tf
 
 from zoo.data import tokenizer as sentence_piece
@@ -83,6 +84,10 @@ class SubwordVocabulary:
             self.processor = sentencepiece.SentencePieceProcessor(model_proto=self.proto)
         texts = [(t.decode("utf-8") if isinstance(t, bytes) else t).replace("\n", NEWLINE) for t in texts]
         return self.processor.encode(texts)
+
+    def encode(self, text):
+        """int32 NumPy ids of a whole text."""
+        return np.asarray(self.tokenize(tf.constant([text]))[0].numpy(), np.int32)
 
     def detokenize(self, ids):
         """int ids (batch, n), dense or ragged -> tf.string (batch,)."""

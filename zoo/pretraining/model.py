@@ -24,14 +24,14 @@ MASK_TOKEN = "<mask>"
 class PretrainConfig:
     encoder: classifier.ClassifierConfig = classifier.ClassifierConfig()  # the classifier's encoder to pretrain
     objective: str = "mlm"  # "mlm" (BERT's masked LM) or "electra" (replaced-token detection, with a generator)
-    sequence_length: int | None = None  # tokens per packed sequence with <s>; follows encoder.max_length unless set
+    sequence_length: int | None = None  # tokens per packed sequence, <s> included; follows encoder.max_length unless set
     mask_rate: float = 0.15  # BERT: of those, 80% <mask>, 10% a random token, 10% kept
     generator_scale: float = 0.5  # ELECTRA: the generator's width (hidden, heads, FFN) / the encoder's
     detection_weight: float = 50.0  # ELECTRA's lambda: discriminator loss weight against the generator's
     # The vocabulary's special ids: the zoo's SentencePiece ones, or a published checkpoint's WordPiece ones
     # (BERT's [MASK] 103, its [unused...] and other bracketed pieces below 999, [CLS] 101, [SEP] 102).
     mask_id: int = MASK_ID  # the <mask> (BERT's [MASK]) token's id: 80% of the masked positions become it
-    first_regular_id: int = FIRST_REGULAR_ID  # ids below are special (pad, <s>, </s>, <mask>): never masked or sampled
+    first_regular_id: int = FIRST_REGULAR_ID  # ids below are special (pad, mask, start, separator): never masked or sampled
     start_id: int = START_ID  # heads every packed sequence
     separator_id: int = END_ID  # ends every document of the stream
 

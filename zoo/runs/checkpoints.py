@@ -160,7 +160,7 @@ def restore_model(model, model_dir, average=1):
         raise CheckpointError(f"{model_dir} holds {len(found)} readable checkpoint(s) (steps {[s for _, s in found]}), "
                               f"fewer than the {average} asked to average: lower --average_checkpoints, or train with "
                               f"--keep_checkpoints={average} or more.")
-    sums = [0.0] * len(model.weights)
+    sums = [-0.0] * len(model.weights)  # -0.0 + x is x bit for bit (0.0 + -0.0 would be +0.0)
     for path, _ in reversed(found):  # the newest last: its integer variables stay
         # Every layer and weight of `model` must be found (the optimizer's slots may be left out).
         tf.train.Checkpoint(model=model).read(path).expect_partial().assert_existing_objects_matched()

@@ -68,3 +68,14 @@ def test_corpora_keep_their_files_text_as_served_and_parallel_sides_split_at_new
             f.write("\n".join(lines) + "\n")
     pairs = translation_corpora.load_translation("multi30k", "validation", "de", "en")
     assert list(zip(pairs.sources, pairs.targets)) == [("ein\x85Hund", "a dog"), ("zwei\x0cKatzen", "two cats")]
+
+
+@pytest.mark.parametrize("name", ["corpus.txt", "corpus.txt.gz"])
+def test_a_bad_byte_past_the_first_mebibyte_is_named_at_its_place_in_the_file(tmp_path, name):
+    import gzip
+
+    data = b"a line\n" * 200_000 + b"\xff\n"  # 1,400,000 good bytes: the bad one past a 1 MiB read
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    with pytest.raises(datasets.DatasetError, match="position 1400000"):
+        datasets.read_lines(str(path))
