@@ -70,22 +70,22 @@ def load_classifier(path, where):
     folder = run_dir.opened(path) if os.path.isdir(path) else None
     recipe = folder.recipe() if folder is not None else None
     if recipe is not None:
-        load = lambda: Classifier.from_run(folder)  # noqa: E731
-        digest = lambda model: export.source_digest(path, step=model.step)  # noqa: E731
-    else:
-        version = export.find_version(path)
-        if version is None:
-            raise TeacherError(f"{where} is neither a trained run (no config.json) nor an export (no saved_model.pb): "
-                               "give a classifier's run folder or export.")
-        saved, metadata = export.load_version(version)
-        recipe = metadata.get("recipe")
-        load = lambda: Classifier.from_export(saved, metadata)  # noqa: E731
-        digest = lambda model: files_digest(version)  # noqa: E731
+        check_classifier(recipe, where)
+        model = Classifier.from_run(folder)
+        return model, export.source_digest(path, step=model.step)
+    version = export.find_version(path)
+    if version is None:
+        raise TeacherError(f"{where} is neither a trained run (no config.json) nor an export (no saved_model.pb): "
+                           "give a classifier's run folder or export.")
+    saved, metadata = export.load_version(version)
+    check_classifier(metadata.get("recipe"), where)
+    return Classifier.from_export(saved, metadata), files_digest(version)
+
+
+def check_classifier(recipe, where):
     if recipe != CLASSIFIER:
         raise TeacherError(f"{where} is a {recipe!r} model, not a classifier: a teacher is a sentiment "
                            "(classification) run or its export.")
-    model = load()
-    return model, digest(model)
 
 
 def files_digest(version):
