@@ -50,9 +50,9 @@ AUGMENT = ["--augment=mask:0.1,swap:0.1,ngram:0.25"]  # Tang et al.'s mix, with 
 COPIES = {"sst2": ["--copies=2"], "imdb": ["--copies=1"]}
 DISTILL = ["--distill_loss=mse", "--distill_weight=1.0"]  # Tang et al.: the logits' squared error, no gold labels
 # The transfer set and how many of its texts. SST-2's: imdb_unsup's reviews cut into sentences in SST-2's form
-# (benchmarks.common.sentences; 547,000 sentences of 4-50 tokens), the teacher's in-domain short texts, in an arm of
+# (benchmarks.common.sentences: all 565,544 of 4-50 tokens, None), the teacher's in-domain short texts, in an arm of
 # its own (SST-2's augmented copies lowered the distilled student's accuracy); IMDB's beside its copies.
-TRANSFER = {"imdb": ("imdb_unsup", 20000), "sst2": ("sentences", 300000)}
+TRANSFER = {"imdb": ("imdb_unsup", 20000), "sst2": ("sentences", None)}
 TRANSFER_ALONE = ("sst2",)
 SENTENCES = "imdb_unsup_sentences.txt"  # under --runs_dir
 # The distilled student's epochs chosen on sst2_tune's validation (held out of SST-2's train; BENCHMARKS.md's
@@ -146,13 +146,14 @@ def transfer_flags(dataset):
     if name == "sentences":
         path = os.path.abspath(os.path.join(FLAGS.runs_dir, SENTENCES))
         name = "text:" + sentences.write_sentences(path, limit=quick.EXAMPLES if quick.active() else None)
-    return [f"--transfer={name}", f"--max_transfer={quick.EXAMPLES if quick.active() else count}"]
+    count = quick.EXAMPLES if quick.active() else count
+    return [f"--transfer={name}"] + ([f"--max_transfer={count}"] if count else [])
 
 
 def transfer_name(dataset):
     name, count = TRANSFER[dataset]
     what = "imdb_unsup's sentences in SST-2's form" if name == "sentences" else name
-    return f"{count:,} of {what}"
+    return f"{count:,} of {what}" if count else what
 
 
 def table(rows):
