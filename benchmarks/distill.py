@@ -45,15 +45,16 @@ STUDENT = {
 }
 SPLIT = {"sst2": "validation", "imdb": "test"}  # SST-2's dev set (GLUE hides test labels); IMDB's test set
 AUGMENT = ["--augment=mask:0.1,swap:0.1,ngram:0.25"]  # Tang et al.'s mix, with EDA's swap
-# Copies per text, and the transfer set: IMDB's are cut to what 2 cores label in about an hour at 512 tokens (each
-# review the teacher answers costs ~50 ms): one copy of each of 23,750 reviews and 20,000 of imdb_unsup's 50,000.
+# Copies per text: IMDB's cut to what 2 cores label in about half an hour at 512 tokens (each review the teacher
+# answers costs ~30 ms): one copy of each of 23,750 reviews.
 COPIES = {"sst2": ["--copies=2"], "imdb": ["--copies=1"]}
 DISTILL = ["--distill_loss=mse", "--distill_weight=1.0"]  # Tang et al.: the logits' squared error, no gold labels
-# The transfer set and how many of its texts. SST-2's: imdb_unsup's reviews cut into sentences in SST-2's form
-# (benchmarks.common.sentences: all 565,544 of 4-50 tokens, None), the teacher's in-domain short texts, in an arm of
-# its own (SST-2's augmented copies lowered the distilled student's accuracy); IMDB's beside its copies.
-TRANSFER = {"imdb": ("imdb_unsup", 20000), "sst2": ("sentences", None)}
-TRANSFER_ALONE = ("sst2",)
+# The transfer set of the arm distilled on the training set + a transfer set, and how many of its texts (None: all).
+# SST-2's: imdb_unsup's reviews cut into sentences in SST-2's form (benchmarks.common.sentences: 565,544 sentences
+# of 4-50 tokens), the teacher's in-domain short texts.
+TRANSFER = {"sst2": ("sentences", None), "imdb": ("imdb_unsup", None)}
+# ... and the transfer set beside the copies in the arm distilled on the training set + augmented copies
+COPIES_TRANSFER = {"imdb": ("imdb_unsup", 20000)}
 SENTENCES = "imdb_unsup_sentences.txt"  # under --runs_dir
 # The distilled student's epochs chosen on sst2_tune's validation (held out of SST-2's train; BENCHMARKS.md's
 # "Distillation: notes" has the figures): 2 -> 88.48%, 6 -> 90.14%, 12 -> 90.62%.
@@ -115,7 +116,6 @@ def student(dataset, name, extra, teacher_dir=None, max_examples=None, values=No
 def arms(dataset):
     """Every arm of one dataset, in one program: (rows, the teacher's and the distilled student's run folders)."""
     teacher_dir, taught = teacher(dataset)
-    transfer = transfer_flags(dataset)
     augment = [*AUGMENT, *COPIES[dataset]]
     rows = [("teacher: all-MiniLM-L6-v2 fine-tuned", taught)]
     rows.append(("student from scratch", student(dataset, "scratch", [])[1]))
@@ -125,24 +125,26 @@ def arms(dataset):
         epochs = TUNED_EPOCHS[dataset]
         rows.append((f"student distilled on the training set, {epochs} epochs (chosen on sst2_tune)",
                      student(dataset, f"distilled_e{epochs}", DISTILL, teacher_dir, values={"epochs": epochs})[1]))
-    together = [] if dataset in TRANSFER_ALONE else transfer
-    distilled_dir, best = student(dataset, "distilled_augmented", [*DISTILL, *augment, *together], teacher_dir)
-    what = "training set + augmented copies" + (f" + {transfer_name(dataset)}" if together else "")
-    rows.append((f"student distilled on the {what}", best))
-    if transfer and not together:
-        distilled_dir, best = student(dataset, "distilled_transfer", [*DISTILL, *transfer], teacher_dir)
-        rows.append((f"student distilled on the training set + {transfer_name(dataset)}", best))
+    together = COPIES_TRANSFER.get(dataset)
+    distilled_dir, best = student(dataset, "distilled_augmented", [*DISTILL, *augment, *transfer_flags(together)],
+                                  teacher_dir)
+    rows.append(("student distilled on the training set + augmented copies"
+                 + (f" + {transfer_name(together)}" if together else ""), best))
+    if dataset in TRANSFER:
+        distilled_dir, best = student(dataset, "distilled_transfer", [*DISTILL, *transfer_flags(TRANSFER[dataset])],
+                                      teacher_dir)
+        rows.append((f"student distilled on the training set + {transfer_name(TRANSFER[dataset])}", best))
     limit = quick.EXAMPLES if quick.active() else None
     linear = nbsvm.accuracy(dataset, SPLIT[dataset], limit)
     rows.append(("NBSVM (word 1-3-grams)", {"accuracy": linear["accuracy"], "seconds": linear["seconds"]}))
     return rows, teacher_dir, distilled_dir
 
 
-def transfer_flags(dataset):
-    """The transfer set's flags of `dataset`'s arms ([] when it has none)."""
-    if dataset not in TRANSFER:
+def transfer_flags(transfer):
+    """The flags of `transfer` (a transfer set and how many of its texts, None: all; or None: no transfer set)."""
+    if transfer is None:
         return []
-    name, count = TRANSFER[dataset]
+    name, count = transfer
     if name == "sentences":
         path = os.path.abspath(os.path.join(FLAGS.runs_dir, SENTENCES))
         name = "text:" + sentences.write_sentences(path, limit=quick.EXAMPLES if quick.active() else None)
@@ -150,10 +152,10 @@ def transfer_flags(dataset):
     return [f"--transfer={name}"] + ([f"--max_transfer={count}"] if count else [])
 
 
-def transfer_name(dataset):
-    name, count = TRANSFER[dataset]
+def transfer_name(transfer):
+    name, count = transfer
     what = "imdb_unsup's sentences in SST-2's form" if name == "sentences" else name
-    return f"{count:,} of {what}" if count else what
+    return f"{count:,} of {what}" if count else f"all of {what}"
 
 
 def table(rows):
