@@ -33,14 +33,13 @@ def review_sentences(documents, low=4, high=50):
 
 def write_sentences(path, corpus="imdb_unsup", limit=None):
     """`corpus`'s sentences (zoo.pretraining.data names it; its first `limit` documents) in SST-2's form, one a
-    line, unless `path` exists; the file is written whole under another name first, so a killed run leaves none."""
+    line, unless `path` exists; written through a temporary file (zoo.core.disk), so a killed run leaves none."""
     if not os.path.exists(path):
+        from zoo.core import disk
         from zoo.pretraining.data import load_documents
 
         print(f"Writing {corpus}'s sentences in SST-2's form to {path} ...", flush=True)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        with open(path + ".partial", "w", encoding="utf-8") as f:
-            for text in review_sentences(load_documents(corpus)[:limit]):
-                f.write(text + "\n")
-        os.replace(path + ".partial", path)
+        lines = (f"{text}\n".encode("utf-8") for text in review_sentences(load_documents(corpus)[:limit]))
+        disk.write_atomically(path, lines, "the sentence file")
     return path
