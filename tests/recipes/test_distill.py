@@ -502,6 +502,8 @@ def refusal_cases(tmp_path, task_teachers):
     lines = write_lines(tmp_path / "lines.txt", 20)
     empty = tmp_path / "empty.txt"
     empty.write_text("")
+    empty_rows = tmp_path / "empty.jsonl"
+    empty_rows.write_text("\n")
     columns = tmp_path / "transfer.csv"
     columns.write_text("body,score\na fine film,1\n")
     sst2 = as_flags({**SST2, "train_steps": 2})
@@ -530,6 +532,9 @@ def refusal_cases(tmp_path, task_teachers):
             ["negative", "positive", "bad", "good"]),
         "empty transfer set": ([*sst2, f"--teacher={teacher}", f"--transfer=text:{empty}"],
                                [re.escape(str(empty)), "empty|no (text|document)"]),
+        # an empty file, not a missing column (its columns are no flag's fault)
+        "empty jsonl transfer set": ([*sst2, f"--teacher={teacher}", f"--transfer=jsonl:{empty_rows}"],
+                                     [re.escape(str(empty_rows)), "is empty: it holds no rows", "^((?!column).)*$"]),
         "transfer set without a teacher": ([*sst2, f"--transfer=text:{lines}"], ["distill.transfer", "teacher"]),
         "unknown augmentation": ([*sst2, "--augment=shuffle:0.1", "--copies=1"], ["shuffle"]),
         "rate above 1": ([*sst2, "--augment=mask:1.5", "--copies=1"], [r"1\.5", r"\[0, 1\]"]),
@@ -545,7 +550,7 @@ def refusal_cases(tmp_path, task_teachers):
 
 REFUSALS = ["missing teacher", "damaged teacher", "not a classifier", "regression teacher, single-label data",
             "single-label teacher, regression data", "pairs teacher, single texts", "single-text teacher, pairs data",
-            "another label set", "empty transfer set", "transfer set without a teacher",
+            "another label set", "empty transfer set", "empty jsonl transfer set", "transfer set without a teacher",
             "transfer set with a pairs run", "unknown augmentation", "rate above 1", "rate below 0",
             "copies without methods", "methods without copies", "neighbours without vectors",
             "transfer set without its column", "the run's own folder as teacher"]
@@ -610,6 +615,7 @@ def test_a_resumed_run_refuses_a_changed_teacher_or_transfer_set_naming_it(tmp_p
         for pattern in patterns:
             assert re.search(pattern, line, re.IGNORECASE), (changed, pattern, line)
         assert sorted(os.listdir(model_dir)) == listing, changed  # no step taken, nothing written
+        assert teacher_work(result.stdout)[0] == [], (changed, result.stdout[-2000:])  # nothing labelled first
 
     refused("another teacher folder", "distill.teacher", re.escape(teacher), re.escape(other_teacher),
             "step was 2, now 4", teacher=other_teacher)
@@ -617,6 +623,11 @@ def test_a_resumed_run_refuses_a_changed_teacher_or_transfer_set_naming_it(tmp_p
         f.write("one more unlabelled line\n")
     refused("the transfer set", "distill.transfer", "count was 50, now 51")
     write_lines(transfer, 50)  # as it was
+    moved = write_lines(tmp_path / "moved.txt", 50)  # the same lines under another name: the name is said
+    refused("another transfer file", "distill.transfer", re.escape(f"path was text:{transfer}, now text:{moved}"),
+            transfer=f"text:{moved}")
+    # Other settings (copies the teacher would label) are refused before the teacher answers anything.
+    refused("augmented copies", "other settings", "augment.copies", augment="mask:0.1", copies=1)
     for path in glob.glob(os.path.join(newer, "ckpt-4.*")):  # the same folder, with a newer checkpoint
         shutil.copy(path, teacher)
     shutil.copy(os.path.join(OLD_RUNS, "sentiment", "checkpoint"), teacher)

@@ -58,7 +58,8 @@ class AugmentConfig:
         uses_vectors = any(name == "neighbours" for name, _ in parsed)
         if uses_vectors and not self.vectors:
             raise ValueError(f"methods={list(self.methods)} has neighbours, which replaces words by their nearest "
-                             "neighbours in a word-vectors file: give vectors (e.g. glove.6B.50d.txt).")
+                             "neighbours in a word-vectors file: give vectors (--augment_vectors, e.g. "
+                             "glove.6B.50d.txt).")
         if self.vectors and not uses_vectors:
             raise ValueError(f"vectors={self.vectors} is read by the neighbours method alone: add neighbours:RATE to "
                              "methods, or leave vectors out.")

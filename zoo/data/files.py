@@ -212,6 +212,7 @@ def check_columns(spec, split, names, **fields):
     with reading(path), open_text(path) as f:
         if spec.form == "jsonl":
             first = next((line for line in f if line.strip()), None)
+            empty = first is None
             try:
                 have = list(json.loads(first)) if first else []
             except (json.JSONDecodeError, TypeError):
@@ -219,6 +220,9 @@ def check_columns(spec, split, names, **fields):
         else:
             have = next(csv.reader(f, **DIALECTS[spec.form]), [])
             check_header(path, have)
+            empty = not have and not any(line.strip() for line in f)
+    if empty:  # not a missing column: no column at all
+        raise DatasetError(f"{path} is empty: it holds no rows. Give a file with rows in it.")
     missing = [name for name in names if name is not None and name not in have]
     if missing:
         flag = {n: f for f, n in zip(("--text_column", "--label_column", "--text_pair_column"), names)}

@@ -81,7 +81,7 @@ def plan(config, data, seed, record=None, model_dir=None):
         derived["teacher"] = teacher.record
     if transfer is not None:
         derived["transfer"] = {"count": len(transfer[0]), "files": transfer[1]}
-    check_resumed(record, derived)
+    check_resumed(record, derived, distill.transfer)
 
     texts, labels = gold_labels(data, problem_type)
     copies = augmented_copies(texts, augment, seed)
@@ -124,20 +124,23 @@ def read_transfer(distill, seed):
     except DatasetError as error:  # its column is the transfer set's own flag, not the labelled data's
         message = str(error).replace("--text_column", "--transfer_text_column")
         raise DistillError(f"distill.transfer={distill.transfer}: {message}") from None
-    texts = list(documents)  # load_corpora refuses an empty one ("holds no document")
+    texts = list(documents)  # load_corpora refuses an empty one ("holds no text")
     if distill.max_transfer is not None and distill.max_transfer < len(texts):
         keep = np.sort(np.random.default_rng(seed).permutation(len(texts))[:distill.max_transfer])
         texts = [texts[i] for i in keep]
     return texts, documents.digest
 
 
-def check_resumed(record, derived):
-    """A resumed run must find the teacher and transfer set it started with: refused naming what changed."""
+def check_resumed(record, derived, transfer):
+    """A resumed run must find the teacher and transfer set it started with (`transfer`: distill.transfer now):
+    refused naming what changed."""
     started = (record.derived.get("distill") if record is not None else None)
     if started is None or started == derived:
         return
     for name, field in (("teacher", "distill.teacher"), ("transfer", "distill.transfer")):
         before, now = started.get(name) or {}, derived.get(name) or {}
+        if name == "transfer":  # the record keeps its count and files; the config, what the user named
+            before, now = {"path": record.config.distill.transfer, **before}, {"path": transfer, **now}
         changes = [f"{key} was {before.get(key)}, now {now.get(key)}" for key in ("path", "digest", "step", "count",
                                                                                    "files")
                    if before.get(key) != now.get(key)]

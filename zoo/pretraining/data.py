@@ -122,7 +122,8 @@ def load_corpora(corpora, document_per_file=False, text_column="text", bad_rows=
             skipped += bad.count if bad_rows == "skip" else 0
             specs.append(spec)
         if not count:
-            raise DatasetError(f"Corpus {spec.name!r} holds no document.")
+            raise DatasetError(f"{spec.name!r} holds no text (its files are empty, or every row is blank): give "
+                               "files with text in them.")
         parts.append((read, count, size))
     sources = Sources(lambda: [p for spec in specs for p in dataset_spec.paths(spec, "train")]) if specs else None
     key = {"corpus": [spec.name for spec in corpora], "document_per_file": document_per_file,

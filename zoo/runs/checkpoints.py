@@ -64,8 +64,9 @@ def newest_readable(model_dir, log=print):
         log(f"Warning: checkpoint {path} cannot be read ({reason}); trying an older one.")
         skipped.append(path)
     if skipped:
-        raise CheckpointError(f"No checkpoint in {model_dir} can be read ({', '.join(map(os.path.basename, skipped))} "
-                              "are damaged): restore them from a backup, or train again in another --model_dir.")
+        names, verb = ', '.join(map(os.path.basename, skipped)), "is" if len(skipped) == 1 else "are"
+        raise CheckpointError(f"No checkpoint in {model_dir} can be read ({names} {verb} damaged): restore them from a "
+                              "backup, or train again in another --model_dir.")
     return None, 0, []
 
 

@@ -85,9 +85,13 @@ def prepare_run(folder, config, data, chief, words=None):
 
     last = word_tokenizer.WORDS_FILE if words is not None or words_from else \
         tokenizer.WORDPIECE_CONFIG_FILE if wordpiece else tokenizer.TOKENIZER_FILE
-    derived = ("model.vocab_size", "model.embedding_dim") if words is not None else ()
-    config = run_settings.start_run(folder, RECIPE, config, write_tokenizer, last, chief, derived)
+    config = run_settings.start_run(folder, RECIPE, config, write_tokenizer, last, chief, from_words(words))
     return config, folder.tokenizer()
+
+
+def from_words(words):
+    """The model fields a word vocabulary (`words`, a WordPlan or None) sets: a resumed run's own, not compared."""
+    return ("model.vocab_size", "model.embedding_dim") if words is not None else ()
 
 
 def prepare(run, config, strategy):
@@ -104,8 +108,6 @@ def prepare(run, config, strategy):
     record = run.folder.read_record(RECIPE, SentimentRunConfig)
     taught = training_set.plan(config, data, config.train.seed, record, run.model_dir)
     train_config = run_settings.with_epochs(config.train, run.epochs, (taught.examples if taught else data).count)
-    if taught:
-        taught.label()  # the teacher answers once every check has passed; the log says what the run trains on
     problem_type = config.model.problem_type
     outputs = 1 if problem_type == classifier.REGRESSION else len(data.class_names)
     segments = 2 if config.data.text_pair_column else 0  # a pair's two texts: BERT's token types 0 and 1
@@ -120,6 +122,11 @@ def prepare(run, config, strategy):
             scaled=model.embedding != "normalized", coverage_setting="--config.model.min_vector_coverage",
             started=record and record.derived.get("word_vectors"), model_dir=run.model_dir)
         config = dataclasses.replace(config, model=model.with_words(words))
+    # The teacher answers once every check has passed, a resumed run's settings too (start_run's comparison, made
+    # before the long labelling); the log says what the run trains on.
+    if taught:
+        run_settings.check_settings(run.folder, RECIPE, config, from_words(words))
+        taught.label()
     config, tok = prepare_run(run.folder, config, data, is_chief(strategy), words)
     model = config.model
     framing = ClassifierPreprocessor.for_tokenizer(tok, model.max_length, pairs=bool(model.num_segments))

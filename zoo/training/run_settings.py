@@ -207,14 +207,8 @@ def start_run(folder, recipe, config, write_tokenizer, last_file, chief, derived
     `last_file`). A resumed run whose record differs from `config` is refused, naming each dotted field (less
     CHANGEABLE, the eval section, and the `derived` fields, which come from the data: the LM's model.vocab_size,
     and the fields a record of format 1 did not hold)."""
-    existing = folder.read_record(recipe, type(config))
+    existing = check_settings(folder, recipe, config, derived)
     if existing is not None:
-        names = tuple(record_module.dotted_names(cfg.to_dict(config)))
-        skip = tuple(name for name in names if name not in existing.fields or name.startswith(f"{EVAL}."))
-        differ = cfg.differences(existing.config, config, skip=CHANGEABLE + tuple(derived) + skip)
-        if differ:
-            raise RunDirError(f"{folder.path} holds a {recipe} run with other settings ({'; '.join(differ)}): resume "
-                              "it with the same config, or use another --model_dir.")
         config = dataclasses.replace(config, model=existing.config.model)
         if folder.holds(last_file):
             return config
@@ -223,6 +217,20 @@ def start_run(folder, recipe, config, write_tokenizer, last_file, chief, derived
     else:
         folder.wait_for(last_file)
     return config
+
+
+def check_settings(folder, recipe, config, derived=()):
+    """The record of the run `folder` holds (None: a new run), refused when its settings differ from `config`'s (as
+    `start_run` compares them): a recipe with long work before start_run (a teacher's labelling) calls it first."""
+    existing = folder.read_record(recipe, type(config))
+    if existing is not None:
+        names = tuple(record_module.dotted_names(cfg.to_dict(config)))
+        skip = tuple(name for name in names if name not in existing.fields or name.startswith(f"{EVAL}."))
+        differ = cfg.differences(existing.config, config, skip=CHANGEABLE + tuple(derived) + skip)
+        if differ:
+            raise RunDirError(f"{folder.path} holds a {recipe} run with other settings ({'; '.join(differ)}): resume "
+                              "it with the same config, or use another --model_dir.")
+    return existing
 
 
 def check_same_files(folder, recipe, cls, digest):
