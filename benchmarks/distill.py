@@ -56,12 +56,13 @@ TRANSFER = {"sst2": ("sentences", None), "imdb": ("imdb_unsup", None)}
 # The same arm trained longer (STUDENT's flags replaced), each length chosen after the shorter one's SST-2 dev figure
 # (2 epochs 84.06%, 4 epochs 85.67%; BENCHMARKS.md's "Distillation: notes"): nine times the texts of the training set,
 # the loss still falling. 8 epochs gained 0.11 over 4 with inverse_sqrt's rate still at 4e-5 at the end; the last arm
-# annealed the rate to zero instead (cosine, as benchmarks.lm and the pretraining recipe train) and lost 3.3 points.
+# anneals the rate to zero instead (cosine, as benchmarks.lm and the pretraining recipe train).
 TRANSFER_ARMS = {"sst2": ({"epochs": 4}, {"epochs": 8}, {"epochs": 4, "schedule": "cosine"})}
 # ... and the transfer set beside the copies in the arm distilled on the training set + augmented copies
 COPIES_TRANSFER = {"imdb": ("imdb_unsup", 20000)}
 SENTENCES = "imdb_unsup_sentences.txt"  # under --runs_dir
-LATENCY_STUDENT = "sst2_distilled_transfer_e8"  # --parts=latency alone: the student timed
+# The student --parts=latency times against the teacher (one of TRANSFER_ARMS' folders; --parts=sst2 trains it).
+LATENCY_STUDENT = "sst2_distilled_transfer_e8"
 # The distilled student's epochs chosen on sst2_tune's validation (held out of SST-2's train; BENCHMARKS.md's
 # "Distillation: notes" has the figures): 2 -> 88.48%, 6 -> 90.14%, 12 -> 90.62%.
 TUNED_EPOCHS = {"sst2": 12}
@@ -120,7 +121,7 @@ def student(dataset, name, extra, teacher_dir=None, max_examples=None, values=No
 
 
 def arms(dataset):
-    """Every arm of one dataset, in one program: (rows, the teacher's and the distilled student's run folders)."""
+    """Every arm of one dataset, in one program: its table's rows."""
     teacher_dir, taught = teacher(dataset)
     augment = [*AUGMENT, *COPIES[dataset]]
     rows = [("teacher: all-MiniLM-L6-v2 fine-tuned", taught)]
@@ -132,8 +133,7 @@ def arms(dataset):
         rows.append((f"student distilled on the training set, {epochs} epochs (chosen on sst2_tune)",
                      student(dataset, f"distilled_e{epochs}", DISTILL, teacher_dir, values={"epochs": epochs})[1]))
     together = COPIES_TRANSFER.get(dataset)
-    distilled_dir, best = student(dataset, "distilled_augmented", [*DISTILL, *augment, *transfer_flags(together)],
-                                  teacher_dir)
+    best = student(dataset, "distilled_augmented", [*DISTILL, *augment, *transfer_flags(together)], teacher_dir)[1]
     rows.append(("student distilled on the training set + augmented copies"
                  + (f" + {transfer_name(together)}" if together else ""), best))
     if dataset in TRANSFER:
@@ -142,15 +142,13 @@ def arms(dataset):
             name = "".join(f"_e{value}" if key == "epochs" else f"_{value}" for key, value in values.items())
             described = "".join(f", {value} epochs" if key == "epochs" else f", {value} {key}"
                                 for key, value in values.items())
-            arm_dir, figures = student(dataset, "distilled_transfer" + name, [*DISTILL, *flags_], teacher_dir,
-                                       values=values)
+            figures = student(dataset, "distilled_transfer" + name, [*DISTILL, *flags_], teacher_dir,
+                              values=values)[1]
             rows.append((f"student distilled on the training set + {what}{described}", figures))
-            if arm_dir.endswith(LATENCY_STUDENT) or not values:
-                distilled_dir = arm_dir
     limit = quick.EXAMPLES if quick.active() else None
     linear = nbsvm.accuracy(dataset, SPLIT[dataset], limit)
     rows.append(("NBSVM (word 1-3-grams)", {"accuracy": linear["accuracy"], "seconds": linear["seconds"]}))
-    return rows, teacher_dir, distilled_dir
+    return rows
 
 
 def transfer_flags(transfer):
@@ -208,11 +206,9 @@ def main(argv):
         raise app.UsageError(f"--parts: unknown {', '.join(unknown)}; use {', '.join(PARTS)}.")
     if quick.active():
         FLAGS.runs_dir = quick.folder("distill")
-    dirs = {}
     for dataset in ("sst2", "imdb"):
         if dataset in FLAGS.parts:
-            rows, teacher_dir, student_dir = arms(dataset)
-            dirs[dataset] = teacher_dir, student_dir
+            rows = arms(dataset)
             split = "dev" if dataset == "sst2" else "test"
             augmented = " ".join(AUGMENT + COPIES[dataset])
             body = (f"Accuracy on {dataset} {split}; the student is `small` ({' '.join(STUDENT[dataset][1:])}); "
@@ -230,8 +226,7 @@ def main(argv):
         write_section("Distillation: small data", body)
         print(body)
     if "latency" in FLAGS.parts:
-        teacher_dir, student_dir = dirs.get("sst2") or (os.path.join(FLAGS.runs_dir, "sst2_teacher"),
-                                                        os.path.join(FLAGS.runs_dir, LATENCY_STUDENT))
+        teacher_dir, student_dir = (os.path.join(FLAGS.runs_dir, name) for name in ("sst2_teacher", LATENCY_STUDENT))
         figures = serving(teacher_dir, student_dir)
         rows = [f"| {name} | {f[1] * 1000:.1f} ms | {f[64] * 1000:.0f} ms |" for name, f in figures.items()]
         speed = figures["teacher"][1] / figures["student"][1], figures["teacher"][64] / figures["student"][64]

@@ -534,7 +534,8 @@ def refusal_cases(tmp_path, task_teachers):
                                [re.escape(str(empty)), "empty|no (text|document)"]),
         # an empty file, not a missing column (its columns are no flag's fault)
         "empty jsonl transfer set": ([*sst2, f"--teacher={teacher}", f"--transfer=jsonl:{empty_rows}"],
-                                     [re.escape(str(empty_rows)), "is empty: it holds no rows", "^((?!column).)*$"]),
+                                     [re.escape(str(empty_rows)), "is empty: it holds no rows",
+                                      "^((?!column).)*$"]),  # a line without "column" in it
         "transfer set without a teacher": ([*sst2, f"--transfer=text:{lines}"], ["distill.transfer", "teacher"]),
         "unknown augmentation": ([*sst2, "--augment=shuffle:0.1", "--copies=1"], ["shuffle"]),
         "rate above 1": ([*sst2, "--augment=mask:1.5", "--copies=1"], [r"1\.5", r"\[0, 1\]"]),

@@ -64,9 +64,10 @@ def newest_readable(model_dir, log=print):
         log(f"Warning: checkpoint {path} cannot be read ({reason}); trying an older one.")
         skipped.append(path)
     if skipped:
-        names, verb = ', '.join(map(os.path.basename, skipped)), "is" if len(skipped) == 1 else "are"
-        raise CheckpointError(f"No checkpoint in {model_dir} can be read ({names} {verb} damaged): restore them from a "
-                              "backup, or train again in another --model_dir.")
+        names = ', '.join(map(os.path.basename, skipped))
+        verb, pronoun = ("is", "it") if len(skipped) == 1 else ("are", "them")
+        raise CheckpointError(f"No checkpoint in {model_dir} can be read ({names} {verb} damaged): restore {pronoun} "
+                              "from a backup, or train again in another --model_dir.")
     return None, 0, []
 
 

@@ -122,10 +122,13 @@ def prepare(run, config, strategy):
             scaled=model.embedding != "normalized", coverage_setting="--config.model.min_vector_coverage",
             started=record and record.derived.get("word_vectors"), model_dir=run.model_dir)
         config = dataclasses.replace(config, model=model.with_words(words))
-    # The teacher answers once every check has passed, a resumed run's settings too (start_run's comparison, made
-    # before the long labelling); the log says what the run trains on.
+    # The teacher answers once every check has passed, a resumed run's settings and data position too (start_run's
+    # and the driver's record_training's checks, made before the long labelling); the log says what the run trains on.
     if taught:
-        run_settings.check_settings(run.folder, RECIPE, config, from_words(words))
+        resume = {"replicas": strategy.num_replicas_in_sync}
+        if data.paths:
+            resume["held_out"] = data.key["held_out"]
+        run_settings.check_settings(run.folder, RECIPE, config, from_words(words), resume)
         taught.label()
     config, tok = prepare_run(run.folder, config, data, is_chief(strategy), words)
     model = config.model

@@ -219,10 +219,14 @@ def start_run(folder, recipe, config, write_tokenizer, last_file, chief, derived
     return config
 
 
-def check_settings(folder, recipe, config, derived=()):
+def check_settings(folder, recipe, config, derived=(), resume=None):
     """The record of the run `folder` holds (None: a new run), refused when its settings differ from `config`'s (as
-    `start_run` compares them): a recipe with long work before start_run (a teacher's labelling) calls it first."""
+    `start_run` compares them) or, with `resume` (zoo.runs.run_dir.RESUME_KEYS' values), when it cannot resume as
+    asked (as the driver's record_training refuses it): a recipe with long work before start_run (a teacher's
+    labelling) calls it first."""
     existing = folder.read_record(recipe, type(config))
+    if existing is not None and resume:
+        run_dir.check_resumable(existing.derived, resume)
     if existing is not None:
         names = tuple(record_module.dotted_names(cfg.to_dict(config)))
         skip = tuple(name for name in names if name not in existing.fields or name.startswith(f"{EVAL}."))

@@ -152,3 +152,12 @@ def test_a_header_naming_a_column_twice_is_refused_naming_it(tmp_path, form, hea
     spec = dataset_spec.parse(f"{form}:{path}", dataset_spec.FORMS)
     with pytest.raises(DatasetError, match="'text' more than once"):
         list(files.rows(spec, "train", files.BadRows()))
+
+
+@pytest.mark.parametrize("form, content", [("csv", b""), ("tsv", b"\n\n"), ("jsonl", b"\n  \n"), ("csv.gz", None)])
+def test_an_empty_file_is_refused_as_empty_not_as_missing_a_column(tmp_path, form, content):
+    path = tmp_path / f"t.{form}"
+    path.write_bytes(gzip.compress(b"") if content is None else content)
+    with pytest.raises(DatasetError, match=r"t\.%s is empty: it holds no rows" % form.replace(".", r"\.")) as raised:
+        classifier_data.load(f"{form.split('.')[0]}:{path}", "train", COLUMNS)
+    assert "column" not in str(raised.value)
