@@ -223,6 +223,8 @@ def check_columns(spec, split, names, **fields):
             empty = not have and not any(line.strip() for line in f)
     if empty:  # not a missing column: no column at all
         raise DatasetError(f"{path} is empty: it holds no rows. Give a file with rows in it.")
+    if not have and spec.form != "jsonl":  # rows below a blank first line, which the reader takes as the header
+        raise DatasetError(f"{path}: its first line, the header, is blank. Put the column names on the first line.")
     missing = [name for name in names if name is not None and name not in have]
     if missing:
         flag = {n: f for f, n in zip(("--text_column", "--label_column", "--text_pair_column"), names)}

@@ -161,3 +161,10 @@ def test_an_empty_file_is_refused_as_empty_not_as_missing_a_column(tmp_path, for
     with pytest.raises(DatasetError, match=r"t\.%s is empty: it holds no rows" % form.replace(".", r"\.")) as raised:
         classifier_data.load(f"{form.split('.')[0]}:{path}", "train", COLUMNS)
     assert "column" not in str(raised.value)
+
+
+def test_a_blank_header_line_above_rows_is_named(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("\nid,body,team\n0,x,a\n")
+    with pytest.raises(DatasetError, match=r"t\.csv: its first line, the header, is blank"):
+        classifier_data.load(f"csv:{path}", "train", COLUMNS)
