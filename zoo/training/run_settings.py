@@ -225,15 +225,16 @@ def check_settings(folder, recipe, config, derived=(), resume=None):
     asked (as the driver's record_training refuses it): a recipe with long work before start_run (a teacher's
     labelling) calls it first."""
     existing = folder.read_record(recipe, type(config))
-    if existing is not None and resume:
+    if existing is None:
+        return None
+    if resume:
         run_dir.check_resumable(existing.derived, resume)
-    if existing is not None:
-        names = tuple(record_module.dotted_names(cfg.to_dict(config)))
-        skip = tuple(name for name in names if name not in existing.fields or name.startswith(f"{EVAL}."))
-        differ = cfg.differences(existing.config, config, skip=CHANGEABLE + tuple(derived) + skip)
-        if differ:
-            raise RunDirError(f"{folder.path} holds a {recipe} run with other settings ({'; '.join(differ)}): resume "
-                              "it with the same config, or use another --model_dir.")
+    names = tuple(record_module.dotted_names(cfg.to_dict(config)))
+    skip = tuple(name for name in names if name not in existing.fields or name.startswith(f"{EVAL}."))
+    differ = cfg.differences(existing.config, config, skip=CHANGEABLE + tuple(derived) + skip)
+    if differ:
+        raise RunDirError(f"{folder.path} holds a {recipe} run with other settings ({'; '.join(differ)}): resume it "
+                          "with the same config, or use another --model_dir.")
     return existing
 
 
