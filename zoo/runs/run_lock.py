@@ -125,14 +125,18 @@ class RunLock:
             except OSError as error:
                 raise RunLockError(f"Cannot create {self.path} ({error.strerror}): give a --model_dir this "
                                    "user can write to.") from None
-            self.written = json.dumps(own_record()).encode()
-            with os.fdopen(descriptor, "wb") as f:
-                f.write(self.written)
-                f.flush()
-                os.fsync(f.fileno())
-            self.thread = threading.Thread(target=self._beat, name="run-lock-heartbeat", daemon=True)
-            self.thread.start()
-            self._remove_unfinished_checkpoints()
+            try:
+                self.written = json.dumps(own_record()).encode()
+                with os.fdopen(descriptor, "wb") as f:
+                    f.write(self.written)
+                    f.flush()
+                    os.fsync(f.fileno())
+                self.thread = threading.Thread(target=self._beat, name="run-lock-heartbeat", daemon=True)
+                self.thread.start()
+                self._remove_unfinished_checkpoints()
+            except BaseException:  # a SIGTERM (zoo.training.stopping) or an error here: no `with` will release it
+                self._abandon()
+                raise
             return
         raise RunLockError(f"{self.folder} is being taken by other runs just now: use another --model_dir, "
                            "or run again once they have started.")
@@ -147,6 +151,14 @@ class RunLock:
                 ours = f.read() == self.written
             if ours:
                 os.remove(self.path)
+
+    def _abandon(self):
+        """Removes the lock this run created but did not finish taking, whatever it holds so far."""
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join()
+        with contextlib.suppress(OSError):
+            os.remove(self.path)
 
     def _remove_unfinished_checkpoints(self):
         """Removes the `ckpt-N_temp/` folders TensorFlow writes a checkpoint into (and removes once it is

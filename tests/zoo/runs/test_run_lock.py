@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import HANG, ROOT
 from zoo.runs import run_lock
 from zoo.runs.run_lock import LOCK_FILE, RunLock, RunLockError
+from zoo.training.stopping import Stopped
 
 # A second process holding a folder: zoo/runs/run_lock.py alone (standard library only, so no TensorFlow to load).
 HOLDER = (
@@ -182,6 +183,22 @@ def test_the_lock_goes_when_the_run_ends_normally_or_by_an_error(tmp_path):
         with RunLock(str(tmp_path)):
             raise KeyError("a failure inside the run")
     assert not os.path.exists(tmp_path / LOCK_FILE)
+
+
+@pytest.mark.parametrize("cut", ["fsync", "_remove_unfinished_checkpoints"])
+def test_a_signal_while_the_lock_is_being_taken_leaves_no_lock(tmp_path, monkeypatch, cut):
+    """SIGTERM raises Stopped wherever the run is (zoo.training.stopping): one that comes after the lock file is
+    created and before `with` has it (its record half-written, or its heartbeat started) still removes it."""
+    def stopped(*args):
+        raise Stopped(signal.SIGTERM)
+
+    monkeypatch.setattr(*((run_lock.os, "fsync") if cut == "fsync" else (RunLock, cut)), stopped)
+    lock = RunLock(str(tmp_path))
+    with pytest.raises(Stopped):
+        with lock:
+            pytest.fail("the block ran")
+    assert not os.path.exists(tmp_path / LOCK_FILE)
+    assert lock.thread is None or not lock.thread.is_alive()
 
 
 def test_a_run_whose_lock_was_taken_over_leaves_the_new_holders_lock(tmp_path):
