@@ -11,7 +11,8 @@ is taken over with a note:
   this host's clock, so the hosts' clocks must agree within a few minutes.
 
 A lock file without a readable record (its writer died between creating and filling it) is stale once HEARTBEAT_SECONDS
-old. A run removes its lock when it ends, normally or by an error. The run that takes the folder removes the checkpoints
+old. A run removes its lock when it ends, normally, by an error or by a stop (SIGTERM, Ctrl-C: one that comes while the
+lock is made or removed waits until that is done, `signals_held`). The run that takes the folder removes the checkpoints
 a dead run left half-written there.
 """
 
@@ -21,6 +22,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import sys
 import threading
@@ -99,6 +101,25 @@ def own_record():
             "process_start": stat[1] if stat else None}
 
 
+@contextlib.contextmanager
+def signals_held(signums=(signal.SIGTERM, signal.SIGINT)):
+    """SIGTERM and SIGINT wait for the end of the block, then come as they would have (to the handlers before it:
+    zoo.training.stopping's `Stopped`, KeyboardInterrupt, or the end of the process), so that a lock file is made
+    or removed whole. Off the main thread, where Python cannot set handlers, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came = []
+    before = {signum: signal.signal(signum, lambda signum, frame: came.append(signum)) for signum in signums}
+    try:
+        yield
+    finally:
+        for signum, previous in before.items():
+            signal.signal(signum, signal.SIG_DFL if previous is None else previous)  # None: set outside Python
+        for signum in dict.fromkeys(came):
+            signal.raise_signal(signum)
+
+
 class RunLock:
     """The lock of `folder` (which must exist): `acquire()` takes it or raises RunLockError, and
     keeps it fresh from a daemon thread until `release()`; also a context manager."""
@@ -117,25 +138,23 @@ class RunLock:
 
     def acquire(self):
         for _ in range(3):  # a stale lock is removed, then created afresh: another run may win that race
+            created = False
             try:
-                descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                self._take_over_if_stale()
-                continue
-            except OSError as error:
-                raise RunLockError(f"Cannot create {self.path} ({error.strerror}): give a --model_dir this "
-                                   "user can write to.") from None
-            try:
-                self.written = json.dumps(own_record()).encode()
-                with os.fdopen(descriptor, "wb") as f:
-                    f.write(self.written)
-                    f.flush()
-                    os.fsync(f.fileno())
-                self.thread = threading.Thread(target=self._beat, name="run-lock-heartbeat", daemon=True)
-                self.thread.start()
+                with signals_held():  # a stop (SIGTERM, Ctrl-C) comes once the lock file is whole, and removes it
+                    try:
+                        descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                    except FileExistsError:
+                        self._take_over_if_stale()
+                        continue
+                    except OSError as error:
+                        raise RunLockError(f"Cannot create {self.path} ({error.strerror}): give a --model_dir this "
+                                           "user can write to.") from None
+                    created = True
+                    self._fill(descriptor)
                 self._remove_unfinished_checkpoints()
-            except BaseException:  # a SIGTERM (zoo.training.stopping) or an error here: no `with` will release it
-                self._abandon()
+            except BaseException:  # a stop or an error before the `with` block holds the lock: nothing will release it
+                if created:
+                    self._abandon()
                 raise
             return
         raise RunLockError(f"{self.folder} is being taken by other runs just now: use another --model_dir, "
@@ -143,22 +162,35 @@ class RunLock:
 
     def release(self):
         """Stops the heartbeat and removes the lock, if it is still this run's."""
-        self.stop.set()
-        if self.thread is not None:
-            self.thread.join()
-        with contextlib.suppress(FileNotFoundError):
-            with open(self.path, "rb") as f:
-                ours = f.read() == self.written
-            if ours:
-                os.remove(self.path)
+        with signals_held():
+            self._stop_heartbeat()
+            with contextlib.suppress(FileNotFoundError):
+                with open(self.path, "rb") as f:
+                    ours = f.read() == self.written
+                if ours:
+                    os.remove(self.path)
+
+    def _fill(self, descriptor):
+        """Writes this run's record into the new lock file `descriptor` and starts the heartbeat."""
+        with os.fdopen(descriptor, "wb") as f:
+            self.written = json.dumps(own_record()).encode()
+            f.write(self.written)
+            f.flush()
+            os.fsync(f.fileno())
+        self.thread = threading.Thread(target=self._beat, name="run-lock-heartbeat", daemon=True)
+        self.thread.start()
 
     def _abandon(self):
         """Removes the lock this run created but did not finish taking, whatever it holds so far."""
+        with signals_held():
+            with contextlib.suppress(OSError):
+                os.remove(self.path)
+            self._stop_heartbeat()
+
+    def _stop_heartbeat(self):
         self.stop.set()
         if self.thread is not None:
             self.thread.join()
-        with contextlib.suppress(OSError):
-            os.remove(self.path)
 
     def _remove_unfinished_checkpoints(self):
         """Removes the `ckpt-N_temp/` folders TensorFlow writes a checkpoint into (and removes once it is

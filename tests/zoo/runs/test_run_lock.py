@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import HANG, ROOT
 from zoo.runs import run_lock
 from zoo.runs.run_lock import LOCK_FILE, RunLock, RunLockError
-from zoo.training.stopping import Stopped
+from zoo.training.stopping import Stopped, stop_on_signals
 
 # A second process holding a folder: zoo/runs/run_lock.py alone (standard library only, so no TensorFlow to load).
 HOLDER = (
@@ -199,6 +199,33 @@ def test_a_signal_while_the_lock_is_being_taken_leaves_no_lock(tmp_path, monkeyp
             pytest.fail("the block ran")
     assert not os.path.exists(tmp_path / LOCK_FILE)
     assert lock.thread is None or not lock.thread.is_alive()
+
+
+@pytest.mark.parametrize("where", ["open", "fsync", "remove"])
+def test_a_sigterm_while_the_lock_is_made_or_removed_comes_once_the_file_is_whole(tmp_path, monkeypatch, where):
+    """The signal itself, sent just after the lock file is created (os.open), while its record is written (fsync)
+    or just before it is removed (release): it stops the run, and the lock is gone all the same."""
+    real, sent = getattr(os, where), []
+
+    def then_sigterm(*args, **kwargs):  # os.<where> is everyone's: the signal is sent once, at the lock's own call
+        due = not sent and (where == "fsync" or args[0] == os.path.join(tmp_path, LOCK_FILE))
+        if due and where == "remove":
+            sent.append(os.kill(os.getpid(), signal.SIGTERM))
+        result = real(*args, **kwargs)
+        if due and where != "remove":
+            sent.append(os.kill(os.getpid(), signal.SIGTERM))
+        return result
+
+    lock = RunLock(str(tmp_path))
+    if where != "remove":
+        monkeypatch.setattr(run_lock.os, where, then_sigterm)
+    with stop_on_signals(), pytest.raises(Stopped):
+        with lock:
+            if where != "remove":
+                pytest.fail("the block ran")
+            monkeypatch.setattr(run_lock.os, where, then_sigterm)
+    assert sent and not os.path.exists(tmp_path / LOCK_FILE)
+    assert not lock.thread.is_alive()
 
 
 def test_a_run_whose_lock_was_taken_over_leaves_the_new_holders_lock(tmp_path):
