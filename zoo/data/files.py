@@ -203,26 +203,39 @@ def _line_rows(spec, path, bad_rows):
             yield Row({"text": line}, f"{path}:{number}")
 
 
-def check_columns(spec, split, names, **fields):
-    """The columns `names` (text, label and, for text pairs, the second text's; None: no such column) exist in the first
-    file's header (csv, tsv) or first object (jsonl); a missing one is refused naming those the file has."""
-    if spec.form not in ("csv", "tsv", "jsonl"):
-        return
-    path = paths(spec, split, **fields)[0]
+def _first_columns(spec, path):
+    """The column names of `path`'s header (csv, tsv) or first object (jsonl); None for an empty file, ... for a first
+    line that is not a JSON object's (the reader reports that row)."""
     with reading(path), open_text(path) as f:
         if spec.form == "jsonl":
             first = next((line for line in f if line.strip()), None)
-            empty = first is None
             try:
-                have = list(json.loads(first)) if first else []
+                return None if first is None else list(json.loads(first))
             except (json.JSONDecodeError, TypeError):
-                return  # the row itself is reported as bad
-        else:
-            have = next(csv.reader(f, **DIALECTS[spec.form]), [])
-            check_header(path, have)
-            empty = not have and not any(line.strip() for line in f)
-    if empty:  # not a missing column: no column at all
-        raise DatasetError(f"{path} is empty: it holds no rows. Give a file with rows in it.")
+                return ...
+        have = next(csv.reader(f, **DIALECTS[spec.form]), [])
+        check_header(path, have)
+        return None if not have and not any(line.strip() for line in f) else have
+
+
+def check_columns(spec, split, names, **fields):
+    """The columns `names` (text, label and, for text pairs, the second text's; None: no such column) exist in the first
+    file's header (csv, tsv) or first object (jsonl) that is not empty; a missing one is refused naming those the file
+    has. Empty files are skipped, as the reader skips them; only files that are all empty are refused."""
+    if spec.form not in ("csv", "tsv", "jsonl"):
+        return
+    found = paths(spec, split, **fields)
+    for path in found:
+        have = _first_columns(spec, path)
+        if have is not None:
+            break
+    else:
+        if len(found) == 1:
+            raise DatasetError(f"{found[0]} is empty: it holds no rows. Give a file with rows in it.")
+        raise DatasetError(f"{spec}: all {len(found)} of its files are empty ({found[0]}, ...): they hold no rows. "
+                           "Give files with rows in them.")
+    if have is ...:
+        return  # the row itself is reported as bad
     if not have and spec.form != "jsonl":  # rows below a blank first line, which the reader takes as the header
         raise DatasetError(f"{path}: its first line, the header, is blank. Put the column names on the first line.")
     missing = [name for name in names if name is not None and name not in have]

@@ -168,3 +168,29 @@ def test_a_blank_header_line_above_rows_is_named(tmp_path):
     path.write_text("\nid,body,team\n0,x,a\n")
     with pytest.raises(DatasetError, match=r"t\.csv: its first line, the header, is blank"):
         classifier_data.load(f"csv:{path}", "train", COLUMNS)
+
+
+def rows_of(form, count, text="body"):
+    texts = [f"text {i}" for i in range(count)]
+    if form == "jsonl":
+        return texts, "".join(json.dumps({text: t, "team": "ab"[i % 2]}) + "\n" for i, t in enumerate(texts))
+    separator = "," if form == "csv" else "\t"
+    return texts, "".join(separator.join(row) + "\n" for row in [("id", text, "team"), *(
+        (str(i), t, "ab"[i % 2]) for i, t in enumerate(texts))])
+
+
+@pytest.mark.parametrize("form", ["csv", "tsv", "jsonl"])
+def test_an_empty_file_among_full_ones_is_skipped_as_the_reader_skips_it(tmp_path, form):
+    texts, content = rows_of(form, 8)
+    (tmp_path / f"a.{form}").write_text("")  # first in sorted order: the one the columns used to be read from
+    (tmp_path / f"b.{form}").write_text(content)
+    data = classifier_data.load(f"{form}:{tmp_path}/*.{form}", "train", COLUMNS)
+    got = [text for text, _ in data]
+    assert got and set(got) <= set(texts)
+    (tmp_path / f"b.{form}").write_text(rows_of(form, 8, text="review")[1])
+    with pytest.raises(DatasetError, match=r"b\.%s has no column 'body': its columns are \[.*'review'" % form):
+        classifier_data.load(f"{form}:{tmp_path}/*.{form}", "train", COLUMNS)
+    (tmp_path / f"b.{form}").write_text("")
+    empty = r"all 2 of its files are empty \(.*a\.%s, \.\.\.\): they hold no rows" % form
+    with pytest.raises(DatasetError, match=empty):
+        classifier_data.load(f"{form}:{tmp_path}/*.{form}", "train", COLUMNS)
