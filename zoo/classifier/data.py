@@ -50,10 +50,7 @@ class Examples:
 
     def tokenizer_sample(self, max_characters, seed):
         """A seeded sample of the texts with about `max_characters` in all, read in one pass."""
-        if self.text_bytes is None or self.text_bytes <= max_characters:
-            return list(self.strings())
-        share, rng = max_characters / self.text_bytes, np.random.default_rng(seed)
-        return [text for text in self.strings() if rng.random() < share]
+        return datasets.sample_share(self.strings(), self.text_bytes or 0, max_characters, seed)
 
 
 def load(dataset, split, columns=None, class_names=None, max_examples=None, seed=0):
@@ -277,9 +274,8 @@ def _rows(spec, split, bad, classes=None, read_label=class_label):
     columns = spec.columns
     text_column, label_column = ("text", "label") if spec.form == "folder" else (columns.text, columns.label)
     for row in files.rows(spec, split, bad, classes=classes if spec.form == "folder" else None):
-        text, label = row.values.get(text_column), row.values.get(label_column)
-        if not isinstance(text, str):
-            bad.add(row.where, f"no text in {text_column!r}" if text is None else f"{text_column!r} is not text")
+        text, label = files.text_of(row, text_column, bad), row.values.get(label_column)
+        if text is None:
             continue
         if not text.strip():
             bad.add(row.where, "an empty text")

@@ -193,6 +193,15 @@ def subsample(data, count, seed):
     return Classification([data.texts[i] for i in keep], data.labels[keep], data.class_names)
 
 
+def sample_share(texts, total, max_characters, seed):
+    """A seeded share of `texts` (read once) with about `max_characters` of their `total` characters in all, each text
+    kept with the same chance; all of them when they hold no more: what a tokenizer or a vocabulary learns from."""
+    if total <= max_characters:
+        return list(texts)
+    share, rng = max_characters / total, np.random.default_rng(seed)
+    return [text for text in texts if rng.random() < share]
+
+
 def check_split(name, split):
     """Raises DatasetError early (before any training) for a split that `name` does not have,
     or whose file does not parse: local datasets are read here."""

@@ -141,6 +141,15 @@ def _jsonl_rows(spec, path, bad_rows):
             yield Row(values, f"{path}:{number}")
 
 
+def text_of(row, column, bad_rows):
+    """`row`'s text in `column`, or None with the row added to `bad_rows` where it holds none or holds no string."""
+    text = row.values.get(column)
+    if isinstance(text, str):
+        return text
+    bad_rows.add(row.where, f"no text in {column!r}" if text is None else f"{column!r} is not text")
+    return None
+
+
 def check_header(path, header):
     """A header naming a column twice is refused: which of the two is the text (or the label) is unclear."""
     repeated = sorted({name for name in header if name and header.count(name) > 1})

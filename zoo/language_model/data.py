@@ -10,9 +10,7 @@ lines continue each other, so a held-out line between trained-on neighbours woul
 import collections
 import os
 
-import numpy as np
-
-from zoo.data import cache, files, spec as dataset_spec
+from zoo.data import cache, datasets, files, spec as dataset_spec
 from zoo.language_model import corpora
 from zoo.data.sources import Sources, folder_files_digest
 from zoo.data.datasets import DatasetError
@@ -50,8 +48,7 @@ class Corpus:
 
     def sample(self, max_characters, seed):
         """A seeded sample of the lines with about `max_characters` in all, read in one pass."""
-        share, rng = min(1.0, max_characters / max(self.size, 1)), np.random.default_rng(seed)
-        return [line for line in self if share >= 1 or rng.random() < share]
+        return datasets.sample_share(self, self.size, max_characters, seed)
 
 
 def load(dataset, split, level=None, text_column="text", bad_rows="error"):
@@ -126,11 +123,9 @@ def _text_lines(text):
 def _lines(spec, split, text_column, bad):
     """Every line of `split`'s files, a held-out share's too (`load` picks its blocks)."""
     for row in files.rows(spec, split, bad, whole=True):
-        text = row.values.get("text" if spec.form == "text" else text_column)
-        if not isinstance(text, str):
-            bad.add(row.where, f"no text in {text_column!r}" if text is None else f"{text_column!r} is not text")
-            continue
-        yield text if text.endswith("\n") else text + "\n"
+        text = files.text_of(row, "text" if spec.form == "text" else text_column, bad)
+        if text is not None:
+            yield text if text.endswith("\n") else text + "\n"
 
 
 def check_split(spec, split):

@@ -91,8 +91,7 @@ class Documents:
 
     def sample(self, keep, max_characters, seed):
         """A seeded sample of the documents whose index `keep` accepts, with about `max_characters` in all."""
-        share, rng = min(1.0, max_characters / max(self.size, 1)), np.random.default_rng(seed)
-        return [d for i, d in enumerate(self) if keep[i] and (share >= 1 or rng.random() < share)]
+        return datasets.sample_share((d for i, d in enumerate(self) if keep[i]), self.size, max_characters, seed)
 
 
 def load_corpora(corpora, document_per_file=False, text_column="text", bad_rows="error"):
@@ -144,10 +143,8 @@ def _file_documents(spec, document_per_file, bad):
         return
     spec = dataclasses.replace(spec, pattern=spec.pattern.replace("{split}", "train"))
     for row in files.rows(spec, "train", bad, whole=True):
-        text = row.values.get(text_column if spec.form != "text" else "text")
-        if not isinstance(text, str):
-            bad.add(row.where, f"no text in {text_column!r}" if text is None else f"{text_column!r} is not text")
-        elif text.strip():
+        text = files.text_of(row, text_column if spec.form != "text" else "text", bad)
+        if text is not None and text.strip():
             yield text.strip()
 
 

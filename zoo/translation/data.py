@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from zoo.data import cache, files, spec as dataset_spec
+from zoo.data import cache, datasets, files, spec as dataset_spec
 from zoo.data.sources import Sources
 from zoo.data.datasets import DatasetError
 from zoo.translation import corpora
@@ -51,11 +51,8 @@ class Pairs:
     def tokenizer_sample(self, sides, max_characters, seed):
         """The texts of `sides` (all of the first side's, then the next's), all of them if they hold at most
         `max_characters`, else a seeded share of about that many, read in one pass a side."""
-        total = sum(self.chars[side] for side in sides)
-        if total <= max_characters:
-            return [text for side in sides for text in self.texts(side)]
-        share, rng = max_characters / total, np.random.default_rng(seed)
-        return [text for side in sides for text in self.texts(side) if rng.random() < share]
+        texts = (text for side in sides for text in self.texts(side))
+        return datasets.sample_share(texts, sum(self.chars[side] for side in sides), max_characters, seed)
 
     def subsample(self, count, seed):
         """A seeded random `count` of the pairs, in their original order (all of them if fewer)."""

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from zoo.data import datasets
@@ -25,6 +26,16 @@ def test_subsample_is_seeded_and_keeps_both_classes():
     assert len(sample.texts) == 100 and 0.3 < sample.labels.mean() < 0.7
     assert sample.texts == datasets.subsample(data, 100, seed=1).texts
     assert datasets.subsample(data, None, seed=1) is data
+
+
+def test_sample_share_keeps_all_under_the_cap_else_each_text_by_one_seeded_draw():
+    texts = [f"text {i:03d}" for i in range(400)]  # 8 characters each: 3,200 in all
+    assert datasets.sample_share(iter(texts), 3200, 3200, seed=1) == texts
+    chance = 800 / 3200
+    expected = [t for t, draw in zip(texts, np.random.default_rng(7).random(len(texts))) if draw < chance]
+    got = datasets.sample_share(iter(texts), 3200, 800, seed=7)
+    assert got == expected and abs(len(got) - 100) < 30  # a quarter, about
+    assert datasets.sample_share(iter(texts), 3200, 800, seed=8) != got
 
 
 def test_unknown_dataset_lists_the_known_ones():
