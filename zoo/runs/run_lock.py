@@ -189,7 +189,7 @@ class RunLock:
 
     def _stop_heartbeat(self):
         self.stop.set()
-        if self.thread is not None:
+        if self.thread is not None and self.thread.ident is not None:  # started (a thread that could not start: no)
             self.thread.join()
 
     def _remove_unfinished_checkpoints(self):

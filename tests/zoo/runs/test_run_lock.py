@@ -312,3 +312,13 @@ def test_a_second_training_on_a_held_folder_is_refused_and_the_first_run_keeps_i
         assert json.load(f)["train"]["learning_rate"] == 5e-4  # the first run's, not 0.01
     assert {f"ckpt-{step}.index" for step in (10, 20, 30)} <= set(os.listdir(model_dir))
     assert "step 30/30" in out and not os.path.exists(os.path.join(model_dir, LOCK_FILE))
+
+
+def test_a_heartbeat_that_cannot_start_is_refused_with_no_lock_left(tmp_path, monkeypatch):
+    def cannot_start(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(run_lock.threading.Thread, "start", cannot_start)
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        RunLock(str(tmp_path)).acquire()
+    assert not os.path.exists(tmp_path / LOCK_FILE)
