@@ -141,14 +141,9 @@ class RunLock:
             created = False
             try:
                 with signals_held():  # a stop (SIGTERM, Ctrl-C) comes once the lock file is whole, and removes it
-                    try:
-                        descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-                    except FileExistsError:
-                        self._take_over_if_stale()
+                    descriptor = self._create()
+                    if descriptor is None:
                         continue
-                    except OSError as error:
-                        raise RunLockError(f"Cannot create {self.path} ({error.strerror}): give a --model_dir this "
-                                           "user can write to.") from None
                     created = True
                     self._fill(descriptor)
                 self._remove_unfinished_checkpoints()
@@ -169,6 +164,17 @@ class RunLock:
                     ours = f.read() == self.written
                 if ours:
                     os.remove(self.path)
+
+    def _create(self):
+        """The descriptor of the lock file, created new; None where one was there (and taken over if stale)."""
+        try:
+            return os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            self._take_over_if_stale()
+            return None
+        except OSError as error:
+            raise RunLockError(f"Cannot create {self.path} ({error.strerror}): give a --model_dir this user can write "
+                               "to.") from None
 
     def _fill(self, descriptor):
         """Writes this run's record into the new lock file `descriptor` and starts the heartbeat."""

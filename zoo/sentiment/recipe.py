@@ -124,10 +124,9 @@ def prepare(run, config, strategy):
         config = dataclasses.replace(config, model=model.with_words(words))
     # The teacher answers once every check has passed, a resumed run's settings and data position too (start_run's
     # and the driver's record_training's checks, made before the long labelling); the log says what the run trains on.
+    held_out = {"held_out": data.key["held_out"]} if data.paths else {}  # validation is train's share: resumes agree
     if taught:
-        resume = {"replicas": strategy.num_replicas_in_sync}
-        if data.paths:
-            resume["held_out"] = data.key["held_out"]
+        resume = {"replicas": strategy.num_replicas_in_sync, **held_out}
         run_settings.check_settings(run.folder, RECIPE, config, from_words(words), resume)
         taught.label()
     config, tok = prepare_run(run.folder, config, data, is_chief(strategy), words)
@@ -162,7 +161,7 @@ def prepare(run, config, strategy):
         derived["distill"] = taught.derived
     if data.paths:  # your own files: a resumed run must find the same contents
         derived["files"] = {"digest": data.key["files"], "bad_rows_skipped": data.skipped}
-        derived["held_out"] = data.key["held_out"]  # validation is train's share: a resumed run must agree
+    derived.update(held_out)
     return driver.Prepared(config, derived, task)
 
 
